@@ -1,0 +1,70 @@
+// Command dmlkit is the command-line face of the dmlkit library: evaluation, losses, training,
+// data, experiments, figures and tables. It is deliberately thin: every subcommand parses flags
+// and calls the library. One file per subcommand registers itself with [register].
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+)
+
+// command is one subcommand.
+type command struct {
+	name    string
+	summary string
+	run     func(args []string, stdout, stderr io.Writer) error
+}
+
+var commands = map[string]command{}
+
+// register adds a subcommand; called from init functions of the per-subcommand files.
+func register(name, summary string, run func(args []string, stdout, stderr io.Writer) error) {
+	if _, dup := commands[name]; dup {
+		panic("dmlkit: duplicate subcommand " + name)
+	}
+	commands[name] = command{name: name, summary: summary, run: run}
+}
+
+func usage(w io.Writer) {
+	fmt.Fprintln(w, "dmlkit — deep metric learning reproducibility workbench")
+	fmt.Fprintln(w, "\nUsage: dmlkit <command> [flags]\n\nCommands:")
+	names := make([]string, 0, len(commands))
+	for n := range commands {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		fmt.Fprintf(w, "  %-10s %s\n", n, commands[n].summary)
+	}
+	fmt.Fprintln(w, "\nRun 'dmlkit <command> -h' for a command's flags.")
+}
+
+// run dispatches args (without the program name) and returns the exit code.
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		usage(stdout)
+		return 0
+	}
+	c, ok := commands[args[0]]
+	if !ok {
+		fmt.Fprintf(stderr, "dmlkit: unknown command %q\n\n", args[0])
+		usage(stderr)
+		return 2
+	}
+	if err := c.run(args[1:], stdout, stderr); err != nil {
+		if err == errUsage {
+			return 2
+		}
+		fmt.Fprintf(stderr, "dmlkit %s: %s\n", c.name, strings.TrimPrefix(err.Error(), c.name+": "))
+		return 1
+	}
+	return 0
+}
+
+// errUsage signals that a flag set already printed its usage/error message.
+var errUsage = fmt.Errorf("usage")
+
+func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
