@@ -1,0 +1,308 @@
+// Package config assigns values to typed configuration structs by key, with errors that name the
+// field at fault. It is the single mechanism behind `--set key=value` on the command line, the
+// `set:` maps of experiment specs and the hyperparameters of losses, models and trainers.
+//
+// A key names a struct field by its yaml tag (or, without a tag, its lower-cased Go name); nested
+// structs are addressed with dots ("optimizer.lr"). Values may be strings (parsed according to the
+// field's type: "0.5", "true", "1,2,4,8" or "[1,2,4,8]" for slices) or already-typed values as YAML
+// and JSON decoders produce them (float64, int, bool, []any, map[string]any).
+package config
+
+import (
+	"fmt"
+	"reflect"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Set assigns value to the field of the struct pointed to by dst that key addresses.
+func Set(dst any, key string, value any) error {
+	v := reflect.ValueOf(dst)
+	if v.Kind() != reflect.Pointer || v.Elem().Kind() != reflect.Struct {
+		return fmt.Errorf("config: Set needs a pointer to a struct, got %T", dst)
+	}
+	return setPath(v.Elem(), strings.Split(key, "."), key, value)
+}
+
+// SetAll assigns every key of kv (in sorted key order, so errors are deterministic).
+func SetAll(dst any, kv map[string]any) error {
+	keys := make([]string, 0, len(kv))
+	for k := range kv {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		if err := Set(dst, k, kv[k]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ParseAssignments turns ["a=1", "b.c=x"] into a map, rejecting entries without '='.
+func ParseAssignments(list []string) (map[string]any, error) {
+	out := make(map[string]any, len(list))
+	for _, s := range list {
+		k, v, ok := strings.Cut(s, "=")
+		k = strings.TrimSpace(k)
+		if !ok || k == "" {
+			return nil, fmt.Errorf("config: %q is not of the form key=value", s)
+		}
+		out[k] = strings.TrimSpace(v)
+	}
+	return out, nil
+}
+
+// Field describes one settable field, for listings such as `dmlkit loss --list`.
+type Field struct {
+	Key   string // dotted key
+	Type  string // Go type
+	Value any    // current value
+	Doc   string // the field's `doc` struct tag, if any
+}
+
+// Fields lists the settable fields of the struct pointed to by (or held in) src, depth first.
+func Fields(src any) []Field {
+	v := reflect.ValueOf(src)
+	for v.Kind() == reflect.Pointer {
+		v = v.Elem()
+	}
+	var out []Field
+	collect(v, "", &out)
+	return out
+}
+
+func collect(v reflect.Value, prefix string, out *[]Field) {
+	t := v.Type()
+	for i := 0; i < t.NumField(); i++ {
+		sf := t.Field(i)
+		name, ok := fieldKey(sf)
+		if !ok {
+			continue
+		}
+		fv := v.Field(i)
+		if fv.Kind() == reflect.Struct && fv.Type() != reflect.TypeOf(time.Duration(0)) {
+			collect(fv, prefix+name+".", out)
+			continue
+		}
+		*out = append(*out, Field{Key: prefix + name, Type: sf.Type.String(), Value: fv.Interface(), Doc: sf.Tag.Get("doc")})
+	}
+}
+
+// fieldKey returns the key a field is addressed by, or false if it is not settable.
+func fieldKey(sf reflect.StructField) (string, bool) {
+	if !sf.IsExported() {
+		return "", false
+	}
+	tag := sf.Tag.Get("yaml")
+	name, _, _ := strings.Cut(tag, ",")
+	if name == "-" {
+		return "", false
+	}
+	if name == "" {
+		name = strings.ToLower(sf.Name)
+	}
+	return name, true
+}
+
+func setPath(v reflect.Value, path []string, full string, value any) error {
+	t := v.Type()
+	var valid []string
+	for i := 0; i < t.NumField(); i++ {
+		name, ok := fieldKey(t.Field(i))
+		if !ok {
+			continue
+		}
+		valid = append(valid, name)
+		if name != path[0] {
+			continue
+		}
+		fv := v.Field(i)
+		if len(path) > 1 {
+			if fv.Kind() == reflect.Pointer && fv.Type().Elem().Kind() == reflect.Struct {
+				if fv.IsNil() {
+					fv.Set(reflect.New(fv.Type().Elem()))
+				}
+				fv = fv.Elem()
+			}
+			if fv.Kind() != reflect.Struct {
+				return fmt.Errorf("config: field %q: %q is not a group of fields", full, path[0])
+			}
+			return setPath(fv, path[1:], full, value)
+		}
+		if m, ok := value.(map[string]any); ok && fv.Kind() == reflect.Struct {
+			for _, k := range sortedKeys(m) {
+				if err := setPath(fv, []string{k}, full+"."+k, m[k]); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+		if err := assign(fv, value); err != nil {
+			return fmt.Errorf("config: field %q: %w", full, err)
+		}
+		return nil
+	}
+	return fmt.Errorf("config: unknown field %q (valid here: %s)", full, strings.Join(valid, ", "))
+}
+
+func sortedKeys(m map[string]any) []string {
+	ks := make([]string, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
+	}
+	sort.Strings(ks)
+	return ks
+}
+
+// assign converts value to fv's type and stores it.
+func assign(fv reflect.Value, value any) error {
+	if s, ok := value.(string); ok {
+		return assignString(fv, s)
+	}
+	if value == nil {
+		fv.Set(reflect.Zero(fv.Type()))
+		return nil
+	}
+	rv := reflect.ValueOf(value)
+	switch fv.Kind() {
+	case reflect.Slice:
+		if rv.Kind() != reflect.Slice {
+			// A scalar for a slice field: a one-element list.
+			rv = reflect.ValueOf([]any{value})
+		}
+		out := reflect.MakeSlice(fv.Type(), rv.Len(), rv.Len())
+		for i := 0; i < rv.Len(); i++ {
+			if err := assign(out.Index(i), rv.Index(i).Interface()); err != nil {
+				return fmt.Errorf("element %d: %w", i, err)
+			}
+		}
+		fv.Set(out)
+		return nil
+	case reflect.Bool:
+		b, ok := value.(bool)
+		if !ok {
+			return fmt.Errorf("want a boolean, got %v (%T)", value, value)
+		}
+		fv.SetBool(b)
+		return nil
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		if fv.Type() == reflect.TypeOf(time.Duration(0)) {
+			return fmt.Errorf("want a duration string such as \"90s\", got %v (%T)", value, value)
+		}
+		f, ok := toFloat(value)
+		if !ok || f != float64(int64(f)) {
+			return fmt.Errorf("want an integer, got %v (%T)", value, value)
+		}
+		if fv.OverflowInt(int64(f)) {
+			return fmt.Errorf("%v overflows %s", value, fv.Type())
+		}
+		fv.SetInt(int64(f))
+		return nil
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		f, ok := toFloat(value)
+		if !ok || f < 0 || f != float64(uint64(f)) {
+			return fmt.Errorf("want a non-negative integer, got %v (%T)", value, value)
+		}
+		fv.SetUint(uint64(f))
+		return nil
+	case reflect.Float32, reflect.Float64:
+		f, ok := toFloat(value)
+		if !ok {
+			return fmt.Errorf("want a number, got %v (%T)", value, value)
+		}
+		fv.SetFloat(f)
+		return nil
+	case reflect.Interface:
+		fv.Set(rv)
+		return nil
+	}
+	if rv.Type().AssignableTo(fv.Type()) {
+		fv.Set(rv)
+		return nil
+	}
+	return fmt.Errorf("cannot assign %v (%T) to a %s", value, value, fv.Type())
+}
+
+func toFloat(v any) (float64, bool) {
+	switch x := v.(type) {
+	case int:
+		return float64(x), true
+	case int32:
+		return float64(x), true
+	case int64:
+		return float64(x), true
+	case uint64:
+		return float64(x), true
+	case float32:
+		return float64(x), true
+	case float64:
+		return x, true
+	}
+	return 0, false
+}
+
+func assignString(fv reflect.Value, s string) error {
+	s = strings.TrimSpace(s)
+	switch fv.Kind() {
+	case reflect.String:
+		fv.SetString(s)
+		return nil
+	case reflect.Bool:
+		b, err := strconv.ParseBool(s)
+		if err != nil {
+			return fmt.Errorf("cannot parse %q as a boolean", s)
+		}
+		fv.SetBool(b)
+		return nil
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		if fv.Type() == reflect.TypeOf(time.Duration(0)) {
+			d, err := time.ParseDuration(s)
+			if err != nil {
+				return fmt.Errorf("cannot parse %q as a duration", s)
+			}
+			fv.SetInt(int64(d))
+			return nil
+		}
+		i, err := strconv.ParseInt(s, 10, fv.Type().Bits())
+		if err != nil {
+			return fmt.Errorf("cannot parse %q as an integer", s)
+		}
+		fv.SetInt(i)
+		return nil
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		u, err := strconv.ParseUint(s, 10, fv.Type().Bits())
+		if err != nil {
+			return fmt.Errorf("cannot parse %q as a non-negative integer", s)
+		}
+		fv.SetUint(u)
+		return nil
+	case reflect.Float32, reflect.Float64:
+		f, err := strconv.ParseFloat(s, fv.Type().Bits())
+		if err != nil {
+			return fmt.Errorf("cannot parse %q as a number", s)
+		}
+		fv.SetFloat(f)
+		return nil
+	case reflect.Slice:
+		s = strings.TrimSuffix(strings.TrimPrefix(s, "["), "]")
+		var parts []string
+		if strings.TrimSpace(s) != "" {
+			parts = strings.Split(s, ",")
+		}
+		out := reflect.MakeSlice(fv.Type(), len(parts), len(parts))
+		for i, p := range parts {
+			if err := assignString(out.Index(i), p); err != nil {
+				return fmt.Errorf("element %d: %w", i, err)
+			}
+		}
+		fv.Set(out)
+		return nil
+	case reflect.Interface:
+		fv.Set(reflect.ValueOf(s))
+		return nil
+	}
+	return fmt.Errorf("cannot set a %s from the string %q", fv.Type(), s)
+}

@@ -1,0 +1,92 @@
+package losses
+
+import (
+	"fmt"
+
+	. "github.com/gomlx/gomlx/core/graph"
+)
+
+func init() {
+	Register(Entry{
+		Name:    "contrastive",
+		Paper:   "Hadsell, Chopra & LeCun, CVPR 2006; pair form and defaults as in pytorch-metric-learning ContrastiveLoss",
+		Summary: "pull positives within pos_margin, push negatives beyond neg_margin (L2 or cosine)",
+		New:     func() Loss { return DefaultContrastive() },
+	})
+}
+
+// ContrastiveConfig is the pair-based contrastive loss.
+//
+// With Distance "l2" (on L2-normalised embeddings, d ∈ [0, 2]):
+//
+//	L = reduce{ relu(d_ap − m₊) : positive pairs } + reduce{ relu(m₋ − d_an) : negative pairs }
+//
+// With Distance "cosine" (similarity s ∈ [−1, 1]; the contrastive term of seed 004 §3, δ₊ = m₊, δ₋ = m₋):
+//
+//	L = reduce{ relu(m₊ − s_ap) } + reduce{ relu(s_an − m₋) }
+//
+// Pairs are all ordered (i, j), i ≠ j, of the batch against its references. "reduce" is the mean
+// over the pairs with a non-zero term when AvgNonZero is true (pytorch-metric-learning's
+// AvgNonZeroReducer, applied to the positive and negative terms separately, as in seed 004's
+// "/ #active pairs"), else the mean over all positive (resp. negative) pairs. A term with no
+// (active) pairs contributes 0. Squared squares each hinge (Hadsell et al.'s original form).
+//
+// Defaults: l2, m₊ = 0, m₋ = 1, AvgNonZero (pytorch-metric-learning 2.8.1).
+type ContrastiveConfig struct {
+	Distance   string  `yaml:"distance" doc:"l2 (on normalised embeddings) or cosine"`
+	PosMargin  float64 `yaml:"pos_margin" doc:"m+: distance below which (l2) / similarity above which (cosine) positives cost nothing"`
+	NegMargin  float64 `yaml:"neg_margin" doc:"m-: distance above which (l2) / similarity below which (cosine) negatives cost nothing"`
+	AvgNonZero bool    `yaml:"avg_nonzero" doc:"average each term over its active (non-zero) pairs only"`
+	Squared    bool    `yaml:"squared" doc:"square each hinge, as in Hadsell et al. 2006"`
+}
+
+// DefaultContrastive returns pytorch-metric-learning's defaults.
+func DefaultContrastive() *ContrastiveConfig {
+	return &ContrastiveConfig{Distance: "l2", PosMargin: 0, NegMargin: 1, AvgNonZero: true}
+}
+
+// Name implements Loss.
+func (c *ContrastiveConfig) Name() string { return "contrastive" }
+
+// Validate implements Validator.
+func (c *ContrastiveConfig) Validate() error {
+	if c.Distance != "l2" && c.Distance != "cosine" {
+		return fmt.Errorf("distance %q: want l2 or cosine", c.Distance)
+	}
+	return nil
+}
+
+// Build implements Loss.
+func (c *ContrastiveConfig) Build(in Inputs) *Node {
+	refEmb, _, _ := refs(in)
+	pos, neg := PairMasks(in)
+	var posTerm, negTerm *Node
+	switch c.Distance {
+	case "l2":
+		d := Distances(normalizeRows(in.Emb), normalizeRows(refEmb))
+		posTerm = relu(AddScalar(d, -c.PosMargin))
+		negTerm = relu(Sub(ScalarLike(d, c.NegMargin), d))
+	case "cosine":
+		s := CosineSim(in.Emb, refEmb)
+		posTerm = relu(Sub(ScalarLike(s, c.PosMargin), s))
+		negTerm = relu(AddScalar(s, -c.NegMargin))
+	default:
+		panic(fmt.Sprintf("losses: contrastive: distance %q: want l2 or cosine", c.Distance))
+	}
+	if c.Squared {
+		posTerm, negTerm = Square(posTerm), Square(negTerm)
+	}
+	return Add(reducePairs(posTerm, pos, c.AvgNonZero), reducePairs(negTerm, neg, c.AvgNonZero))
+}
+
+// reducePairs averages term over mask, or over the entries of mask where term > 0 when nonZero.
+// An empty set gives 0.
+func reducePairs(term, mask *Node, nonZero bool) *Node {
+	if nonZero {
+		mask = LogicalAnd(mask, GreaterThan(term, ZerosLike(term)))
+	}
+	return MaskedMean(term, mask)
+}
+
+// ScalarLike returns a scalar constant with x's dtype and graph.
+func ScalarLike(x *Node, v float64) *Node { return Scalar(x.Graph(), x.DType(), v) }

@@ -1,0 +1,110 @@
+package losses
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/gomlx/compute"
+	"github.com/gomlx/compute/dtypes"
+	"github.com/gomlx/gomlx/core/graph"
+	"github.com/gomlx/gomlx/core/tensors"
+	"github.com/gomlx/gomlx/ml/model"
+)
+
+// Result is the value of a loss on a concrete batch and, optionally, its gradient w.r.t. the
+// embeddings.
+type Result struct {
+	Value float64
+	Grad  []float64 // [B·D] row-major, nil unless requested
+}
+
+// EvalOptions configures [Evaluate].
+type EvalOptions struct {
+	Grad       bool         // also compute ∂L/∂Emb
+	DType      dtypes.DType // Float64 (default) or Float32
+	NumClasses int          // for proxy losses; default max(label)+1
+	Seed       int64        // seeds the initialisation of learnable parameters (proxies)
+	Store      *model.Store // optional store holding learnable parameters; a fresh one if nil
+}
+
+// Evaluate computes loss l on embeddings emb ([b, d] row-major) with labels ([b], or [b, s] label
+// sets when len(labels) == b·s — pass s via setSize, 1 for plain labels). It is the reference
+// harness used by the `dmlkit loss` command and by tests.
+func Evaluate(backend compute.Backend, l Loss, emb []float64, b, d int, labels []int64, setSize int, opt EvalOptions) (res Result, err error) {
+	if b <= 0 || d <= 0 || len(emb) != b*d {
+		return res, fmt.Errorf("losses: embeddings: %d values for shape [%d, %d]", len(emb), b, d)
+	}
+	if setSize <= 0 {
+		setSize = 1
+	}
+	if len(labels) != b*setSize {
+		return res, fmt.Errorf("losses: labels: %d values, want %d (batch %d × set size %d)", len(labels), b*setSize, b, setSize)
+	}
+	for i, v := range emb {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return res, fmt.Errorf("losses: embeddings: non-finite value at row %d, column %d", i/d, i%d)
+		}
+	}
+	if opt.DType == dtypes.InvalidDType {
+		opt.DType = dtypes.Float64
+	}
+	numClasses := opt.NumClasses
+	if numClasses == 0 {
+		for _, v := range labels {
+			if int(v)+1 > numClasses {
+				numClasses = int(v) + 1
+			}
+		}
+	}
+	store := opt.Store
+	if store == nil {
+		store = model.NewStore()
+		if err := store.SetRNGStateFromSeed(opt.Seed); err != nil {
+			return res, err
+		}
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("losses: %s: %v", l.Name(), r)
+		}
+	}()
+	var embT *tensors.Tensor
+	if opt.DType == dtypes.Float32 {
+		f := make([]float32, len(emb))
+		for i, v := range emb {
+			f[i] = float32(v)
+		}
+		embT = tensors.FromFlatDataAndDimensions(f, b, d)
+	} else {
+		embT = tensors.FromFlatDataAndDimensions(append([]float64(nil), emb...), b, d)
+	}
+	var labT *tensors.Tensor
+	if setSize == 1 {
+		labT = tensors.FromFlatDataAndDimensions(append([]int64(nil), labels...), b)
+	} else {
+		labT = tensors.FromFlatDataAndDimensions(append([]int64(nil), labels...), b, setSize)
+	}
+	exec, err := model.NewExec(backend, store, func(scope *model.Scope, e, y *graph.Node) []*graph.Node {
+		loss := l.Build(Inputs{Emb: e, Labels: y, Scope: scope.In("loss"), NumClasses: numClasses})
+		if loss.Rank() != 0 {
+			panic(fmt.Sprintf("loss returned shape %s, want a scalar", loss.Shape()))
+		}
+		out := []*graph.Node{graph.ConvertDType(loss, dtypes.Float64)}
+		if opt.Grad {
+			out = append(out, graph.ConvertDType(graph.Gradient(loss, e)[0], dtypes.Float64))
+		}
+		return out
+	})
+	if err != nil {
+		return res, err
+	}
+	outs, err := exec.Call(embT, labT)
+	if err != nil {
+		return res, err
+	}
+	res.Value = tensors.ToScalar[float64](outs[0])
+	if opt.Grad {
+		res.Grad = tensors.MustCopyFlatData[float64](outs[1])
+	}
+	return res, nil
+}

@@ -1,0 +1,118 @@
+// Package losses holds every metric-learning loss of the five reproduced papers and the baselines
+// they compare against, as plain GoMLX graph functions with typed configurations.
+//
+// A loss is a config struct (yaml-tagged fields, defaults = the paper's) that implements [Loss]:
+// Build(Inputs) returns a scalar loss node. Every loss is registered by a short lower-case name
+// ("tcm", "rsk", "contextual", ...) so configs, the CLI (`dmlkit loss`) and experiment specs can
+// create it with [New]. Where the authors' code computes something different from the paper text,
+// the paper is the default and the code's behaviour is a named boolean option
+// (see ../shared/notes/papers-vs-code.md).
+//
+// Losses know nothing of data or training; they see a batch of embeddings and labels.
+package losses
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/dmlkit/dmlkit/dmlkit/config"
+	"github.com/gomlx/gomlx/core/graph"
+	"github.com/gomlx/gomlx/ml/model"
+)
+
+// Inputs is what every loss receives.
+//
+//   - Emb: batch embeddings [B, D], float32 or float64, as produced by the model (not necessarily
+//     L2-normalised: each loss normalises where its paper does).
+//   - Labels: [B] integer class labels, or [B, S] label sets (mixup: a sample is positive to every
+//     label of its set; −1 marks an empty slot).
+//   - RefEmb, RefLabels: optional references [R, D] and [R] / [R, S] (cross-batch memory, SiMix
+//     virtual samples); nil means "the batch itself", in which case a sample is never its own pair.
+//   - Scope: where losses with learnable parameters (proxies) create their variables; may be nil for
+//     stateless losses.
+//   - NumClasses: number of training classes, for proxy-based losses.
+type Inputs struct {
+	Emb, Labels       *graph.Node
+	RefEmb, RefLabels *graph.Node
+	Scope             *model.Scope
+	NumClasses        int
+}
+
+// Loss is a configured loss function. Implementations are pointer-to-config types.
+type Loss interface {
+	// Name returns the registry name.
+	Name() string
+	// Build returns the scalar loss (same dtype as in.Emb). It may panic on shape errors, like GoMLX.
+	Build(in Inputs) *graph.Node
+}
+
+// Validator is implemented by configs that can check their hyperparameters.
+type Validator interface {
+	Validate() error
+}
+
+// Entry describes a registered loss.
+type Entry struct {
+	Name    string      // registry name, e.g. "tcm"
+	Paper   string      // reference, e.g. "Zhang et al., Threshold-Consistent Margin loss (seed 000), Eq. 5"
+	Summary string      // one line
+	New     func() Loss // returns a fresh config with the paper's defaults
+	Proxies bool        // needs Inputs.Scope and Inputs.NumClasses
+}
+
+var registry = map[string]Entry{}
+
+// Register adds a loss to the registry; it panics on a duplicate or malformed entry (a programming
+// error, detected at init).
+func Register(e Entry) {
+	if e.Name == "" || e.New == nil {
+		panic("losses: Register needs Name and New")
+	}
+	if e.Name != strings.ToLower(e.Name) {
+		panic("losses: registry names are lower-case: " + e.Name)
+	}
+	if _, dup := registry[e.Name]; dup {
+		panic("losses: duplicate registration of " + e.Name)
+	}
+	if got := e.New().Name(); got != e.Name {
+		panic(fmt.Sprintf("losses: %s.New().Name() = %q", e.Name, got))
+	}
+	registry[e.Name] = e
+}
+
+// Lookup returns the entry registered under name.
+func Lookup(name string) (Entry, bool) {
+	e, ok := registry[name]
+	return e, ok
+}
+
+// Names returns all registered names, sorted.
+func Names() []string {
+	out := make([]string, 0, len(registry))
+	for n := range registry {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// New creates the loss registered under name with the paper's defaults, then applies set (keys are
+// the config's yaml field names, values strings or YAML-typed values). Errors name the loss and the
+// field at fault.
+func New(name string, set map[string]any) (Loss, error) {
+	e, ok := registry[name]
+	if !ok {
+		return nil, fmt.Errorf("losses: unknown loss %q (registered: %s)", name, strings.Join(Names(), ", "))
+	}
+	l := e.New()
+	if err := config.SetAll(l, set); err != nil {
+		return nil, fmt.Errorf("losses: %s: %w", name, err)
+	}
+	if v, ok := l.(Validator); ok {
+		if err := v.Validate(); err != nil {
+			return nil, fmt.Errorf("losses: %s: %w", name, err)
+		}
+	}
+	return l, nil
+}
