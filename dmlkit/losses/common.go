@@ -3,8 +3,8 @@ package losses
 import (
 	"fmt"
 
-	. "github.com/gomlx/gomlx/core/graph"
 	"github.com/gomlx/compute/dtypes"
+	. "github.com/gomlx/gomlx/core/graph"
 )
 
 // refs returns the reference embeddings and labels, and whether they are the batch itself.

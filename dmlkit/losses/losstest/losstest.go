@@ -42,7 +42,7 @@ func Value(t testing.TB, l losses.Loss, b Batch, opt losses.EvalOptions) (float6
 }
 
 // CheckGradient compares the analytic gradient of l at b with central finite differences
-// (step h = 1e-6 in float64; truncation error O(h²·L''') ≈ 1e-12 and rounding error
+// (step h = 1e-6 in float64; truncation error O(h²·L”') ≈ 1e-12 and rounding error
 // O(ε/h) ≈ 1e-10, so tol around 1e-6 is comfortable for smooth losses). Hinge kinks within
 // h of a coordinate can spoil a difference; keep test batches away from them.
 func CheckGradient(t testing.TB, l losses.Loss, b Batch, opt losses.EvalOptions, tol float64) {
