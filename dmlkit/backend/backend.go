@@ -41,20 +41,29 @@ const NoAutoInstallEnvVar = "GOMLX_NO_AUTO_INSTALL"
 // compiled in is used when GOMLX_BACKEND is unset.
 var preferred = []string{"xla:cuda", "go"}
 
-// Config returns the backend configuration [New] will use: GOMLX_BACKEND if set, otherwise the
-// best compiled-in default.
-func Config() string {
+// Config returns the backend configuration [New] will try first: GOMLX_BACKEND if set, otherwise
+// the best compiled-in default.
+func Config() string { return candidates()[0] }
+
+// candidates lists the configurations New tries, in order: only GOMLX_BACKEND when it is set;
+// otherwise every compiled-in preferred default (so a -tags xla build on a machine without a CUDA
+// plugin falls back to the Go backend).
+func candidates() []string {
 	if c, ok := os.LookupEnv(EnvVar); ok && strings.TrimSpace(c) != "" {
-		return strings.TrimSpace(c)
+		return []string{strings.TrimSpace(c)}
 	}
 	avail := compute.List()
+	var out []string
 	for _, p := range preferred {
 		name, _, _ := strings.Cut(p, ":")
 		if slices.Contains(avail, name) {
-			return p
+			out = append(out, p)
 		}
 	}
-	return "go"
+	if len(out) == 0 {
+		out = []string{"go"}
+	}
+	return out
 }
 
 // Available lists the backend names compiled into this binary, sorted.
@@ -93,19 +102,36 @@ func NewWithConfig(config string) (b compute.Backend, err error) {
 	return b, nil
 }
 
-// New creates the backend chosen by [Config].
-func New() (compute.Backend, error) { return NewWithConfig(Config()) }
+// New creates a backend: the one GOMLX_BACKEND names, or else the first compiled-in default that
+// can be created.
+func New() (compute.Backend, error) {
+	b, _, err := newChosen()
+	return b, err
+}
+
+func newChosen() (compute.Backend, string, error) {
+	var errs []string
+	for _, c := range candidates() {
+		b, err := NewWithConfig(c)
+		if err == nil {
+			return b, c, nil
+		}
+		errs = append(errs, err.Error())
+	}
+	return nil, "", fmt.Errorf("%s", strings.Join(errs, "; "))
+}
 
 var (
-	sharedOnce sync.Once
-	shared     compute.Backend
-	sharedErr  error
+	sharedOnce   sync.Once
+	shared       compute.Backend
+	sharedConfig string
+	sharedErr    error
 )
 
 // Shared returns a process-wide backend created once with [New]. Library code that needs a
 // backend and was not handed one uses it.
 func Shared() (compute.Backend, error) {
-	sharedOnce.Do(func() { shared, sharedErr = New() })
+	sharedOnce.Do(func() { shared, sharedConfig, sharedErr = newChosen() })
 	return shared, sharedErr
 }
 
@@ -176,6 +202,7 @@ func Describe() Info {
 		info.Error = err.Error()
 		return info
 	}
+	info.Backend = sharedConfig
 	info.BackendName = b.Name()
 	info.Description = b.Description()
 	for i := 0; i < b.NumDevices(); i++ {

@@ -1,6 +1,7 @@
 package backend
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -14,8 +15,12 @@ func TestConfigHonoursEnv(t *testing.T) {
 		t.Fatalf("Config() = %q, want the GOMLX_BACKEND value", got)
 	}
 	t.Setenv(EnvVar, "")
-	if got := Config(); got != "go" { // default build compiles only the Go backend
-		t.Fatalf("Config() with empty env = %q, want \"go\"", got)
+	want := []string{"go"} // the default build compiles only the Go backend
+	if slices.Contains(Available(), "xla") {
+		want = []string{"xla:cuda", "go"} // -tags xla: CUDA first, falling back to Go
+	}
+	if got := candidates(); !slices.Equal(got, want) {
+		t.Fatalf("candidates() with empty env = %q, want %q", got, want)
 	}
 }
 
