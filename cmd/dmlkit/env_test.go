@@ -1,0 +1,35 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+func TestEnvCommand(t *testing.T) {
+	t.Setenv("GOMLX_BACKEND", "go")
+	var out, errb bytes.Buffer
+	if code := run([]string{"env", "--json"}, &out, &errb); code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	var info map[string]any
+	if err := json.Unmarshal(out.Bytes(), &info); err != nil {
+		t.Fatalf("env --json is not JSON: %v\n%s", err, out.String())
+	}
+	for _, k := range []string{"backend", "devices", "go_version", "simd"} {
+		if _, ok := info[k]; !ok {
+			t.Errorf("env --json lacks %q: %s", k, out.String())
+		}
+	}
+	if info["backend"] != "go" {
+		t.Errorf("backend = %v, want go", info["backend"])
+	}
+	out.Reset()
+	if code := run([]string{"env"}, &out, &errb); code != 0 || !strings.Contains(out.String(), "simd:") {
+		t.Fatalf("env: exit %d, output %q", code, out.String())
+	}
+	if code := run([]string{"nosuchcommand"}, &out, &errb); code != 2 {
+		t.Fatalf("unknown command exit %d, want 2", code)
+	}
+}
