@@ -1,0 +1,62 @@
+package demo
+
+import (
+	"context"
+	"math"
+	"testing"
+
+	"github.com/dmlkit/dmlkit/dmlkit/data"
+)
+
+// TestDemoRawPixelsR1 checks the demo's raw-pixel R@1 against a brute-force leave-one-out cosine
+// 1-NN computed here, independently of the metrics engine, on the first 600 unseen-digit images.
+func TestDemoRawPixelsR1(t *testing.T) {
+	const n = 600
+	rep, err := Run(context.Background(), Options{MaxTest: n, FitSamples: 2000, PCADim: 16})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.TestImages != n || len(rep.Rows) != 2 {
+		t.Fatalf("report: %d test images, %d rows", rep.TestImages, len(rep.Rows))
+	}
+	full, err := data.MNIST("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	te := data.OpenSet(full, data.DigitsLow).Test
+	d := te.H * te.W
+	hits := 0
+	for i := 0; i < n; i++ {
+		best, bestJ := math.Inf(-1), -1
+		for j := 0; j < n; j++ {
+			if j == i {
+				continue
+			}
+			var ab, aa, bb float64
+			for p := 0; p < d; p++ {
+				a, b := float64(te.Pix[i*d+p]), float64(te.Pix[j*d+p])
+				ab += a * b
+				aa += a * a
+				bb += b * b
+			}
+			if s := ab / math.Sqrt(aa*bb); s > best {
+				best, bestJ = s, j
+			}
+		}
+		if te.Labels[bestJ] == te.Labels[i] {
+			hits++
+		}
+	}
+	want := float64(hits) / n
+	if got := rep.Rows[0].Metrics["R@1"]; math.Abs(got-want) > 1e-12 {
+		t.Fatalf("raw-pixel R@1 = %v, brute force %v", got, want)
+	}
+	for _, c := range rep.TestClasses {
+		if c < 5 {
+			t.Fatalf("test classes %v include a training digit", rep.TestClasses)
+		}
+	}
+	if pcaR1 := rep.Rows[1].Metrics["R@1"]; pcaR1 < 0.5 {
+		t.Fatalf("PCA-16 R@1 = %v: a 16-d PCA of MNIST should retrieve far above chance (0.2)", pcaR1)
+	}
+}
