@@ -1,0 +1,97 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"path/filepath"
+	"strings"
+
+	"github.com/dmlkit/dmlkit/dmlkit/experiments"
+	"github.com/dmlkit/dmlkit/dmlkit/plots"
+)
+
+func init() {
+	register("figures", "regenerate a paper's figures (PNG, SVG, PDF) from its stored results, without training", runFigures)
+}
+
+func runFigures(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("figures", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "Usage: dmlkit figures PAPER|SPEC [flags]")
+		fs.PrintDefaults()
+	}
+	scale := fs.String("scale", "", "use the records of this scale (default: small when the spec defines it)")
+	results := fs.String("results", "", "results directory (default: SPECDIR/results)")
+	out := fs.String("out", "", "output directory (default: figures/PAPER at the repository root)")
+	formats := fs.String("formats", "png,svg,pdf", "comma-separated file formats")
+	specArg, err := parseWithPositional(fs, args)
+	if err != nil {
+		return err
+	}
+	spec, err := loadSpec(specArg)
+	if err != nil {
+		return err
+	}
+	sc, err := defaultScale(spec, *scale)
+	if err != nil {
+		return err
+	}
+	return makeFigures(spec, sc, *results, *out, strings.Split(*formats, ","), stdout, stderr)
+}
+
+// figuresDir is figures/PAPER next to the reproductions/ directory holding the spec, or under the
+// current directory when the spec lives elsewhere.
+func figuresDir(spec *experiments.Spec) string {
+	repro := filepath.Dir(spec.Dir)
+	if filepath.Base(repro) == "reproductions" {
+		return filepath.Join(filepath.Dir(repro), "figures", spec.Paper)
+	}
+	return filepath.Join("figures", spec.Paper)
+}
+
+func loadRecords(spec *experiments.Spec, results string, stderr io.Writer) ([]experiments.Record, error) {
+	recs, rep, err := experiments.NewStore(resultsDir(spec, results)).Load()
+	if err != nil {
+		return nil, err
+	}
+	for _, b := range rep.Bad {
+		fmt.Fprintf(stderr, "warning: skipped unreadable record %s\n", b)
+	}
+	for _, d := range rep.Duplicates {
+		fmt.Fprintf(stderr, "warning: skipped duplicate record %s\n", d)
+	}
+	return recs, nil
+}
+
+func makeFigures(spec *experiments.Spec, scale, results, out string, formats []string, stdout, stderr io.Writer) error {
+	if len(spec.Figures) == 0 {
+		fmt.Fprintf(stdout, "%s declares no figures\n", spec.Path)
+		return nil
+	}
+	recs, err := loadRecords(spec, results, stderr)
+	if err != nil {
+		return err
+	}
+	if out == "" {
+		out = figuresDir(spec)
+	}
+	st := plots.DefaultStyle()
+	var failed []string
+	for _, r := range experiments.RenderFigures(spec, recs, scale, out, st, formats...) {
+		switch {
+		case errors.Is(r.Err, experiments.ErrNoRecords):
+			fmt.Fprintf(stderr, "skipped %s: %v\n", r.Name, r.Err)
+		case r.Err != nil:
+			failed = append(failed, r.Err.Error())
+		default:
+			fmt.Fprintf(stdout, "wrote %s\n", strings.Join(r.Files, " "))
+		}
+	}
+	if len(failed) > 0 {
+		return fmt.Errorf("%d figure(s) failed:\n  %s", len(failed), strings.Join(failed, "\n  "))
+	}
+	return nil
+}

@@ -1,0 +1,45 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+
+	"github.com/dmlkit/dmlkit/dmlkit/plots"
+)
+
+func init() {
+	register("reproduce", "run a paper's sweep at a scale, then regenerate its figures and tables", runReproduce)
+}
+
+func runReproduce(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("reproduce", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "Usage: dmlkit reproduce PAPER|SPEC [--scale S] [flags]\n\nRuns the missing runs of the sweep (resumable), then writes figures and tables from all stored results.")
+		fs.PrintDefaults()
+	}
+	o := addSweepFlags(fs)
+	figOut := fs.String("figures", "", "figures directory (default: figures/PAPER at the repository root)")
+	tabOut := fs.String("tables", "", "tables directory (default: SPECDIR/tables)")
+	specArg, err := parseWithPositional(fs, args)
+	if err != nil {
+		return err
+	}
+	spec, err := loadSpec(specArg)
+	if err != nil {
+		return err
+	}
+	scale, err := defaultScale(spec, *o.scale)
+	if err != nil {
+		return err
+	}
+	*o.scale = scale
+	if _, err := sweep(spec, o, stdout, stderr); err != nil {
+		return err
+	}
+	if err := makeFigures(spec, scale, *o.results, *figOut, plots.Formats, stdout, stderr); err != nil {
+		return err
+	}
+	return makeTables(spec, scale, *o.results, *tabOut, true, stdout, stderr)
+}

@@ -1,0 +1,341 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"github.com/dmlkit/dmlkit/dmlkit/backend"
+	"github.com/dmlkit/dmlkit/dmlkit/experiments"
+)
+
+func init() {
+	register("run", "run an experiment spec's sweep (resumable; --index/--of for one shard; --emit k8s|slurm)", runRun)
+}
+
+// multiFlag collects a repeatable string flag.
+type multiFlag []string
+
+func (m *multiFlag) String() string     { return strings.Join(*m, ",") }
+func (m *multiFlag) Set(v string) error { *m = append(*m, v); return nil }
+
+func runRun(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("run", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "Usage: dmlkit run SPEC|PAPER [flags]\n\nSPEC is a spec.yaml (or its directory); PAPER means reproductions/PAPER/spec.yaml.\nFlags may follow SPEC.")
+		fs.PrintDefaults()
+	}
+	o := addSweepFlags(fs)
+	emit := fs.String("emit", "", "write a cluster job instead of running: k8s (Indexed Job) or slurm (array script)")
+	shards := fs.Int("shards", 0, "with --emit: number of shards (default: one per run)")
+	out := fs.String("out", "", "with --emit: write to this file instead of stdout")
+	dry := fs.Bool("dry-run", false, "list the selected runs and whether each is stored, without running")
+	specArg, err := parseWithPositional(fs, args)
+	if err != nil {
+		return err
+	}
+	spec, err := loadSpec(specArg)
+	if err != nil {
+		return err
+	}
+	if *emit != "" {
+		return emitJob(spec, o, *emit, *shards, *out, stdout)
+	}
+	if *dry {
+		return dryRun(spec, o, stdout)
+	}
+	_, err = sweep(spec, o, stdout, stderr)
+	return err
+}
+
+// sweepFlags are the flags shared by run and reproduce.
+type sweepFlags struct {
+	scale    *string
+	only     multiFlag
+	index    *int
+	of       *int
+	workers  *int
+	results  *string
+	workdir  *string
+	failFast *bool
+	quiet    *bool
+}
+
+func addSweepFlags(fs *flag.FlagSet) *sweepFlags {
+	o := &sweepFlags{}
+	o.scale = fs.String("scale", "", "scale preset: smoke, small or full (default: small when the spec defines it)")
+	fs.Var(&o.only, "only", "run only configurations with key=value (repeatable; repeated keys are alternatives)")
+	o.index = fs.Int("index", -1, "shard index; default with --of: $JOB_COMPLETION_INDEX or $SLURM_ARRAY_TASK_ID")
+	o.of = fs.Int("of", 0, "number of shards (run i runs in shard i mod N)")
+	o.workers = fs.Int("workers", 1, "runs executed at once")
+	o.results = fs.String("results", "", "results directory (default: SPECDIR/results)")
+	o.workdir = fs.String("workdir", "", "directory for run working directories (default: SPECDIR/runs)")
+	o.failFast = fs.Bool("fail-fast", false, "stop starting runs after the first failure")
+	o.quiet = fs.Bool("quiet", false, "report only failures and the summary")
+	return o
+}
+
+// parseWithPositional parses flags placed before or after the single positional argument.
+func parseWithPositional(fs *flag.FlagSet, args []string) (string, error) {
+	if err := fs.Parse(args); err != nil {
+		return "", errUsage
+	}
+	var pos []string
+	rest := fs.Args()
+	for len(rest) > 0 {
+		pos = append(pos, rest[0])
+		if err := fs.Parse(rest[1:]); err != nil {
+			return "", errUsage
+		}
+		rest = fs.Args()
+	}
+	if len(pos) != 1 {
+		fmt.Fprintf(fs.Output(), "dmlkit %s: want exactly one SPEC or PAPER argument, got %d\n", fs.Name(), len(pos))
+		fs.Usage()
+		return "", errUsage
+	}
+	return pos[0], nil
+}
+
+// loadSpec reads a spec file, a directory holding spec.yaml, or reproductions/PAPER/spec.yaml
+// found from the current directory or one of its parents.
+func loadSpec(arg string) (*experiments.Spec, error) {
+	if _, err := os.Stat(arg); err == nil {
+		return experiments.Load(arg)
+	}
+	if !strings.ContainsAny(arg, `/\`) && !strings.HasSuffix(arg, ".yaml") {
+		dir, _ := os.Getwd()
+		for {
+			p := filepath.Join(dir, "reproductions", arg, "spec.yaml")
+			if _, err := os.Stat(p); err == nil {
+				return experiments.Load(p)
+			}
+			parent := filepath.Dir(dir)
+			if parent == dir {
+				break
+			}
+			dir = parent
+		}
+		return nil, fmt.Errorf("no spec for paper %q: reproductions/%s/spec.yaml not found here or in a parent directory", arg, arg)
+	}
+	return nil, fmt.Errorf("spec %s does not exist", arg)
+}
+
+// defaultScale is small when the spec defines it, else the only scale, else none.
+func defaultScale(s *experiments.Spec, flagValue string) (string, error) {
+	if flagValue != "" {
+		return flagValue, nil
+	}
+	names := s.ScaleNames()
+	switch {
+	case len(names) == 0:
+		return "", nil
+	case s.Scales["small"] != nil:
+		return "small", nil
+	case len(names) == 1:
+		return names[0], nil
+	}
+	return "", fmt.Errorf("%s defines scales %s: choose one with --scale", s.Path, strings.Join(names, ", "))
+}
+
+func resultsDir(s *experiments.Spec, flagValue string) string {
+	if flagValue != "" {
+		return flagValue
+	}
+	return filepath.Join(s.Dir, "results")
+}
+
+// shardIndex resolves --index, falling back to the index a cluster scheduler puts in the
+// environment when --of is given.
+func shardIndex(index, of int) (int, error) {
+	if of <= 1 || index >= 0 {
+		if index < 0 {
+			index = 0
+		}
+		return index, nil
+	}
+	for _, v := range []string{"JOB_COMPLETION_INDEX", "SLURM_ARRAY_TASK_ID"} {
+		if s := os.Getenv(v); s != "" {
+			i, err := strconv.Atoi(s)
+			if err != nil {
+				return 0, fmt.Errorf("$%s=%q is not an integer", v, s)
+			}
+			return i, nil
+		}
+	}
+	return 0, errors.New("--of given without --index, and neither $JOB_COMPLETION_INDEX nor $SLURM_ARRAY_TASK_ID is set")
+}
+
+// sweep validates the whole plan, then runs the selected runs with the registered runner.
+func sweep(spec *experiments.Spec, o *sweepFlags, stdout, stderr io.Writer) (*experiments.Summary, error) {
+	scale, err := defaultScale(spec, *o.scale)
+	if err != nil {
+		return nil, err
+	}
+	only, err := experiments.ParseOnly(o.only)
+	if err != nil {
+		return nil, err
+	}
+	index, err := shardIndex(*o.index, *o.of)
+	if err != nil {
+		return nil, err
+	}
+	// Validate every configuration before asking for a runner, so that spec errors surface even
+	// in builds that cannot train.
+	if _, err := spec.Plan(scale); err != nil {
+		return nil, err
+	}
+	runner, err := experiments.RegisteredRunner()
+	if err != nil {
+		return nil, err
+	}
+	workdir := *o.workdir
+	if workdir == "" {
+		workdir = filepath.Join(spec.Dir, "runs")
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	quiet := *o.quiet
+	opt := experiments.SweepOptions{Scale: scale, Only: only, Index: index, Of: *o.of, ExecOptions: experiments.ExecOptions{
+		Runner:   runner,
+		Store:    experiments.NewStore(resultsDir(spec, *o.results)),
+		WorkDir:  workdir,
+		Workers:  *o.workers,
+		Env:      environment(),
+		FailFast: *o.failFast,
+		Progress: func(e experiments.Event) {
+			switch e.Kind {
+			case "fail":
+				fmt.Fprintf(stderr, "[%d/%d] FAILED %s %s (%.1fs): %v\n", e.Done, e.Total, e.Run.Hash, e.Run.Label(), e.Seconds, e.Err)
+			case "done":
+				if !quiet {
+					fmt.Fprintf(stderr, "[%d/%d] done %s %s (%.1fs)\n", e.Done, e.Total, e.Run.Hash, e.Run.Label(), e.Seconds)
+				}
+			case "start":
+				if !quiet {
+					fmt.Fprintf(stderr, "[%d/%d] start %s %s\n", e.Done, e.Total, e.Run.Hash, e.Run.Label())
+				}
+			case "progress":
+				if !quiet {
+					fmt.Fprintf(stderr, "        %s %s\n", e.Run.Hash, e.Message)
+				}
+			}
+		},
+	}}
+	_, sum, err := experiments.RunSweep(ctx, spec, opt)
+	if sum != nil {
+		fmt.Fprintf(stdout, "%s scale %q: %d runs selected, %d already stored, %d ran, %d failed; results in %s\n",
+			spec.Paper, scale, sum.Total, sum.Skipped, sum.Ran, len(sum.Failed), opt.Store.Dir)
+	}
+	return sum, err
+}
+
+// environment describes where runs execute, stored in every record.
+func environment() map[string]any {
+	env := map[string]any{}
+	b, err := json.Marshal(backend.Describe())
+	if err == nil {
+		_ = json.Unmarshal(b, &env)
+	}
+	if h, err := os.Hostname(); err == nil {
+		env["hostname"] = h
+	}
+	if out, err := exec.Command("git", "rev-parse", "HEAD").Output(); err == nil {
+		env["git_commit"] = strings.TrimSpace(string(out))
+		if st, err := exec.Command("git", "status", "--porcelain", "--untracked-files=no").Output(); err == nil {
+			env["git_dirty"] = len(strings.TrimSpace(string(st))) > 0
+		}
+	}
+	return env
+}
+
+func dryRun(spec *experiments.Spec, o *sweepFlags, stdout io.Writer) error {
+	scale, err := defaultScale(spec, *o.scale)
+	if err != nil {
+		return err
+	}
+	only, err := experiments.ParseOnly(o.only)
+	if err != nil {
+		return err
+	}
+	plan, err := spec.Plan(scale)
+	if err != nil {
+		return err
+	}
+	runs := plan.Runs
+	if *o.of > 1 {
+		index, err := shardIndex(*o.index, *o.of)
+		if err != nil {
+			return err
+		}
+		if runs, err = experiments.Shard(runs, index, *o.of); err != nil {
+			return err
+		}
+	}
+	runs = experiments.Filter(runs, only)
+	recs, _, err := experiments.NewStore(resultsDir(spec, *o.results)).Load()
+	if err != nil {
+		return err
+	}
+	done := experiments.Done(recs, scale)
+	n := 0
+	for _, r := range runs {
+		state := "todo"
+		if done[r.Hash] {
+			state = "stored"
+			n++
+		}
+		fmt.Fprintf(stdout, "%4d  %s  %-6s  %s\n", r.Index, r.Hash, state, r.Label())
+	}
+	fmt.Fprintf(stdout, "%d of %d runs (scale %q) selected, %d stored\n", len(runs), len(plan.Runs), scale, n)
+	return nil
+}
+
+func emitJob(spec *experiments.Spec, o *sweepFlags, kind string, shards int, out string, stdout io.Writer) error {
+	scale, err := defaultScale(spec, *o.scale)
+	if err != nil {
+		return err
+	}
+	plan, err := spec.Plan(scale)
+	if err != nil {
+		return err
+	}
+	specPath := spec.Path
+	if rel, err := filepath.Rel(mustGetwd(), spec.Path); err == nil && !strings.HasPrefix(rel, "..") {
+		specPath = filepath.ToSlash(rel)
+	}
+	opt := experiments.EmitOptions{SpecPath: specPath, Scale: scale, Shards: shards, Only: o.only, Workers: *o.workers, Results: *o.results}
+	var text string
+	switch kind {
+	case "k8s", "kubernetes":
+		text, err = experiments.EmitK8s(plan, opt)
+	case "slurm":
+		text, err = experiments.EmitSlurm(plan, opt)
+	default:
+		return fmt.Errorf("--emit %q: want k8s or slurm", kind)
+	}
+	if err != nil {
+		return err
+	}
+	if out == "" {
+		_, err = io.WriteString(stdout, text)
+		return err
+	}
+	return os.WriteFile(out, []byte(text), 0o644)
+}
+
+func mustGetwd() string {
+	d, _ := os.Getwd()
+	return d
+}

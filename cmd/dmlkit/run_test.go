@@ -1,0 +1,178 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"image/png"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/dmlkit/dmlkit/dmlkit/experiments"
+	"gopkg.in/yaml.v3"
+)
+
+const cliSpec = `paper: toy
+base: {loss: {name: contrastive, margin: 0.5}, train: {epochs: 10}}
+scales:
+  smoke: {train.epochs: 1, seeds: [0, 1]}
+  small: {train.epochs: 3}
+sweep:
+  grid: {loss.name: [contrastive, rsk], loss.margin: [0.2, 0.5]}
+  seeds: [0, 1, 2]
+  seed_key: train.seed
+reference:
+  - {match: {loss.name: rsk}, metric: R@1, value: 70.5, source: "seed 003 Table 1, CUB row"}
+tables:
+  - {name: main, rows: [loss.name, loss.margin], metrics: [R@1], factor: 100}
+figures:
+  - {name: bars, kind: bar, x: loss.margin, y: R@1, hue: loss.name}
+`
+
+// writeSpec creates ROOT/reproductions/toy/spec.yaml and returns ROOT and the spec path.
+func writeSpec(t *testing.T, text string) (string, string) {
+	t.Helper()
+	root := t.TempDir()
+	dir := filepath.Join(root, "reproductions", "toy")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(dir, "spec.yaml")
+	if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return root, p
+}
+
+func runCLI(args ...string) (int, string, string) {
+	var out, errb bytes.Buffer
+	code := run(args, &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+func TestRunWithoutRunnerFailsClearly(t *testing.T) {
+	if _, err := experiments.RegisteredRunner(); err == nil {
+		t.Skip("a runner is registered in this build")
+	}
+	_, spec := writeSpec(t, cliSpec)
+	code, _, stderr := runCLI("run", spec, "--scale", "smoke")
+	if code != 1 || !strings.Contains(stderr, "no runner registered") {
+		t.Fatalf("code %d, stderr %q", code, stderr)
+	}
+}
+
+func TestRunRejectsBadSpecBeforeTraining(t *testing.T) {
+	_, spec := writeSpec(t, strings.Replace(cliSpec, "seed_key: train.seed", "seed_key: train.seed\n  grdi: {}", 1))
+	code, _, stderr := runCLI("run", spec)
+	if code != 1 || !strings.Contains(stderr, "line 10: field grdi not found") {
+		t.Fatalf("code %d, stderr %q", code, stderr)
+	}
+	_, spec = writeSpec(t, cliSpec)
+	if code, _, stderr := runCLI("run", spec, "--scale", "huge"); code != 1 || !strings.Contains(stderr, `unknown scale "huge"`) {
+		t.Fatalf("code %d, stderr %q", code, stderr)
+	}
+	if code, _, _ := runCLI("run", spec, "--nope"); code != 2 {
+		t.Fatalf("bad flag: code %d", code)
+	}
+}
+
+func TestReproduceRunsThenRegenerates(t *testing.T) {
+	prev, _ := experiments.RegisteredRunner()
+	defer experiments.SetRunner(prev)
+	var mu sync.Mutex
+	calls := 0
+	experiments.SetRunner(func(ctx context.Context, r experiments.RunSpec, progress func(string)) (*experiments.Outcome, error) {
+		mu.Lock()
+		calls++
+		mu.Unlock()
+		m, _ := experiments.Get(r.Config, "loss.margin")
+		return &experiments.Outcome{Metrics: map[string]float64{"R@1": 0.5 + m.(float64)/10 + float64(r.Seed)/100}}, nil
+	})
+	root, spec := writeSpec(t, cliSpec)
+	code, stdout, stderr := runCLI("reproduce", spec, "--scale", "smoke", "--workers", "2", "--quiet")
+	if code != 0 {
+		t.Fatalf("reproduce: code %d\n%s\n%s", code, stdout, stderr)
+	}
+	if calls != 8 || !strings.Contains(stdout, "8 runs selected, 0 already stored, 8 ran, 0 failed") {
+		t.Fatalf("%d calls; stdout:\n%s", calls, stdout)
+	}
+	// Table: contrastive/0.2 over seeds 0, 1: R@1 = 0.52, 0.53 → 52.50 ± 0.71 (std 0.00707).
+	md, err := os.ReadFile(filepath.Join(root, "reproductions", "toy", "tables", "main.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(md), "| contrastive | 0.2 | 52.50 ± 0.71 | — | 2 |") ||
+		!strings.Contains(string(md), "| rsk | 0.5 | 55.50 ± 0.71 | 70.50 [1] | 2 |") {
+		t.Errorf("main.md:\n%s", md)
+	}
+	f, err := os.Open(filepath.Join(root, "figures", "toy", "bars.png"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, err := png.Decode(f)
+	f.Close()
+	if err != nil || img.Bounds().Dx() != 1050 || img.Bounds().Dy() != 750 {
+		t.Fatalf("bars.png: %v %v", err, img.Bounds())
+	}
+	// Again: everything is stored, nothing runs; shards and dry runs agree.
+	code, stdout, _ = runCLI("run", spec, "--scale", "smoke", "--index", "1", "--of", "3")
+	if code != 0 || calls != 8 || !strings.Contains(stdout, "3 runs selected, 3 already stored, 0 ran") {
+		t.Fatalf("second run: code %d, calls %d, stdout %s", code, calls, stdout)
+	}
+	code, stdout, _ = runCLI("run", spec, "--scale", "smoke", "--dry-run", "--only", "loss.name=rsk")
+	if code != 0 || !strings.Contains(stdout, "4 of 8 runs (scale \"smoke\") selected, 4 stored") {
+		t.Fatalf("dry run: code %d, stdout %s", code, stdout)
+	}
+	// figures and tables alone regenerate from the store.
+	os.RemoveAll(filepath.Join(root, "figures"))
+	if code, _, stderr := runCLI("figures", spec, "--scale", "smoke", "--formats", "png"); code != 0 {
+		t.Fatalf("figures: %s", stderr)
+	}
+	if _, err := os.Stat(filepath.Join(root, "figures", "toy", "bars.png")); err != nil {
+		t.Fatal(err)
+	}
+	if code, stdout, _ := runCLI("tables", spec, "--scale", "smoke"); code != 0 || !strings.Contains(stdout, "52.50 ± 0.71") {
+		t.Fatalf("tables: %d %s", code, stdout)
+	}
+}
+
+func TestRunEmitK8s(t *testing.T) {
+	_, spec := writeSpec(t, cliSpec)
+	code, stdout, stderr := runCLI("run", spec, "--emit", "k8s", "--scale", "small")
+	if code != 0 {
+		t.Fatal(stderr)
+	}
+	var job map[string]any
+	if err := yaml.Unmarshal([]byte(stdout), &job); err != nil {
+		t.Fatal(err)
+	}
+	s := job["spec"].(map[string]any)
+	if s["completionMode"] != "Indexed" || s["completions"] != 12 {
+		t.Fatalf("job spec %v", s)
+	}
+	if code, _, _ := runCLI("run", spec, "--emit", "mesos"); code != 1 {
+		t.Fatalf("--emit mesos: code %d", code)
+	}
+}
+
+func TestShardIndexFromEnvironment(t *testing.T) {
+	t.Setenv("JOB_COMPLETION_INDEX", "")
+	t.Setenv("SLURM_ARRAY_TASK_ID", "4")
+	if i, err := shardIndex(-1, 6); err != nil || i != 4 {
+		t.Fatalf("SLURM index: %d %v", i, err)
+	}
+	t.Setenv("JOB_COMPLETION_INDEX", "2")
+	if i, err := shardIndex(-1, 6); err != nil || i != 2 {
+		t.Fatalf("k8s index: %d %v", i, err)
+	}
+	if i, err := shardIndex(5, 6); err != nil || i != 5 {
+		t.Fatalf("explicit index: %d %v", i, err)
+	}
+	t.Setenv("JOB_COMPLETION_INDEX", "")
+	t.Setenv("SLURM_ARRAY_TASK_ID", "")
+	if _, err := shardIndex(-1, 6); err == nil {
+		t.Fatal("no index accepted")
+	}
+}

@@ -1,0 +1,262 @@
+package data
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+)
+
+// A minimal Python pickle decoder for the data files dmlkit reads (insightface .bin pair
+// files): protocols 0–5 restricted to lists, tuples, bytes/str (Python 2 str and Python 3 bytes
+// both decode to []byte, unicode to string), ints, floats, bools and None, with the memo. Any
+// object construction (GLOBAL, REDUCE, BUILD — e.g. NumPy arrays) is refused with an error
+// rather than executed.
+
+// pickleTuple distinguishes tuples from lists after decoding; lists are *pickleList so that a
+// memoised list sees later appends, as in Python.
+type pickleTuple []any
+
+type pickleList struct{ items []any }
+
+type pickleMark struct{}
+
+var errPickleObject = errors.New("pickled Python objects (GLOBAL/REDUCE, e.g. NumPy arrays) are not supported")
+
+// unpickle decodes one pickle from b.
+func unpickle(b []byte) (any, error) {
+	var stack []any
+	memo := map[int]any{}
+	pos := 0
+	need := func(n int) ([]byte, error) {
+		if n < 0 || pos+n > len(b) {
+			return nil, fmt.Errorf("%w: pickle ends at byte %d, need %d more", ErrTruncated, len(b), pos+n-len(b))
+		}
+		s := b[pos : pos+n]
+		pos += n
+		return s, nil
+	}
+	line := func() (string, error) {
+		i := strings.IndexByte(string(b[pos:]), '\n')
+		if i < 0 {
+			return "", fmt.Errorf("%w: pickle text argument without newline", ErrTruncated)
+		}
+		s := string(b[pos : pos+i])
+		pos += i + 1
+		return s, nil
+	}
+	pop := func() (any, error) {
+		if len(stack) == 0 {
+			return nil, fmt.Errorf("%w: pickle stack underflow at byte %d", ErrFormat, pos)
+		}
+		v := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		return v, nil
+	}
+	popMark := func() ([]any, error) {
+		for i := len(stack) - 1; i >= 0; i-- {
+			if _, ok := stack[i].(pickleMark); ok {
+				items := append([]any(nil), stack[i+1:]...)
+				stack = stack[:i]
+				return items, nil
+			}
+		}
+		return nil, fmt.Errorf("%w: pickle MARK missing at byte %d", ErrFormat, pos)
+	}
+	uint := func(n int) (int, error) {
+		s, err := need(n)
+		if err != nil {
+			return 0, err
+		}
+		switch n {
+		case 1:
+			return int(s[0]), nil
+		case 2:
+			return int(binary.LittleEndian.Uint16(s)), nil
+		case 4:
+			return int(binary.LittleEndian.Uint32(s)), nil
+		}
+		v := binary.LittleEndian.Uint64(s)
+		if v > math.MaxInt32 {
+			return 0, fmt.Errorf("%w: pickle length %d too large", ErrFormat, v)
+		}
+		return int(v), nil
+	}
+	for {
+		ops, err := need(1)
+		if err != nil {
+			return nil, err
+		}
+		op := ops[0]
+		switch op {
+		case 0x80: // PROTO
+			if _, err := need(1); err != nil {
+				return nil, err
+			}
+		case 0x95: // FRAME
+			if _, err := need(8); err != nil {
+				return nil, err
+			}
+		case '.': // STOP
+			v, err := pop()
+			if err != nil {
+				return nil, err
+			}
+			return v, nil
+		case '(': // MARK
+			stack = append(stack, pickleMark{})
+		case ']': // EMPTY_LIST
+			stack = append(stack, &pickleList{})
+		case ')': // EMPTY_TUPLE
+			stack = append(stack, pickleTuple{})
+		case 'l', 't': // LIST, TUPLE
+			items, err := popMark()
+			if err != nil {
+				return nil, err
+			}
+			if op == 'l' {
+				stack = append(stack, &pickleList{items})
+			} else {
+				stack = append(stack, pickleTuple(items))
+			}
+		case 0x85, 0x86, 0x87: // TUPLE1..3
+			n := int(op - 0x84)
+			if len(stack) < n {
+				return nil, fmt.Errorf("%w: pickle stack underflow at byte %d", ErrFormat, pos)
+			}
+			t := pickleTuple(append([]any(nil), stack[len(stack)-n:]...))
+			stack = append(stack[:len(stack)-n], t)
+		case 'a', 'e': // APPEND, APPENDS
+			var items []any
+			if op == 'a' {
+				v, err := pop()
+				if err != nil {
+					return nil, err
+				}
+				items = []any{v}
+			} else if items, err = popMark(); err != nil {
+				return nil, err
+			}
+			if len(stack) == 0 {
+				return nil, fmt.Errorf("%w: pickle APPEND without a list at byte %d", ErrFormat, pos)
+			}
+			l, ok := stack[len(stack)-1].(*pickleList)
+			if !ok {
+				return nil, fmt.Errorf("%w: pickle APPEND to %T at byte %d", ErrFormat, stack[len(stack)-1], pos)
+			}
+			l.items = append(l.items, items...)
+		case 'C', 'B', 0x8e, 'U', 'T': // SHORT_BINBYTES, BINBYTES, BINBYTES8, SHORT_BINSTRING, BINSTRING
+			w := map[byte]int{'C': 1, 'B': 4, 0x8e: 8, 'U': 1, 'T': 4}[op]
+			n, err := uint(w)
+			if err != nil {
+				return nil, err
+			}
+			s, err := need(n)
+			if err != nil {
+				return nil, err
+			}
+			stack = append(stack, append([]byte(nil), s...))
+		case 0x8c, 'X', 0x8d: // SHORT_BINUNICODE, BINUNICODE, BINUNICODE8
+			w := map[byte]int{0x8c: 1, 'X': 4, 0x8d: 8}[op]
+			n, err := uint(w)
+			if err != nil {
+				return nil, err
+			}
+			s, err := need(n)
+			if err != nil {
+				return nil, err
+			}
+			stack = append(stack, string(s))
+		case 0x88:
+			stack = append(stack, true)
+		case 0x89:
+			stack = append(stack, false)
+		case 'N':
+			stack = append(stack, nil)
+		case 'K', 'M':
+			n, err := uint(map[byte]int{'K': 1, 'M': 2}[op])
+			if err != nil {
+				return nil, err
+			}
+			stack = append(stack, int64(n))
+		case 'J':
+			s, err := need(4)
+			if err != nil {
+				return nil, err
+			}
+			stack = append(stack, int64(int32(binary.LittleEndian.Uint32(s))))
+		case 'I': // INT (protocol 0; "01"/"00" are True/False)
+			s, err := line()
+			if err != nil {
+				return nil, err
+			}
+			switch s {
+			case "01":
+				stack = append(stack, true)
+			case "00":
+				stack = append(stack, false)
+			default:
+				v, err := strconv.ParseInt(s, 10, 64)
+				if err != nil {
+					return nil, fmt.Errorf("%w: pickle INT %q", ErrFormat, s)
+				}
+				stack = append(stack, v)
+			}
+		case 'G': // BINFLOAT
+			s, err := need(8)
+			if err != nil {
+				return nil, err
+			}
+			stack = append(stack, math.Float64frombits(binary.BigEndian.Uint64(s)))
+		case 'q', 'r', 'p', 0x94: // BINPUT, LONG_BINPUT, PUT, MEMOIZE
+			if len(stack) == 0 {
+				return nil, fmt.Errorf("%w: pickle memo store with empty stack", ErrFormat)
+			}
+			var k int
+			switch op {
+			case 'q':
+				k, err = uint(1)
+			case 'r':
+				k, err = uint(4)
+			case 'p':
+				var s string
+				if s, err = line(); err == nil {
+					k, err = strconv.Atoi(s)
+				}
+			default:
+				k = len(memo)
+			}
+			if err != nil {
+				return nil, err
+			}
+			memo[k] = stack[len(stack)-1]
+		case 'h', 'j', 'g': // BINGET, LONG_BINGET, GET
+			var k int
+			switch op {
+			case 'h':
+				k, err = uint(1)
+			case 'j':
+				k, err = uint(4)
+			default:
+				var s string
+				if s, err = line(); err == nil {
+					k, err = strconv.Atoi(s)
+				}
+			}
+			if err != nil {
+				return nil, err
+			}
+			v, ok := memo[k]
+			if !ok {
+				return nil, fmt.Errorf("%w: pickle memo key %d undefined", ErrFormat, k)
+			}
+			stack = append(stack, v)
+		case 'c', 0x93, 'R', 'b', 0x81, 0x92, 'i', 'o':
+			return nil, fmt.Errorf("%w: %w (opcode %#x at byte %d)", ErrFormat, errPickleObject, op, pos-1)
+		default:
+			return nil, fmt.Errorf("%w: unsupported pickle opcode %#x at byte %d", ErrFormat, op, pos-1)
+		}
+	}
+}

@@ -1,0 +1,219 @@
+package experiments
+
+import (
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// Stat summarises one metric over the seeds of a group.
+type Stat struct {
+	Mean float64 // arithmetic mean; NaN when N = 0 or any value is NaN
+	Std  float64 // sample standard deviation (divisor N−1); 0 when N = 1, NaN when N = 0
+	N    int     // records of the group that have the metric
+}
+
+// Group is a set of records sharing the values of the grouping keys (normally differing only in
+// their seed).
+type Group struct {
+	Keys    []string  // the grouping keys
+	Values  []any     // the value of each key (nil where a record lacks it)
+	Records []*Record // in store order
+}
+
+// Label renders the group's key values as "k1=v1 k2=v2" (or "all" with no keys).
+func (g *Group) Label() string {
+	if len(g.Keys) == 0 {
+		return "all"
+	}
+	parts := make([]string, len(g.Keys))
+	for i, k := range g.Keys {
+		parts[i] = k + "=" + FormatValue(g.Values[i])
+	}
+	return strings.Join(parts, " ")
+}
+
+// ValueLabel renders only the values, joined by ", ".
+func (g *Group) ValueLabel() string {
+	parts := make([]string, len(g.Values))
+	for i, v := range g.Values {
+		parts[i] = FormatValue(v)
+	}
+	return strings.Join(parts, ", ")
+}
+
+// Seeds lists the seeds of the group's records.
+func (g *Group) Seeds() []int64 {
+	out := make([]int64, len(g.Records))
+	for i, r := range g.Records {
+		out[i] = r.Seed
+	}
+	return out
+}
+
+// Stat computes mean ± sample std of metric over the group's records.
+func (g *Group) Stat(metric string) Stat {
+	var vals []float64
+	for _, r := range g.Records {
+		if v, ok := r.Metrics[metric]; ok {
+			vals = append(vals, v)
+		}
+	}
+	return MeanStd(vals)
+}
+
+// MeanStd returns the mean and sample standard deviation (divisor n−1) of vals.
+func MeanStd(vals []float64) Stat {
+	n := len(vals)
+	if n == 0 {
+		return Stat{Mean: math.NaN(), Std: math.NaN()}
+	}
+	var sum float64
+	for _, v := range vals {
+		sum += v
+	}
+	mean := sum / float64(n)
+	if n == 1 {
+		return Stat{Mean: mean, N: 1}
+	}
+	var ss float64
+	for _, v := range vals {
+		ss += (v - mean) * (v - mean)
+	}
+	return Stat{Mean: mean, Std: math.Sqrt(ss / float64(n-1)), N: n}
+}
+
+// GroupBy partitions records by the values of keys (see [Record.Value] for what a key may name).
+// Groups are sorted by their values, numerically where both values are numbers.
+func GroupBy(records []Record, keys []string) []*Group {
+	index := map[string]*Group{}
+	var groups []*Group
+	for i := range records {
+		r := &records[i]
+		vals := make([]any, len(keys))
+		parts := make([]string, len(keys))
+		for j, k := range keys {
+			v, _ := r.Value(k)
+			vals[j] = v
+			parts[j] = FormatValue(v)
+		}
+		id := strings.Join(parts, "\x00")
+		g, ok := index[id]
+		if !ok {
+			g = &Group{Keys: keys, Values: vals}
+			index[id] = g
+			groups = append(groups, g)
+		}
+		g.Records = append(g.Records, r)
+	}
+	sort.SliceStable(groups, func(a, b int) bool {
+		for j := range keys {
+			if c := compareValues(groups[a].Values[j], groups[b].Values[j]); c != 0 {
+				return c < 0
+			}
+		}
+		return false
+	})
+	return groups
+}
+
+// compareValues orders numbers numerically, false before true, and everything else by its text.
+func compareValues(a, b any) int {
+	fa, oka := numeric(a)
+	fb, okb := numeric(b)
+	if oka && okb {
+		switch {
+		case fa < fb:
+			return -1
+		case fa > fb:
+			return 1
+		}
+		return 0
+	}
+	return strings.Compare(FormatValue(a), FormatValue(b))
+}
+
+func numeric(v any) (float64, bool) {
+	switch x := v.(type) {
+	case float64:
+		return x, true
+	case float32:
+		return float64(x), true
+	case int:
+		return float64(x), true
+	case int64:
+		return float64(x), true
+	case uint64:
+		return float64(x), true
+	case bool:
+		if x {
+			return 1, true
+		}
+		return 0, true
+	case string:
+		f, err := strconv.ParseFloat(x, 64)
+		return f, err == nil
+	}
+	return 0, false
+}
+
+// Select keeps the records of scale (all scales when empty) whose values match every key of where
+// ([ValueEqual]; a list value in where means any of its elements).
+func Select(records []Record, scale string, where map[string]any) []Record {
+	var out []Record
+	for i := range records {
+		r := &records[i]
+		if scale != "" && r.Scale != scale {
+			continue
+		}
+		if matchRecord(r, where) {
+			out = append(out, *r)
+		}
+	}
+	return out
+}
+
+func matchRecord(r *Record, where map[string]any) bool {
+	for k, want := range where {
+		v, ok := r.Value(k)
+		if !ok {
+			return false
+		}
+		if alts, isList := want.([]any); isList {
+			hit := false
+			for _, a := range alts {
+				if ValueEqual(v, a) {
+					hit = true
+					break
+				}
+			}
+			if !hit {
+				return false
+			}
+		} else if !ValueEqual(v, want) {
+			return false
+		}
+	}
+	return true
+}
+
+// ReferenceFor returns the first reference for metric whose Match every record of g satisfies.
+func ReferenceFor(refs []Reference, g *Group, metric string) (Reference, bool) {
+	for _, ref := range refs {
+		if ref.Metric != metric {
+			continue
+		}
+		ok := len(g.Records) > 0
+		for _, r := range g.Records {
+			if !matchRecord(r, ref.Match) {
+				ok = false
+				break
+			}
+		}
+		if ok {
+			return ref, true
+		}
+	}
+	return Reference{}, false
+}

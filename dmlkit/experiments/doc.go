@@ -1,0 +1,78 @@
+// Package experiments is dmlkit's reproducibility workbench: an experiment is data (a YAML spec),
+// each run's result is stored as a record, and every table and figure is regenerated from the
+// stored records without training.
+//
+// # Spec format
+//
+// A spec lives in reproductions/<paper>/spec.yaml:
+//
+//	paper: tcm                      # directory name under reproductions/ and figures/
+//	description: Smooth-AP ± TCM on iNat
+//	base:                           # the nested configuration every run starts from
+//	  data: {name: omniglot, limit_classes: 0}
+//	  loss: {name: smoothap}
+//	  train: {epochs: 20, lr: 1.0e-4}
+//	scales:                         # presets over the one definition: dotted key → value
+//	  smoke: {train.epochs: 1, data.limit_classes: 20, seeds: [0]}
+//	  small: {train.epochs: 20}
+//	  full:  {data.name: inat, model.backbone: resnet50, grid: {loss.name: [smoothap]}}
+//	sweep:
+//	  grid: {loss.name: [smoothap, rsk], regularizer.tcm: [false, true]}
+//	  list: [{train.lr: 1.0e-4}, {train.lr: 1.0e-5, train.epochs: 40}]   # optional
+//	  seeds: [0, 1, 2]
+//	  seed_key: train.seed          # where the seed goes in the config (default "seed")
+//	reference:                      # the paper's numbers, cited
+//	  - {match: {loss.name: smoothap, regularizer.tcm: false}, metric: R@1, value: 67.4,
+//	     source: "seed 000 Table 2, iNat row"}
+//	tables:  [{name: main, rows: [loss.name, regularizer.tcm], metrics: [R@1, OPIS], factor: 100}]
+//	figures: [{name: r1_curve, kind: line, series: [val.R@1], group: [loss.name]}]
+//	launch:  {image: ghcr.io/dmlkit/dmlkit:cuda, gpus: 1, memory: 16Gi}   # for --emit
+//
+// Resolution of one run, lowest precedence first: base; the scale's overrides (a nested map value
+// is merged key by key); the sweep point (grid values × list entries); the seed, written at
+// seed_key. A scale may also replace the sweep's seeds, individual grid keys, or the list through
+// its reserved keys seeds, grid and list. The grid is expanded with its keys in sorted order, the
+// last varying fastest; runs are numbered in that order (× seeds), and that number (Run.Index)
+// alone decides the shard of a run.
+//
+// # Identity, resume and shards
+//
+// A run's identity is [Hash]: the first 16 hex digits of the SHA-256 of the canonical JSON of its
+// resolved configuration (sorted keys; the seed included). [Execute] skips every run whose
+// (scale, hash) already has a record, so re-running a sweep after a crash or a kill runs exactly
+// the missing runs; a run that did not finish leaves no record and its working directory is wiped
+// before it starts again. [Shard] gives shard i of n the runs with Index ≡ i (mod n), so
+// `dmlkit run SPEC --index I --of N` under a Kubernetes Indexed Job ([EmitK8s],
+// JOB_COMPLETION_INDEX) or a SLURM array ([EmitSlurm], SLURM_ARRAY_TASK_ID) covers every run once.
+//
+// # Validation
+//
+// [Load] rejects unknown spec fields, YAML type errors, unknown figure kinds and references
+// without a source, naming the file, line or field. [Spec.Plan] then checks every resolved
+// configuration with the registered [Validator] before anything is trained, so an unknown loss,
+// dataset or parameter, or a value of the wrong type, fails with its dotted field path (e.g.
+// `scale "small", run loss.name=foo seed=0: field "loss.name": unknown value "foo"`).
+// [StructValidator] builds such a validator from a typed config struct via package config.
+//
+// # Training is pluggable
+//
+// This package does not import the trainer. A run is a resolved map[string]any executed by the
+// [Runner] registered with [SetRunner]; until one is registered, running fails with
+// [ErrNoRunner] ("no runner registered"), while tables and figures still work from stored records.
+//
+// # Results store
+//
+// [Store] keeps one JSON object per line in reproductions/<paper>/results/<scale>.jsonl: hash,
+// paper, scale, seed, swept params, full config, metrics, optional series, timings, start time,
+// wall seconds and the environment (backend, versions, devices). Appends are atomic (one write
+// under flock on an O_APPEND file, then fsync); see [Store] for the exact guarantee. The small
+// scale's files are committed with the repository.
+//
+// # Aggregation, tables, figures
+//
+// [GroupBy] groups records by any keys (config keys, or seed/scale/paper/hash) and [Group.Stat]
+// gives mean ± sample std over the group's seeds. [BuildTable] renders Markdown and LaTeX
+// (booktabs) with a "(paper)" column wherever a [Reference] matches, citing its source.
+// [RenderFigures] draws the declared figures with package plots into figures/<paper>/ as PNG, SVG
+// and PDF.
+package experiments

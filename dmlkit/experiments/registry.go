@@ -1,0 +1,110 @@
+package experiments
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/dmlkit/dmlkit/dmlkit/config"
+)
+
+// RunSpec is what a [Runner] receives for one run.
+type RunSpec struct {
+	Hash   string         // the configuration hash (also the name of Dir)
+	Config map[string]any // the resolved configuration (a private copy; the runner may keep it)
+	Seed   int64          // the run's seed, also present in Config at the spec's seed key
+	Dir    string         // an empty working directory for checkpoints and logs
+}
+
+// Outcome is what a run produces. Metrics are the final scalar results (e.g. "R@1", "MAP@R");
+// Series are optional vectors for figures (per-epoch curves, per-class utilities, distance
+// samples, 2-D embedding coordinates), kept small because they are stored in every record;
+// Timings are optional phase durations in seconds (the wall time of the whole run is recorded
+// separately).
+type Outcome struct {
+	Metrics map[string]float64
+	Series  map[string][]float64
+	Timings map[string]float64
+}
+
+// Runner executes one run. It must honour ctx cancellation and report progress through progress
+// (which may be called from several goroutines when runs execute in parallel). A run that returns
+// an error (or panics) leaves no record, so a later resume runs it again.
+type Runner func(ctx context.Context, run RunSpec, progress func(msg string)) (*Outcome, error)
+
+// Validator checks a resolved configuration before any training, returning an error that names
+// the field path at fault (e.g. `unknown field "loss.nme"`, `field "train.epochs": want an
+// integer`). It must not modify cfg.
+type Validator func(cfg map[string]any) error
+
+var (
+	regMu     sync.RWMutex
+	runner    Runner
+	validator Validator
+)
+
+// ErrNoRunner is returned by [RegisteredRunner] callers when no trainer has been plugged in.
+var ErrNoRunner = errors.New("no runner registered: this build of dmlkit cannot train (experiments.SetRunner was never called)")
+
+// SetRunner registers the function that trains and evaluates one configuration (the trainer's
+// entry point). Call it once, from an init function of the program that links the trainer.
+func SetRunner(r Runner) {
+	regMu.Lock()
+	defer regMu.Unlock()
+	runner = r
+}
+
+// SetValidator registers the check applied to every run of a plan by [Spec.Plan].
+func SetValidator(v Validator) {
+	regMu.Lock()
+	defer regMu.Unlock()
+	validator = v
+}
+
+// RegisteredRunner returns the runner set by [SetRunner], or ErrNoRunner.
+func RegisteredRunner() (Runner, error) {
+	regMu.RLock()
+	defer regMu.RUnlock()
+	if runner == nil {
+		return nil, ErrNoRunner
+	}
+	return runner, nil
+}
+
+func registeredValidator() Validator {
+	regMu.RLock()
+	defer regMu.RUnlock()
+	return validator
+}
+
+// StructValidator builds a [Validator] from a typed configuration struct: every leaf of the
+// resolved configuration is assigned with [config.SetAll] to a fresh value from newConfig (a
+// pointer to a struct with yaml tags), so unknown keys and type errors are reported with their
+// dotted path. check, if not nil, then inspects the filled struct (e.g. that loss.name is a
+// registered loss), and should also name the field in its errors.
+func StructValidator(newConfig func() any, check func(filled any) error) Validator {
+	return func(cfg map[string]any) error {
+		dst := newConfig()
+		if err := config.SetAll(dst, Flatten(cfg)); err != nil {
+			return err
+		}
+		if check != nil {
+			if err := check(dst); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+}
+
+// OneOf returns an error naming key when value is not among allowed; a helper for the check of
+// [StructValidator] (unknown loss, dataset or model names).
+func OneOf(key, value string, allowed []string) error {
+	for _, a := range allowed {
+		if a == value {
+			return nil
+		}
+	}
+	return fmt.Errorf("field %q: unknown value %q (known: %v)", key, value, allowed)
+}

@@ -1,0 +1,529 @@
+package experiments
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+)
+
+// Spec is one experiment definition: a base configuration, scale presets that override it, a
+// sweep over parameters × seeds, the paper's reported numbers, and the figures and tables that are
+// regenerated from the stored results. See the package documentation for the file format.
+type Spec struct {
+	Paper       string                    `yaml:"paper"`       // directory name under reproductions/ and figures/
+	Description string                    `yaml:"description"` // free text
+	Base        map[string]any            `yaml:"base"`        // nested base configuration
+	Scales      map[string]map[string]any `yaml:"scales"`      // scale name → dotted-key overrides (+ seeds/grid/list)
+	Sweep       Sweep                     `yaml:"sweep"`       // parameters × seeds
+	Reference   []Reference               `yaml:"reference"`   // the paper's numbers, cited
+	Figures     []FigureSpec              `yaml:"figures"`     // declarative figures
+	Tables      []TableSpec               `yaml:"tables"`      // declarative tables
+	Launch      Launch                    `yaml:"launch"`      // container image and resources for --emit
+
+	// Path is the file the spec was read from (empty when parsed from bytes); Dir its directory.
+	// Results live in Dir/results unless overridden.
+	Path string `yaml:"-"`
+	Dir  string `yaml:"-"`
+}
+
+// Sweep lists the runs of a spec: every combination of the Grid values, crossed with every entry
+// of List (when both are given), crossed with Seeds.
+type Sweep struct {
+	Grid    map[string][]any `yaml:"grid"`     // dotted key → values; keys are expanded in sorted order
+	List    []map[string]any `yaml:"list"`     // explicit points, each a map of dotted key → value
+	Seeds   []int64          `yaml:"seeds"`    // default [0]
+	SeedKey string           `yaml:"seed_key"` // dotted key the seed is written to; default "seed"
+}
+
+// Reference is one number reported by the paper, transcribed with its source. It applies to the
+// result groups whose configuration matches every key of Match.
+type Reference struct {
+	Match  map[string]any `yaml:"match"`
+	Metric string         `yaml:"metric"`
+	Value  float64        `yaml:"value"`
+	Std    float64        `yaml:"std"`    // optional ± reported by the paper (0: none)
+	Source string         `yaml:"source"` // e.g. "seed 000 Table 2, iNat row"
+}
+
+// Launch holds what --emit needs to run the sweep in a cluster.
+type Launch struct {
+	Image     string            `yaml:"image"`      // container image; default "dmlkit:latest"
+	GPUs      int               `yaml:"gpus"`       // GPUs per run (default 0)
+	CPUs      int               `yaml:"cpus"`       // CPUs per run (default 2)
+	Memory    string            `yaml:"memory"`     // e.g. "16Gi" (default "8Gi")
+	Time      string            `yaml:"time"`       // SLURM time limit, e.g. "04:00:00" (default "24:00:00")
+	Parallel  int               `yaml:"parallel"`   // max shards running at once (default: all)
+	Partition string            `yaml:"partition"`  // SLURM partition (optional)
+	Volume    string            `yaml:"volume"`     // k8s PersistentVolumeClaim mounted at /work (optional)
+	Env       map[string]string `yaml:"env"`        // extra environment variables
+	Workdir   string            `yaml:"workdir"`    // repository root inside the container (default /work)
+	ExtraArgs []string          `yaml:"extra_args"` // appended to `dmlkit run`
+}
+
+var paperName = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]*$`)
+
+// reserved keys of a scale entry that are not configuration overrides.
+var scaleReserved = map[string]bool{"seeds": true, "grid": true, "list": true}
+
+// Load reads and checks a spec file. A directory is accepted and means DIR/spec.yaml. Structural
+// errors (unknown top-level fields, wrong YAML types, unknown figure kinds, uncited references)
+// are reported with the file and line; configuration values are checked later by [Spec.Plan].
+func Load(path string) (*Spec, error) {
+	if st, err := os.Stat(path); err == nil && st.IsDir() {
+		path = filepath.Join(path, "spec.yaml")
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("experiments: %w", err)
+	}
+	s, err := Parse(b, path)
+	if err != nil {
+		return nil, err
+	}
+	s.Path = path
+	s.Dir = filepath.Dir(path)
+	return s, nil
+}
+
+// Parse decodes a spec from YAML; name is used in error messages.
+func Parse(data []byte, name string) (*Spec, error) {
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	var s Spec
+	if err := dec.Decode(&s); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil, fmt.Errorf("experiments: %s: empty spec", name)
+		}
+		return nil, fmt.Errorf("experiments: %s: %w", name, err)
+	}
+	s.Base = asMap(normalize(s.Base))
+	for k, v := range s.Scales {
+		s.Scales[k] = asMap(normalize(v))
+	}
+	for k, v := range s.Sweep.Grid {
+		s.Sweep.Grid[k] = normalize(v).([]any)
+	}
+	for i, p := range s.Sweep.List {
+		s.Sweep.List[i] = asMap(normalize(p))
+	}
+	if err := s.check(); err != nil {
+		return nil, fmt.Errorf("experiments: %s: %w", name, err)
+	}
+	return &s, nil
+}
+
+func asMap(v any) map[string]any {
+	if m, ok := v.(map[string]any); ok {
+		return m
+	}
+	return map[string]any{}
+}
+
+// check validates the structure of the spec (not the configuration values).
+func (s *Spec) check() error {
+	if s.Paper == "" {
+		return errors.New("field \"paper\": missing")
+	}
+	if !paperName.MatchString(s.Paper) {
+		return fmt.Errorf("field \"paper\": %q must be lower-case letters, digits, '-' or '_'", s.Paper)
+	}
+	for _, k := range sortedKeys(s.Sweep.Grid) {
+		if k == "" {
+			return errors.New("field \"sweep.grid\": empty key")
+		}
+		if len(s.Sweep.Grid[k]) == 0 {
+			return fmt.Errorf("field \"sweep.grid.%s\": no values", k)
+		}
+	}
+	seen := map[int64]bool{}
+	for _, sd := range s.Sweep.Seeds {
+		if seen[sd] {
+			return fmt.Errorf("field \"sweep.seeds\": seed %d listed twice", sd)
+		}
+		seen[sd] = true
+	}
+	for name, sc := range s.Scales {
+		if err := checkScale(name, sc); err != nil {
+			return err
+		}
+	}
+	for i, r := range s.Reference {
+		if r.Metric == "" {
+			return fmt.Errorf("field \"reference[%d].metric\": missing", i)
+		}
+		if r.Source == "" {
+			return fmt.Errorf("field \"reference[%d].source\": missing (cite the table and row)", i)
+		}
+	}
+	names := map[string]bool{}
+	for i := range s.Figures {
+		f := &s.Figures[i]
+		if err := f.check(); err != nil {
+			return fmt.Errorf("field \"figures[%d]\" (%s): %w", i, f.Name, err)
+		}
+		if names["fig:"+f.Name] {
+			return fmt.Errorf("field \"figures[%d].name\": %q used twice", i, f.Name)
+		}
+		names["fig:"+f.Name] = true
+	}
+	for i := range s.Tables {
+		t := &s.Tables[i]
+		if err := t.check(); err != nil {
+			return fmt.Errorf("field \"tables[%d]\" (%s): %w", i, t.Name, err)
+		}
+		if names["tab:"+t.Name] {
+			return fmt.Errorf("field \"tables[%d].name\": %q used twice", i, t.Name)
+		}
+		names["tab:"+t.Name] = true
+	}
+	return nil
+}
+
+func checkScale(name string, sc map[string]any) error {
+	if v, ok := sc["seeds"]; ok {
+		if _, err := toSeeds(v); err != nil {
+			return fmt.Errorf("field \"scales.%s.seeds\": %w", name, err)
+		}
+	}
+	if v, ok := sc["grid"]; ok {
+		g, ok := v.(map[string]any)
+		if !ok {
+			return fmt.Errorf("field \"scales.%s.grid\": want a map of key → list of values, got %T", name, v)
+		}
+		for k, vals := range g {
+			if l, ok := vals.([]any); !ok || len(l) == 0 {
+				return fmt.Errorf("field \"scales.%s.grid.%s\": want a non-empty list", name, k)
+			}
+		}
+	}
+	if v, ok := sc["list"]; ok {
+		l, ok := v.([]any)
+		if !ok {
+			return fmt.Errorf("field \"scales.%s.list\": want a list of maps, got %T", name, v)
+		}
+		for i, e := range l {
+			if _, ok := e.(map[string]any); !ok {
+				return fmt.Errorf("field \"scales.%s.list[%d]\": want a map, got %T", name, i, e)
+			}
+		}
+	}
+	return nil
+}
+
+func toSeeds(v any) ([]int64, error) {
+	l, ok := v.([]any)
+	if !ok {
+		return nil, fmt.Errorf("want a list of integers, got %T", v)
+	}
+	out := make([]int64, len(l))
+	seen := map[int64]bool{}
+	for i, e := range l {
+		var s int64
+		switch x := e.(type) {
+		case int:
+			s = int64(x)
+		case int64:
+			s = x
+		case float64:
+			if x != float64(int64(x)) {
+				return nil, fmt.Errorf("element %d: want an integer, got %v", i, x)
+			}
+			s = int64(x)
+		default:
+			return nil, fmt.Errorf("element %d: want an integer, got %v (%T)", i, e, e)
+		}
+		if seen[s] {
+			return nil, fmt.Errorf("seed %d listed twice", s)
+		}
+		seen[s] = true
+		out[i] = s
+	}
+	return out, nil
+}
+
+// ScaleNames lists the scales the spec defines, sorted.
+func (s *Spec) ScaleNames() []string { return sortedKeys(s.Scales) }
+
+// Run is one resolved configuration of a sweep.
+type Run struct {
+	Index  int            // position in the full plan of its scale; shards are assigned by it
+	Hash   string         // [Hash] of Config
+	Seed   int64          // also written into Config at the spec's seed key
+	Params map[string]any // the swept values (dotted key → value), without the seed
+	Config map[string]any // the full resolved configuration
+}
+
+// Label is a short human description of the run: its swept values and seed.
+func (r Run) Label() string {
+	var parts []string
+	for _, k := range sortedKeys(r.Params) {
+		parts = append(parts, k+"="+FormatValue(r.Params[k]))
+	}
+	parts = append(parts, fmt.Sprintf("seed=%d", r.Seed))
+	return strings.Join(parts, " ")
+}
+
+// Plan is the ordered list of runs of one scale of a spec.
+type Plan struct {
+	Spec  *Spec
+	Scale string
+	Runs  []Run
+}
+
+// Resolve expands the sweep of the given scale into runs, without checking configuration values.
+// Precedence, lowest first: base, the scale's overrides, the sweep point, the seed. A scale entry
+// may replace the seeds, grid (per key) or list of the sweep. An empty scale name is allowed only
+// when the spec defines no scales.
+func (s *Spec) Resolve(scale string) (*Plan, error) {
+	var over map[string]any
+	if scale == "" {
+		if len(s.Scales) > 0 {
+			return nil, fmt.Errorf("experiments: %s: choose a scale (%s)", s.name(), strings.Join(s.ScaleNames(), ", "))
+		}
+	} else {
+		var ok bool
+		over, ok = s.Scales[scale]
+		if !ok {
+			return nil, fmt.Errorf("experiments: %s: unknown scale %q (defined: %s)", s.name(), scale, strings.Join(s.ScaleNames(), ", "))
+		}
+	}
+	seeds := s.Sweep.Seeds
+	grid := map[string][]any{}
+	for k, v := range s.Sweep.Grid {
+		grid[k] = v
+	}
+	list := s.Sweep.List
+	if v, ok := over["seeds"]; ok {
+		seeds, _ = toSeeds(v) // checked by Parse
+	}
+	if v, ok := over["grid"]; ok {
+		for k, vals := range v.(map[string]any) {
+			grid[k] = vals.([]any)
+		}
+	}
+	if v, ok := over["list"]; ok {
+		list = nil
+		for _, e := range v.([]any) {
+			list = append(list, e.(map[string]any))
+		}
+	}
+	if len(seeds) == 0 {
+		seeds = []int64{0}
+	}
+	seedKey := s.Sweep.SeedKey
+	if seedKey == "" {
+		seedKey = "seed"
+	}
+
+	base := Clone(s.Base)
+	for _, k := range sortedKeys(over) {
+		if scaleReserved[k] {
+			continue
+		}
+		if err := mergeAt(base, k, over[k]); err != nil {
+			return nil, fmt.Errorf("experiments: %s: scale %q: %w", s.name(), scale, err)
+		}
+	}
+
+	points := expand(grid, list)
+	plan := &Plan{Spec: s, Scale: scale}
+	byHash := map[string]string{}
+	for _, pt := range points {
+		for _, seed := range seeds {
+			cfg := Clone(base)
+			for _, k := range sortedKeys(pt) {
+				if err := mergeAt(cfg, k, pt[k]); err != nil {
+					return nil, fmt.Errorf("experiments: %s: sweep: %w", s.name(), err)
+				}
+			}
+			if err := SetPath(cfg, seedKey, seed); err != nil {
+				return nil, fmt.Errorf("experiments: %s: field \"sweep.seed_key\": %w", s.name(), err)
+			}
+			h, err := Hash(cfg)
+			if err != nil {
+				return nil, err
+			}
+			r := Run{Index: len(plan.Runs), Hash: h, Seed: seed, Params: pt, Config: cfg}
+			if prev, dup := byHash[h]; dup {
+				return nil, fmt.Errorf("experiments: %s: sweep points %q and %q resolve to the same configuration", s.name(), prev, r.Label())
+			}
+			byHash[h] = r.Label()
+			plan.Runs = append(plan.Runs, r)
+		}
+	}
+	return plan, nil
+}
+
+// mergeAt sets key to value; a map value is merged key by key rather than replacing the group.
+func mergeAt(cfg map[string]any, key string, value any) error {
+	if m, ok := value.(map[string]any); ok && len(m) > 0 {
+		for _, k := range sortedKeys(m) {
+			if err := mergeAt(cfg, key+"."+k, m[k]); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	return SetPath(cfg, key, value)
+}
+
+// expand returns the sweep points: the cartesian product of the grid (keys in sorted order, the
+// last key varying fastest) crossed with the list entries. With neither, one empty point.
+func expand(grid map[string][]any, list []map[string]any) []map[string]any {
+	points := []map[string]any{{}}
+	for _, k := range sortedKeys(grid) {
+		var next []map[string]any
+		for _, p := range points {
+			for _, v := range grid[k] {
+				q := make(map[string]any, len(p)+1)
+				for pk, pv := range p {
+					q[pk] = pv
+				}
+				q[k] = v
+				next = append(next, q)
+			}
+		}
+		points = next
+	}
+	if len(list) == 0 {
+		return points
+	}
+	var out []map[string]any
+	for _, p := range points {
+		for _, l := range list {
+			q := make(map[string]any, len(p)+len(l))
+			for k, v := range p {
+				q[k] = v
+			}
+			for k, v := range Flatten(l) {
+				q[k] = v
+			}
+			out = append(out, q)
+		}
+	}
+	return out
+}
+
+func (s *Spec) name() string {
+	if s.Path != "" {
+		return s.Path
+	}
+	return "spec " + s.Paper
+}
+
+// Plan resolves the scale and checks every run's configuration with the registered [Validator]
+// (see [SetValidator]) before anything is trained. The first invalid run's error names the spec,
+// the run's swept values and the field path.
+func (s *Spec) Plan(scale string) (*Plan, error) {
+	p, err := s.Resolve(scale)
+	if err != nil {
+		return nil, err
+	}
+	if err := p.Validate(registeredValidator()); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// Validate checks each run's configuration with v (nil: no check). Errors name the run.
+func (p *Plan) Validate(v Validator) error {
+	if v == nil {
+		return nil
+	}
+	for _, r := range p.Runs {
+		if err := v(Clone(r.Config)); err != nil {
+			return fmt.Errorf("experiments: %s: scale %q, run %s: %w", p.Spec.name(), p.Scale, r.Label(), err)
+		}
+	}
+	return nil
+}
+
+// Filter keeps the runs whose configuration matches every key of only; several values for one key
+// are alternatives. Values compare as written ([ValueEqual]); a key missing from a run's
+// configuration never matches. Run.Index is kept, so sharding is unaffected by filtering.
+func Filter(runs []Run, only map[string][]string) []Run {
+	if len(only) == 0 {
+		return runs
+	}
+	var out []Run
+	for _, r := range runs {
+		if matchAll(r.Config, only) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+func matchAll(cfg map[string]any, only map[string][]string) bool {
+	for k, alts := range only {
+		v, ok := Get(cfg, k)
+		if !ok {
+			return false
+		}
+		hit := false
+		for _, a := range alts {
+			if FormatValue(v) == a {
+				hit = true
+				break
+			}
+		}
+		if !hit {
+			return false
+		}
+	}
+	return true
+}
+
+// ParseOnly turns ["loss.name=rsk", "loss.name=smoothap", "seed=0"] into a filter for [Filter].
+func ParseOnly(list []string) (map[string][]string, error) {
+	out := map[string][]string{}
+	for _, s := range list {
+		k, v, ok := strings.Cut(s, "=")
+		k = strings.TrimSpace(k)
+		if !ok || k == "" {
+			return nil, fmt.Errorf("experiments: --only %q is not of the form key=value", s)
+		}
+		out[k] = append(out[k], strings.TrimSpace(v))
+	}
+	return out, nil
+}
+
+// Shard returns the runs of shard index of n: those whose Index ≡ index (mod n). Over index =
+// 0..n-1 the shards partition the plan, every run in exactly one shard, and a shard's contents do
+// not depend on which runs are already done.
+func Shard(runs []Run, index, n int) ([]Run, error) {
+	if n < 1 || index < 0 || index >= n {
+		return nil, fmt.Errorf("experiments: shard --index %d --of %d: need 0 <= index < of", index, n)
+	}
+	var out []Run
+	for _, r := range runs {
+		if r.Index%n == index {
+			out = append(out, r)
+		}
+	}
+	return out, nil
+}
+
+// SweptKeys lists the dotted keys the plan varies (grid and list keys), sorted.
+func (p *Plan) SweptKeys() []string {
+	set := map[string]bool{}
+	for _, r := range p.Runs {
+		for k := range r.Params {
+			set[k] = true
+		}
+	}
+	out := make([]string, 0, len(set))
+	for k := range set {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}

@@ -1,0 +1,323 @@
+package experiments
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"time"
+)
+
+// Record is the stored result of one run: one JSON object on one line of a results file.
+type Record struct {
+	Hash    string         `json:"hash"`             // [Hash] of Config
+	Paper   string         `json:"paper"`            // the spec's paper
+	Scale   string         `json:"scale"`            // the scale the run belongs to
+	Seed    int64          `json:"seed"`             // also inside Config
+	Params  map[string]any `json:"params,omitempty"` // swept values, dotted keys
+	Config  map[string]any `json:"config"`           // the full resolved configuration
+	Metrics Metrics        `json:"metrics"`          // final scalar results
+	Series  Series         `json:"series,omitempty"` // vectors for figures
+	Timings Metrics        `json:"timings,omitempty"`
+	Start   time.Time      `json:"start"`   // wall-clock start (UTC)
+	Seconds float64        `json:"seconds"` // wall time of the run
+	Env     map[string]any `json:"env,omitempty"`
+}
+
+// Value returns a record's value for a grouping or filter key: "scale", "paper", "seed" and
+// "hash" address the record's own fields, "params.K" the swept value K, anything else the dotted
+// key in Config.
+func (r *Record) Value(key string) (any, bool) {
+	switch key {
+	case "scale":
+		return r.Scale, true
+	case "paper":
+		return r.Paper, true
+	case "seed":
+		return r.Seed, true
+	case "hash":
+		return r.Hash, true
+	}
+	return Get(r.Config, key)
+}
+
+// Metrics maps names to numbers. Unlike a plain map it survives JSON with NaN and ±Inf (a
+// diverged run), which are written as the strings "NaN", "+Inf", "-Inf".
+type Metrics map[string]float64
+
+// Series maps names to vectors, with the same treatment of non-finite values as [Metrics].
+type Series map[string][]float64
+
+func encodeFloat(buf *bytes.Buffer, f float64) {
+	switch {
+	case math.IsNaN(f):
+		buf.WriteString(`"NaN"`)
+	case math.IsInf(f, 1):
+		buf.WriteString(`"+Inf"`)
+	case math.IsInf(f, -1):
+		buf.WriteString(`"-Inf"`)
+	default:
+		buf.WriteString(strconv.FormatFloat(f, 'g', -1, 64))
+	}
+}
+
+func decodeFloat(raw json.RawMessage) (float64, error) {
+	if len(raw) > 0 && raw[0] == '"' {
+		var s string
+		if err := json.Unmarshal(raw, &s); err != nil {
+			return 0, err
+		}
+		switch s {
+		case "NaN":
+			return math.NaN(), nil
+		case "+Inf", "Inf":
+			return math.Inf(1), nil
+		case "-Inf":
+			return math.Inf(-1), nil
+		}
+		return 0, fmt.Errorf("not a number: %q", s)
+	}
+	var f float64
+	err := json.Unmarshal(raw, &f)
+	return f, err
+}
+
+// MarshalJSON implements json.Marshaler.
+func (m Metrics) MarshalJSON() ([]byte, error) {
+	var buf bytes.Buffer
+	buf.WriteByte('{')
+	for i, k := range sortedKeys(m) {
+		if i > 0 {
+			buf.WriteByte(',')
+		}
+		kb, _ := json.Marshal(k)
+		buf.Write(kb)
+		buf.WriteByte(':')
+		encodeFloat(&buf, m[k])
+	}
+	buf.WriteByte('}')
+	return buf.Bytes(), nil
+}
+
+// UnmarshalJSON implements json.Unmarshaler.
+func (m *Metrics) UnmarshalJSON(b []byte) error {
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(b, &raw); err != nil {
+		return err
+	}
+	out := make(Metrics, len(raw))
+	for k, v := range raw {
+		f, err := decodeFloat(v)
+		if err != nil {
+			return fmt.Errorf("metric %q: %w", k, err)
+		}
+		out[k] = f
+	}
+	*m = out
+	return nil
+}
+
+// MarshalJSON implements json.Marshaler.
+func (s Series) MarshalJSON() ([]byte, error) {
+	var buf bytes.Buffer
+	buf.WriteByte('{')
+	for i, k := range sortedKeys(s) {
+		if i > 0 {
+			buf.WriteByte(',')
+		}
+		kb, _ := json.Marshal(k)
+		buf.Write(kb)
+		buf.WriteString(":[")
+		for j, f := range s[k] {
+			if j > 0 {
+				buf.WriteByte(',')
+			}
+			encodeFloat(&buf, f)
+		}
+		buf.WriteByte(']')
+	}
+	buf.WriteByte('}')
+	return buf.Bytes(), nil
+}
+
+// UnmarshalJSON implements json.Unmarshaler.
+func (s *Series) UnmarshalJSON(b []byte) error {
+	var raw map[string][]json.RawMessage
+	if err := json.Unmarshal(b, &raw); err != nil {
+		return err
+	}
+	out := make(Series, len(raw))
+	for k, vs := range raw {
+		fs := make([]float64, len(vs))
+		for i, v := range vs {
+			f, err := decodeFloat(v)
+			if err != nil {
+				return fmt.Errorf("series %q[%d]: %w", k, i, err)
+			}
+			fs[i] = f
+		}
+		out[k] = fs
+	}
+	*s = out
+	return nil
+}
+
+// Store is a directory of JSON-lines results files, one per scale (<scale>.jsonl).
+//
+// Guarantee: [Store.Append] writes a record as a single line with one write(2) on a file opened
+// with O_APPEND while holding an exclusive flock(2) on it, then fsyncs. Concurrent appenders
+// (worker goroutines, several processes or array tasks on one machine or on a file system with
+// working flock) therefore never interleave or lose lines. A process killed mid-write can leave
+// at most one incomplete last line; the next Append first terminates such a line, and
+// [Store.Load] skips (and reports) lines that do not parse, so a run whose record was cut off is
+// simply not counted as done and runs again on resume.
+type Store struct {
+	Dir string
+}
+
+// NewStore returns the store in dir (created on the first Append).
+func NewStore(dir string) *Store { return &Store{Dir: dir} }
+
+// File is the results file of a scale.
+func (s *Store) File(scale string) string {
+	if scale == "" {
+		scale = "results"
+	}
+	return filepath.Join(s.Dir, scale+".jsonl")
+}
+
+// Append adds rec to the file of its scale atomically (see [Store]).
+func (s *Store) Append(rec *Record) error {
+	line, err := json.Marshal(rec)
+	if err != nil {
+		return fmt.Errorf("experiments: encoding record %s: %w", rec.Hash, err)
+	}
+	line = append(line, '\n')
+	if err := os.MkdirAll(s.Dir, 0o755); err != nil {
+		return fmt.Errorf("experiments: %w", err)
+	}
+	path := s.File(rec.Scale)
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR|os.O_APPEND, 0o644)
+	if err != nil {
+		return fmt.Errorf("experiments: %w", err)
+	}
+	defer f.Close()
+	if err := lockFile(f); err != nil {
+		return fmt.Errorf("experiments: locking %s: %w", path, err)
+	}
+	defer unlockFile(f)
+	st, err := f.Stat()
+	if err != nil {
+		return fmt.Errorf("experiments: %w", err)
+	}
+	if st.Size() > 0 {
+		last := make([]byte, 1)
+		if _, err := f.ReadAt(last, st.Size()-1); err != nil {
+			return fmt.Errorf("experiments: %s: %w", path, err)
+		}
+		if last[0] != '\n' {
+			// A previous writer died mid-line: end that line so this record stays whole.
+			line = append([]byte{'\n'}, line...)
+		}
+	}
+	if _, err := f.Write(line); err != nil {
+		return fmt.Errorf("experiments: appending to %s: %w", path, err)
+	}
+	if err := f.Sync(); err != nil {
+		return fmt.Errorf("experiments: syncing %s: %w", path, err)
+	}
+	return nil
+}
+
+// LoadReport tells what [Store.Load] read and what it skipped.
+type LoadReport struct {
+	Files      []string // files read, sorted
+	Records    int      // records returned
+	Bad        []string // "file:line: reason" for lines that did not parse
+	Duplicates []string // "file:line: scale/hash" for repeated (scale, hash) pairs; the first is kept
+}
+
+// Load reads every *.jsonl file of the store (a missing directory holds no records). Records are
+// returned in file order, files sorted by name; a (scale, hash) pair seen twice keeps its first
+// record.
+func (s *Store) Load() ([]Record, *LoadReport, error) {
+	rep := &LoadReport{}
+	files, err := filepath.Glob(filepath.Join(s.Dir, "*.jsonl"))
+	if err != nil {
+		return nil, nil, fmt.Errorf("experiments: %w", err)
+	}
+	sort.Strings(files)
+	seen := map[string]bool{}
+	var out []Record
+	for _, path := range files {
+		rep.Files = append(rep.Files, path)
+		recs, err := readRecords(path, rep)
+		if err != nil {
+			return nil, nil, err
+		}
+		for _, r := range recs {
+			key := r.rec.Scale + "/" + r.rec.Hash
+			if seen[key] {
+				rep.Duplicates = append(rep.Duplicates, fmt.Sprintf("%s:%d: %s", path, r.line, key))
+				continue
+			}
+			seen[key] = true
+			out = append(out, r.rec)
+		}
+	}
+	rep.Records = len(out)
+	return out, rep, nil
+}
+
+type lineRecord struct {
+	rec  Record
+	line int
+}
+
+func readRecords(path string, rep *LoadReport) ([]lineRecord, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("experiments: %w", err)
+	}
+	defer f.Close()
+	rd := bufio.NewReaderSize(f, 1<<16)
+	var out []lineRecord
+	for n := 1; ; n++ {
+		line, err := rd.ReadBytes('\n')
+		if len(bytes.TrimSpace(line)) > 0 {
+			var r Record
+			if jerr := json.Unmarshal(line, &r); jerr != nil {
+				rep.Bad = append(rep.Bad, fmt.Sprintf("%s:%d: %v", path, n, jerr))
+			} else if r.Hash == "" {
+				rep.Bad = append(rep.Bad, fmt.Sprintf("%s:%d: record without a hash", path, n))
+			} else {
+				out = append(out, lineRecord{r, n})
+			}
+		}
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, fmt.Errorf("experiments: reading %s: %w", path, err)
+		}
+	}
+	return out, nil
+}
+
+// Done returns the set of hashes of the given scale that have a record.
+func Done(records []Record, scale string) map[string]bool {
+	out := map[string]bool{}
+	for _, r := range records {
+		if r.Scale == scale {
+			out[r.Hash] = true
+		}
+	}
+	return out
+}

@@ -1,0 +1,238 @@
+package experiments
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime/debug"
+	"sync"
+	"time"
+)
+
+// Event reports the progress of [Execute].
+type Event struct {
+	Kind    string  // "skip" (already stored), "start", "progress", "done", "fail"
+	Run     Run     // the run concerned
+	Done    int     // runs finished so far (skipped ones included)
+	Total   int     // runs in this execution
+	Message string  // the runner's message for "progress"
+	Err     error   // the failure for "fail"
+	Seconds float64 // wall time for "done" and "fail"
+}
+
+// ExecOptions configures [Execute].
+type ExecOptions struct {
+	Runner   Runner         // required
+	Store    *Store         // required: where records go and which runs are done
+	WorkDir  string         // run directories are WorkDir/<scale>/<hash>; default: a temporary directory
+	Workers  int            // runs executed at once; default 1
+	Env      map[string]any // environment description stored in every record
+	FailFast bool           // stop starting runs after the first failure
+	Progress func(Event)    // optional; called from worker goroutines, one call at a time
+	Now      func() time.Time
+}
+
+// Summary counts what [Execute] did.
+type Summary struct {
+	Total   int      // runs given
+	Skipped int      // already in the store
+	Ran     int      // finished and stored now
+	Failed  []string // "hash (label): error" of runs that failed; they left no record
+}
+
+// Execute runs every run of runs (a plan's runs, possibly filtered or sharded) whose (scale, hash)
+// is not yet in the store, up to Workers at a time, appending one record per finished run.
+//
+// Resume: a run is done exactly when its record is in the store. A run that fails, panics or is
+// cancelled (process killed, ctx cancelled) writes nothing, and its working directory is wiped
+// when it starts again, so re-executing the same plan after any interruption runs each missing
+// configuration once and never duplicates a stored one.
+//
+// Execute returns an error when some runs failed (the summary lists them) or ctx was cancelled.
+func Execute(ctx context.Context, plan *Plan, runs []Run, opt ExecOptions) (*Summary, error) {
+	if opt.Runner == nil {
+		return nil, ErrNoRunner
+	}
+	if opt.Store == nil {
+		return nil, errors.New("experiments: Execute needs a Store")
+	}
+	workers := opt.Workers
+	if workers < 1 {
+		workers = 1
+	}
+	now := opt.Now
+	if now == nil {
+		now = time.Now
+	}
+	workDir := opt.WorkDir
+	if workDir == "" {
+		d, err := os.MkdirTemp("", "dmlkit-runs-")
+		if err != nil {
+			return nil, fmt.Errorf("experiments: %w", err)
+		}
+		workDir = d
+	}
+	stored, _, err := opt.Store.Load()
+	if err != nil {
+		return nil, err
+	}
+	done := Done(stored, plan.Scale)
+
+	sum := &Summary{Total: len(runs)}
+	var mu sync.Mutex // guards sum, finished, and serialises Progress calls and appends
+	finished := 0
+	emit := func(ev Event) {
+		if opt.Progress != nil {
+			opt.Progress(ev)
+		}
+	}
+	var todo []Run
+	for _, r := range runs {
+		if done[r.Hash] {
+			sum.Skipped++
+			finished++
+			emit(Event{Kind: "skip", Run: r, Done: finished, Total: len(runs)})
+			continue
+		}
+		todo = append(todo, r)
+	}
+
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	jobs := make(chan Run)
+	var wg sync.WaitGroup
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for r := range jobs {
+				start := now()
+				mu.Lock()
+				emit(Event{Kind: "start", Run: r, Done: finished, Total: len(runs)})
+				mu.Unlock()
+				rec, err := executeOne(ctx, plan, r, filepath.Join(workDir, scaleDir(plan.Scale), r.Hash), opt, func(msg string) {
+					mu.Lock()
+					emit(Event{Kind: "progress", Run: r, Done: finished, Total: len(runs), Message: msg})
+					mu.Unlock()
+				})
+				secs := now().Sub(start).Seconds()
+				if err == nil {
+					rec.Start = start.UTC()
+					rec.Seconds = secs
+					mu.Lock()
+					err = opt.Store.Append(rec)
+					mu.Unlock()
+				}
+				mu.Lock()
+				finished++
+				if err != nil {
+					sum.Failed = append(sum.Failed, fmt.Sprintf("%s (%s): %v", r.Hash, r.Label(), err))
+					emit(Event{Kind: "fail", Run: r, Done: finished, Total: len(runs), Err: err, Seconds: secs})
+					if opt.FailFast {
+						cancel()
+					}
+				} else {
+					sum.Ran++
+					emit(Event{Kind: "done", Run: r, Done: finished, Total: len(runs), Seconds: secs})
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+feed:
+	for _, r := range todo {
+		select {
+		case <-ctx.Done():
+			break feed
+		case jobs <- r:
+		}
+	}
+	close(jobs)
+	wg.Wait()
+	if err := ctx.Err(); err != nil && len(sum.Failed) == 0 {
+		return sum, fmt.Errorf("experiments: sweep interrupted after %d of %d runs: %w", sum.Ran+sum.Skipped, sum.Total, err)
+	}
+	if len(sum.Failed) > 0 {
+		return sum, fmt.Errorf("experiments: %d of %d runs failed (they will run again on resume); first: %s", len(sum.Failed), sum.Total, sum.Failed[0])
+	}
+	return sum, nil
+}
+
+func scaleDir(scale string) string {
+	if scale == "" {
+		return "default"
+	}
+	return scale
+}
+
+// executeOne prepares a clean run directory and calls the runner, converting a panic into an error.
+func executeOne(ctx context.Context, plan *Plan, r Run, dir string, opt ExecOptions, progress func(string)) (rec *Record, err error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		return nil, fmt.Errorf("cleaning run directory: %w", err)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("creating run directory: %w", err)
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			rec, err = nil, fmt.Errorf("runner panicked: %v\n%s", p, debug.Stack())
+		}
+	}()
+	out, err := opt.Runner(ctx, RunSpec{Hash: r.Hash, Config: Clone(r.Config), Seed: r.Seed, Dir: dir}, progress)
+	if err != nil {
+		return nil, err
+	}
+	if out == nil {
+		return nil, errors.New("runner returned no outcome")
+	}
+	if err := ctx.Err(); err != nil {
+		// Cancelled while finishing: do not record a result that may be partial.
+		return nil, err
+	}
+	return &Record{
+		Hash:    r.Hash,
+		Paper:   plan.Spec.Paper,
+		Scale:   plan.Scale,
+		Seed:    r.Seed,
+		Params:  r.Params,
+		Config:  r.Config,
+		Metrics: Metrics(out.Metrics),
+		Series:  Series(out.Series),
+		Timings: Metrics(out.Timings),
+		Env:     opt.Env,
+	}, nil
+}
+
+// SweepOptions selects and executes part of a spec's sweep; see [RunSweep].
+type SweepOptions struct {
+	Scale string
+	Only  map[string][]string // see [Filter]
+	Index int                 // shard index (with Of > 0)
+	Of    int                 // number of shards; 0 or 1: no sharding
+	ExecOptions
+}
+
+// RunSweep resolves and validates the whole plan of the scale (so that a bad value anywhere fails
+// before any training), keeps the runs of the shard and the filter, and executes them.
+func RunSweep(ctx context.Context, s *Spec, opt SweepOptions) (*Plan, *Summary, error) {
+	plan, err := s.Plan(opt.Scale)
+	if err != nil {
+		return nil, nil, err
+	}
+	runs := plan.Runs
+	if opt.Of > 1 {
+		if runs, err = Shard(runs, opt.Index, opt.Of); err != nil {
+			return plan, nil, err
+		}
+	} else if opt.Of == 1 && opt.Index != 0 {
+		return plan, nil, fmt.Errorf("experiments: shard --index %d --of 1: need index 0", opt.Index)
+	}
+	runs = Filter(runs, opt.Only)
+	sum, err := Execute(ctx, plan, runs, opt.ExecOptions)
+	return plan, sum, err
+}

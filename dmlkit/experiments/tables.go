@@ -1,0 +1,361 @@
+package experiments
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+)
+
+// TableSpec declares a results table: one row per group of records (grouped by Rows), one column
+// per metric with mean ± std over seeds, a column with the paper's number next to each metric for
+// which the spec has a matching [Reference], and a column with the number of seeds.
+type TableSpec struct {
+	Name    string            `yaml:"name"`    // output file stem
+	Caption string            `yaml:"caption"` // table caption
+	Scale   string            `yaml:"scale"`   // only records of this scale (default: the scale asked for, else all)
+	Where   map[string]any    `yaml:"where"`   // only records matching these values
+	Rows    []string          `yaml:"rows"`    // grouping keys, one column each
+	Metrics []string          `yaml:"metrics"` // metric columns
+	Digits  *int              `yaml:"digits"`  // decimals (default 2)
+	Factor  float64           `yaml:"factor"`  // our values are multiplied by it, e.g. 100 for percent (default 1); references are shown as given
+	Labels  map[string]string `yaml:"labels"`  // header text for keys and metrics
+	Best    string            `yaml:"best"`    // "max" or "min": bold the best mean of each metric column
+	NoRef   bool              `yaml:"no_reference"`
+}
+
+func (t *TableSpec) check() error {
+	if t.Name == "" {
+		return errors.New("field \"name\": missing")
+	}
+	if len(t.Metrics) == 0 {
+		return errors.New("field \"metrics\": missing")
+	}
+	if t.Digits != nil && (*t.Digits < 0 || *t.Digits > 10) {
+		return fmt.Errorf("field \"digits\": %d out of range 0..10", *t.Digits)
+	}
+	if t.Best != "" && t.Best != "max" && t.Best != "min" {
+		return fmt.Errorf("field \"best\": %q is not max or min", t.Best)
+	}
+	return nil
+}
+
+func (t *TableSpec) label(key string) string {
+	if l, ok := t.Labels[key]; ok {
+		return l
+	}
+	return key
+}
+
+// Table is a rendered-independent results table built by [BuildTable].
+type Table struct {
+	Spec    TableSpec
+	Header  []string // column titles
+	Align   []byte   // 'l' or 'r' per column
+	Rows    [][]Cell
+	Sources []string // citations of the paper's numbers, numbered from 1 in order of first use
+	Records int      // records used
+}
+
+// Cell is one table entry. Text cells carry Text; number cells carry Mean (and Std when HasStd).
+type Cell struct {
+	Text   string
+	Number bool
+	Mean   float64
+	Std    float64
+	HasStd bool
+	Bold   bool
+	Cite   int // 1-based index into Table.Sources, 0: none
+}
+
+// BuildTable aggregates records (already filtered by scale) into the table t describes.
+func BuildTable(t TableSpec, records []Record, refs []Reference) *Table {
+	recs := Select(records, "", t.Where)
+	groups := GroupBy(recs, t.Rows)
+	factor := t.Factor
+	if factor == 0 {
+		factor = 1
+	}
+	tab := &Table{Spec: t, Records: len(recs)}
+	for _, k := range t.Rows {
+		tab.Header = append(tab.Header, t.label(k))
+		tab.Align = append(tab.Align, 'l')
+	}
+	// A paper column appears for a metric when at least one group has a reference for it.
+	hasRef := map[string]bool{}
+	if !t.NoRef {
+		for _, m := range t.Metrics {
+			for _, g := range groups {
+				if _, ok := ReferenceFor(refs, g, m); ok {
+					hasRef[m] = true
+					break
+				}
+			}
+		}
+	}
+	for _, m := range t.Metrics {
+		tab.Header = append(tab.Header, t.label(m))
+		tab.Align = append(tab.Align, 'r')
+		if hasRef[m] {
+			tab.Header = append(tab.Header, t.label(m)+" (paper)")
+			tab.Align = append(tab.Align, 'r')
+		}
+	}
+	tab.Header = append(tab.Header, "seeds")
+	tab.Align = append(tab.Align, 'r')
+
+	cites := map[string]int{}
+	best := map[string]float64{}
+	for _, m := range t.Metrics {
+		best[m] = math.NaN()
+		for _, g := range groups {
+			s := g.Stat(m)
+			if s.N == 0 || math.IsNaN(s.Mean) {
+				continue
+			}
+			if math.IsNaN(best[m]) || (t.Best == "max" && s.Mean > best[m]) || (t.Best == "min" && s.Mean < best[m]) {
+				best[m] = s.Mean
+			}
+		}
+	}
+	for _, g := range groups {
+		var row []Cell
+		for _, v := range g.Values {
+			row = append(row, Cell{Text: FormatValue(v)})
+		}
+		for _, m := range t.Metrics {
+			s := g.Stat(m)
+			if s.N == 0 {
+				row = append(row, Cell{Text: "—"})
+			} else {
+				row = append(row, Cell{Number: true, Mean: s.Mean * factor, Std: s.Std * factor, HasStd: s.N > 1,
+					Bold: t.Best != "" && s.Mean == best[m]})
+			}
+			if !hasRef[m] {
+				continue
+			}
+			ref, ok := ReferenceFor(refs, g, m)
+			if !ok {
+				row = append(row, Cell{Text: "—"})
+				continue
+			}
+			c, seen := cites[ref.Source]
+			if !seen {
+				tab.Sources = append(tab.Sources, ref.Source)
+				c = len(tab.Sources)
+				cites[ref.Source] = c
+			}
+			row = append(row, Cell{Number: true, Mean: ref.Value, Std: ref.Std, HasStd: ref.Std != 0, Cite: c})
+		}
+		row = append(row, Cell{Text: strconv.Itoa(len(g.Records))})
+		tab.Rows = append(tab.Rows, row)
+	}
+	return tab
+}
+
+func (t *Table) digits() int {
+	if t.Spec.Digits != nil {
+		return *t.Spec.Digits
+	}
+	return 2
+}
+
+func fmtNum(v float64, digits int) string {
+	if math.IsNaN(v) {
+		return "NaN"
+	}
+	return strconv.FormatFloat(v, 'f', digits, 64)
+}
+
+// Markdown renders the table as GitHub-flavoured Markdown, with the sources as a numbered list.
+func (t *Table) Markdown() string {
+	var b strings.Builder
+	if t.Spec.Caption != "" {
+		fmt.Fprintf(&b, "**%s**\n\n", mdEscape(t.Spec.Caption))
+	}
+	b.WriteString("|")
+	for _, h := range t.Header {
+		b.WriteString(" " + mdEscape(h) + " |")
+	}
+	b.WriteString("\n|")
+	for _, a := range t.Align {
+		if a == 'r' {
+			b.WriteString("---:|")
+		} else {
+			b.WriteString(":---|")
+		}
+	}
+	b.WriteString("\n")
+	d := t.digits()
+	for _, row := range t.Rows {
+		b.WriteString("|")
+		for _, c := range row {
+			s := mdEscape(c.Text)
+			if c.Number {
+				s = fmtNum(c.Mean, d)
+				if c.HasStd {
+					s += " ± " + fmtNum(c.Std, d)
+				}
+				if c.Bold {
+					s = "**" + s + "**"
+				}
+				if c.Cite > 0 {
+					s += fmt.Sprintf(" [%d]", c.Cite)
+				}
+			}
+			b.WriteString(" " + s + " |")
+		}
+		b.WriteString("\n")
+	}
+	if len(t.Rows) == 0 {
+		b.WriteString("\n_No stored results match this table._\n")
+	}
+	if len(t.Sources) > 0 {
+		b.WriteString("\nPaper numbers:\n")
+		for i, s := range t.Sources {
+			fmt.Fprintf(&b, "[%d] %s  \n", i+1, mdEscape(s))
+		}
+	}
+	return b.String()
+}
+
+func mdEscape(s string) string {
+	return strings.NewReplacer("|", `\|`, "\n", " ").Replace(s)
+}
+
+// LaTeX renders the table as a booktabs table environment; label is used for \label{...}.
+func (t *Table) LaTeX(label string) string {
+	var b strings.Builder
+	b.WriteString("% Generated by `dmlkit tables` from stored results; do not edit.\n")
+	b.WriteString("\\begin{table}[t]\n\\centering\n")
+	if t.Spec.Caption != "" {
+		fmt.Fprintf(&b, "\\caption{%s}\n", texEscape(t.Spec.Caption))
+	}
+	if label != "" {
+		fmt.Fprintf(&b, "\\label{%s}\n", label)
+	}
+	fmt.Fprintf(&b, "\\begin{tabular}{%s}\n\\toprule\n", string(t.Align))
+	hs := make([]string, len(t.Header))
+	for i, h := range t.Header {
+		hs[i] = texEscape(h)
+	}
+	b.WriteString(strings.Join(hs, " & ") + " \\\\\n\\midrule\n")
+	d := t.digits()
+	for _, row := range t.Rows {
+		cs := make([]string, len(row))
+		for i, c := range row {
+			if !c.Number {
+				cs[i] = texEscape(c.Text)
+				if c.Text == "—" {
+					cs[i] = "--"
+				}
+				continue
+			}
+			s := fmtNum(c.Mean, d)
+			if c.Bold {
+				s = "\\mathbf{" + s + "}"
+			}
+			if c.HasStd {
+				s += " \\pm " + fmtNum(c.Std, d)
+			}
+			s = "$" + s + "$"
+			if c.Cite > 0 {
+				s += fmt.Sprintf("\\textsuperscript{%d}", c.Cite)
+			}
+			cs[i] = s
+		}
+		b.WriteString(strings.Join(cs, " & ") + " \\\\\n")
+	}
+	b.WriteString("\\bottomrule\n\\end{tabular}\n")
+	if len(t.Sources) > 0 {
+		b.WriteString("\\par\\smallskip\\footnotesize Paper numbers: ")
+		for i, s := range t.Sources {
+			if i > 0 {
+				b.WriteString("; ")
+			}
+			fmt.Fprintf(&b, "\\textsuperscript{%d}%s", i+1, texEscape(s))
+		}
+		b.WriteString(".\n")
+	}
+	b.WriteString("\\end{table}\n")
+	return b.String()
+}
+
+func texEscape(s string) string {
+	return strings.NewReplacer(
+		`\`, `\textbackslash{}`, "&", `\&`, "%", `\%`, "$", `\$`, "#", `\#`, "_", `\_`,
+		"{", `\{`, "}", `\}`, "~", `\textasciitilde{}`, "^", `\textasciicircum{}`,
+		"±", `$\pm$`, "@", "@",
+	).Replace(s)
+}
+
+// TableResult reports one table of [RenderTables].
+type TableResult struct {
+	Name  string
+	Table *Table
+	Files []string
+	Err   error // ErrNoRecords (wrapped) when no stored record matched
+}
+
+// RenderTables builds every table of the spec from records and writes outDir/<name>.md and
+// outDir/<name>.tex (each written to a temporary file and renamed into place). scale selects the
+// records of tables that name no scale ("" = all scales).
+func RenderTables(s *Spec, records []Record, scale, outDir string) []TableResult {
+	var out []TableResult
+	for _, t := range s.Tables {
+		res := TableResult{Name: t.Name}
+		sc := t.Scale
+		if sc == "" {
+			sc = scale
+		}
+		recs := Select(records, sc, t.Where)
+		if len(recs) == 0 {
+			res.Err = fmt.Errorf("table %q: %w (scale %q)", t.Name, ErrNoRecords, sc)
+			out = append(out, res)
+			continue
+		}
+		res.Table = BuildTable(t, recs, s.Reference)
+		md := filepath.Join(outDir, t.Name+".md")
+		tex := filepath.Join(outDir, t.Name+".tex")
+		if err := writeFileAtomic(md, []byte(res.Table.Markdown())); err != nil {
+			res.Err = err
+		} else if err := writeFileAtomic(tex, []byte(res.Table.LaTeX("tab:"+s.Paper+"-"+t.Name))); err != nil {
+			res.Err = err
+		} else {
+			res.Files = []string{md, tex}
+		}
+		out = append(out, res)
+	}
+	return out
+}
+
+// writeFileAtomic writes data to a temporary file next to path and renames it into place.
+func writeFileAtomic(path string, data []byte) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return fmt.Errorf("experiments: %w", err)
+	}
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
+	if err != nil {
+		return fmt.Errorf("experiments: %w", err)
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		os.Remove(f.Name())
+		return fmt.Errorf("experiments: writing %s: %w", path, err)
+	}
+	if err := f.Close(); err != nil {
+		os.Remove(f.Name())
+		return fmt.Errorf("experiments: writing %s: %w", path, err)
+	}
+	if err := os.Chmod(f.Name(), 0o644); err != nil {
+		return fmt.Errorf("experiments: %w", err)
+	}
+	if err := os.Rename(f.Name(), path); err != nil {
+		os.Remove(f.Name())
+		return fmt.Errorf("experiments: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,265 @@
+package losses
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"unicode"
+
+	. "github.com/gomlx/gomlx/core/graph"
+)
+
+func init() {
+	Register(Entry{
+		Name:    "combo",
+		Paper:   "weighted sum of registered losses, e.g. seed 004's λ·contextual + (1−λ)·contrastive + γ·reg",
+		Summary: `Σ_k w_k·L_k over named losses: expr "rsk+0.5*tcm(pos_margin=0.8)" and/or terms`,
+		New:     func() Loss { return &ComboConfig{} },
+	})
+}
+
+// Term is one weighted loss of a [ComboConfig]: Weight · (loss Name configured with Set).
+type Term struct {
+	Name   string         `yaml:"name"`
+	Weight float64        `yaml:"weight"`
+	Set    map[string]any `yaml:"set,omitempty"`
+}
+
+// ComboConfig is a weighted sum of registered losses (and regularisers registered as losses):
+//
+//	L = Σ_k w_k · L_k(Inputs)
+//
+// Terms come from Terms (Go code, YAML specs) followed by those of Expr, a string such as
+//
+//	"rsk + 0.5*tcm"
+//	"0.7*contextual(k=4) + 0.3*contrastive(distance=cosine, pos_margin=0.75) + 1e-3*reg"
+//
+// Grammar: term (('+' | '-') term)*, term = [number ('*' | '·')] name ['(' key=value {',' key=value} ')'];
+// a missing weight is 1, '-' negates the next weight, values may hold commas inside [...]. Each
+// term is configured like [New] (defaults, then its settings, then validation) and built in its own
+// sub-scope "<index>_<name>" of Inputs.Scope, so two proxy losses never share variables. Every term
+// sees the same Inputs; the value has the dtype of Inputs.Emb.
+type ComboConfig struct {
+	Expr  string `yaml:"expr" doc:"weighted sum, e.g. 'rsk+0.5*tcm(pos_margin=0.8)'"`
+	Terms []Term `yaml:"terms" doc:"weighted terms (YAML/Go); Expr's terms follow them"`
+}
+
+type comboTerm struct {
+	name   string
+	weight float64
+	loss   Loss
+}
+
+// Name implements Loss.
+func (c *ComboConfig) Name() string { return "combo" }
+
+// Validate implements Validator: it parses Expr and configures every term.
+func (c *ComboConfig) Validate() error {
+	_, err := c.resolve()
+	return err
+}
+
+// Resolved returns the configured terms (name, weight, loss), in order.
+func (c *ComboConfig) Resolved() ([]Term, []Loss, error) {
+	rs, err := c.resolve()
+	if err != nil {
+		return nil, nil, err
+	}
+	terms := make([]Term, len(rs))
+	ls := make([]Loss, len(rs))
+	for i, r := range rs {
+		terms[i] = Term{Name: r.name, Weight: r.weight}
+		ls[i] = r.loss
+	}
+	return terms, ls, nil
+}
+
+func (c *ComboConfig) resolve() ([]comboTerm, error) {
+	terms := append([]Term(nil), c.Terms...)
+	if strings.TrimSpace(c.Expr) != "" {
+		parsed, err := ParseCombo(c.Expr)
+		if err != nil {
+			return nil, err
+		}
+		terms = append(terms, parsed...)
+	}
+	if len(terms) == 0 {
+		return nil, fmt.Errorf("no terms: set expr (e.g. \"rsk+0.5*tcm\") or terms")
+	}
+	out := make([]comboTerm, len(terms))
+	for i, t := range terms {
+		l, err := New(t.Name, t.Set)
+		if err != nil {
+			return nil, fmt.Errorf("term %d: %w", i+1, err)
+		}
+		out[i] = comboTerm{name: t.Name, weight: t.Weight, loss: l}
+	}
+	return out, nil
+}
+
+// Build implements Loss.
+func (c *ComboConfig) Build(in Inputs) *Node {
+	rs, err := c.resolve()
+	if err != nil {
+		panic(fmt.Sprintf("losses: combo: %v", err))
+	}
+	var total *Node
+	for i, r := range rs {
+		sub := in
+		if in.Scope != nil {
+			sub.Scope = in.Scope.In("%d_%s", i, r.name)
+		}
+		v := r.loss.Build(sub)
+		if v.DType() != in.Emb.DType() {
+			v = ConvertDType(v, in.Emb.DType())
+		}
+		v = MulScalar(v, r.weight)
+		if total == nil {
+			total = v
+		} else {
+			total = Add(total, v)
+		}
+	}
+	return total
+}
+
+// ParseCombo parses the expression form of [ComboConfig] into terms. Errors give the byte offset.
+func ParseCombo(expr string) ([]Term, error) {
+	p := &comboParser{s: expr}
+	var out []Term
+	sign := 1.0
+	for {
+		t, err := p.term()
+		if err != nil {
+			return nil, fmt.Errorf("combo expression %q: %w", expr, err)
+		}
+		t.Weight *= sign
+		out = append(out, t)
+		p.space()
+		if p.eof() {
+			return out, nil
+		}
+		switch p.s[p.i] {
+		case '+':
+			sign = 1
+		case '-':
+			sign = -1
+		default:
+			return nil, fmt.Errorf("combo expression %q: offset %d: want '+' or '-', got %q", expr, p.i, p.s[p.i:])
+		}
+		p.i++
+	}
+}
+
+type comboParser struct {
+	s string
+	i int
+}
+
+func (p *comboParser) eof() bool { return p.i >= len(p.s) }
+
+func (p *comboParser) space() {
+	for !p.eof() && (p.s[p.i] == ' ' || p.s[p.i] == '\t') {
+		p.i++
+	}
+}
+
+// term parses [number ('*'|'·')] name ['(' settings ')'].
+func (p *comboParser) term() (Term, error) {
+	t := Term{Weight: 1}
+	p.space()
+	start := p.i
+	// A number: digits, '.', exponents with their sign.
+	for !p.eof() {
+		ch := p.s[p.i]
+		if ch >= '0' && ch <= '9' || ch == '.' || (ch == 'e' || ch == 'E') && p.i > start ||
+			(ch == '-' || ch == '+') && p.i > start && (p.s[p.i-1] == 'e' || p.s[p.i-1] == 'E') {
+			p.i++
+			continue
+		}
+		break
+	}
+	if p.i > start {
+		w, err := strconv.ParseFloat(p.s[start:p.i], 64)
+		if err != nil {
+			return t, fmt.Errorf("offset %d: bad weight %q", start, p.s[start:p.i])
+		}
+		t.Weight = w
+		p.space()
+		switch {
+		case strings.HasPrefix(p.s[p.i:], "*"):
+			p.i++
+		case strings.HasPrefix(p.s[p.i:], "·"):
+			p.i += len("·")
+		default:
+			return t, fmt.Errorf("offset %d: want '*' after weight %q", p.i, p.s[start:p.i])
+		}
+		p.space()
+	}
+	start = p.i
+	for !p.eof() {
+		r := rune(p.s[p.i])
+		if r == '_' || unicode.IsLetter(r) || unicode.IsDigit(r) {
+			p.i++
+			continue
+		}
+		break
+	}
+	if p.i == start {
+		return t, fmt.Errorf("offset %d: want a loss name", start)
+	}
+	t.Name = p.s[start:p.i]
+	p.space()
+	if p.eof() || p.s[p.i] != '(' {
+		return t, nil
+	}
+	open := p.i
+	depth, j := 0, p.i+1
+	for ; j < len(p.s); j++ {
+		if p.s[j] == '[' {
+			depth++
+		} else if p.s[j] == ']' {
+			depth--
+		} else if p.s[j] == ')' && depth == 0 {
+			break
+		}
+	}
+	if j == len(p.s) {
+		return t, fmt.Errorf("offset %d: unclosed '('", open)
+	}
+	body := p.s[open+1 : j]
+	p.i = j + 1
+	t.Set = map[string]any{}
+	for _, kv := range comboSplit(body) {
+		if strings.TrimSpace(kv) == "" {
+			continue
+		}
+		k, v, ok := strings.Cut(kv, "=")
+		k = strings.TrimSpace(k)
+		if !ok || k == "" {
+			return t, fmt.Errorf("term %s: setting %q is not key=value", t.Name, strings.TrimSpace(kv))
+		}
+		t.Set[k] = strings.TrimSpace(v)
+	}
+	return t, nil
+}
+
+// comboSplit splits s at commas outside brackets.
+func comboSplit(s string) []string {
+	var out []string
+	depth, start := 0, 0
+	for i := 0; i < len(s); i++ {
+		switch s[i] {
+		case '[':
+			depth++
+		case ']':
+			depth--
+		case ',':
+			if depth == 0 {
+				out = append(out, s[start:i])
+				start = i + 1
+			}
+		}
+	}
+	return append(out, s[start:])
+}

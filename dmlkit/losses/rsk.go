@@ -1,0 +1,271 @@
+package losses
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/gomlx/compute/dtypes"
+	"github.com/gomlx/compute/shapes"
+	. "github.com/gomlx/gomlx/core/graph"
+)
+
+func init() {
+	Register(Entry{
+		Name:    "rsk",
+		Paper:   "Patel, Tolias & Matas, Recall@k Surrogate loss with large batches and similarity mixup (seed 003), Eq. 4–7; SiMix Eq. 8–10",
+		Summary: "smooth recall@k over several k (sigmoid ranks), optional SiMix virtual positives from mixed similarities",
+		New:     func() Loss { return DefaultRSK() },
+	})
+}
+
+// RSKConfig is the Recall@k Surrogate loss (RS@k) of seed 003, optionally with SiMix.
+//
+// With s the cosine similarity (dot product of the L2-normalised embeddings [B, D]) and, for every
+// query q of the batch and every positive x ∈ P_q,
+//
+//	rank(q, x) = 1 + Σ_{z ∈ Ω, z ≠ x} σ_{τ₂}(s_qz − s_qx)                      (Eq. 5, inner sum)
+//	R̃ᵏ(q)     = min(k, Σ_{x∈P_q} σ_{τ₁}(k − rank(q, x))) / min(k, |P_q|)     (Eq. 5 with the §3.2 clipping)
+//	L(q)       = (1/|K|) Σ_{k∈K} (1 − R̃ᵏ(q))                                  (Eq. 6, 7)
+//	L          = mean of L(q) over the queries that have at least one positive (0 if none)
+//
+// σ_τ(u) = 1/(1 + e^{−u/τ}) (Eq. 4). As in the authors' code the exponent u/τ is clamped to
+// [−50, 50] (zero gradient beyond; with τ₂ = 0.01 that is |s_qz − s_qx| > 0.5). The paper's ranking
+// set is Ω = B∖{q}; QueryInRanking uses Ω = B as the code does (only z = x is excluded there), which
+// raises every positive's rank by ≈1 because s_qq = 1 (papers-vs-code §5: code 0.7586 vs paper 0.7074).
+//
+// Defaults: τ₁ = 1, τ₂ = 0.01, K = {1, 2, 4, 8, 16} (paper without SiMix). The paper's SiMix runs use
+// K = {1, 2, 4, 8, 12, 16, 20, 24, 28, 32}; pass it with k: "1,2,4,8,12,16,20,24,28,32".
+//
+// SiMix (Eq. 8–10): for every unordered same-class pair (x, z) of the batch a virtual example
+// v = αx + (1 − α)z, α ~ U(0, 1) one per pair, labelled with their class. It is never materialised:
+// with M the [N, B] mixing matrix (rows e_i for originals, αe_x + (1−α)e_z for virtual examples)
+// the similarities of the expanded batch B ∪ B̂ are M S Mᵀ, i.e. Eq. 9 for original–virtual and
+// Eq. 10 for virtual–virtual pairs (no re-normalisation, as in the paper and the code). Virtual
+// examples are queries, positives and ranking items like the originals. α comes from the Scope's RNG
+// (reproducible with the store's seed), or is fixed by SiMixAlpha ∈ [0, 1], or (tests) given per
+// pair by SiMixAlphaTable. SiMix needs plain [B] labels.
+//
+// Batch layout: class-contiguous batches are NOT required (positives are found with masks). The
+// positives of each query are gathered into P static slots so the rank tensor is [N, P, N] instead of
+// [N, N, N]: P = c − 1 without SiMix, c − 1 + c(c−1)/2 with SiMix, where c = MaxClassSize bounds the
+// number of batch samples sharing a label (the samples-per-class of a PK sampler); 0 means c = B, exact
+// for any batch but cubic in B. If a batch has a class larger than c the loss is NaN (loud, not
+// silently wrong). References (Inputs.RefEmb) are not supported: RS@k ranks within the batch.
+type RSKConfig struct {
+	TauRank         float64   `yaml:"tau1" doc:"τ1: temperature of the sigmoid on ranks"`
+	TauSim          float64   `yaml:"tau2" doc:"τ2: temperature of the sigmoid on similarity differences"`
+	K               []int     `yaml:"k" doc:"the set K of recall cut-offs"`
+	QueryInRanking  bool      `yaml:"query_in_ranking" doc:"authors' code: the query itself is part of the ranking set (paper: B without q)"`
+	MaxClassSize    int       `yaml:"max_class_size" doc:"upper bound on batch samples per label (0 = batch size; NaN loss if exceeded)"`
+	SiMix           bool      `yaml:"simix" doc:"similarity mixup: add virtual positives mixed from all same-class pairs (Eq. 8-10)"`
+	SiMixAlpha      float64   `yaml:"simix_alpha" doc:"fixed mixing coefficient in [0,1]; negative = α ~ U(0,1) per pair from the Scope RNG"`
+	SiMixAlphaTable []float64 `yaml:"-"` // tests: [B·B] row-major, α of pair (i, j), i < j, v = α e_i + (1−α) e_j
+}
+
+// DefaultRSK returns the paper's defaults (no SiMix).
+func DefaultRSK() *RSKConfig {
+	return &RSKConfig{TauRank: 1, TauSim: 0.01, K: []int{1, 2, 4, 8, 16}, SiMixAlpha: -1}
+}
+
+// Name implements Loss.
+func (c *RSKConfig) Name() string { return "rsk" }
+
+// Validate implements Validator.
+func (c *RSKConfig) Validate() error {
+	if c.TauRank <= 0 || c.TauSim <= 0 {
+		return fmt.Errorf("tau1 %g, tau2 %g: temperatures must be > 0", c.TauRank, c.TauSim)
+	}
+	if len(c.K) == 0 {
+		return fmt.Errorf("k: empty set of cut-offs")
+	}
+	for _, k := range c.K {
+		if k < 1 {
+			return fmt.Errorf("k: cut-off %d must be ≥ 1", k)
+		}
+	}
+	if c.MaxClassSize < 0 {
+		return fmt.Errorf("max_class_size %d: must be ≥ 0", c.MaxClassSize)
+	}
+	if c.SiMixAlpha > 1 {
+		return fmt.Errorf("simix_alpha %g: want a value in [0, 1], or negative for random", c.SiMixAlpha)
+	}
+	return nil
+}
+
+// Build implements Loss.
+func (c *RSKConfig) Build(in Inputs) *Node {
+	if in.RefEmb != nil {
+		panic("losses: rsk ranks within the batch; Inputs.RefEmb is not supported")
+	}
+	b := in.Emb.Shape().Dim(0)
+	maxClass := c.MaxClassSize
+	if maxClass <= 0 || maxClass > b {
+		maxClass = b
+	}
+	s := CosineSim(in.Emb, in.Emb)
+	if !c.SiMix {
+		pos := LogicalAnd(SameLabel(in.Labels, in.Labels), LogicalNot(Diagonal(s.Graph(), b)))
+		return c.rskCore(s, pos, nil, maxClass-1)
+	}
+	if in.Labels.Rank() != 1 {
+		panic(fmt.Sprintf("losses: rsk with simix needs [B] labels, got shape %s", in.Labels.Shape()))
+	}
+	sAll, same, valid := c.rskSiMix(in, s, maxClass)
+	pos := LogicalAnd(same, LogicalNot(Diagonal(s.Graph(), sAll.Shape().Dim(0))))
+	return c.rskCore(sAll, pos, valid, maxClass-1+maxClass*(maxClass-1)/2)
+}
+
+// rskSiMix expands the [B, B] similarities s with the virtual examples of every same-class pair.
+// It returns the [N, N] similarities, the [N, N] same-label mask and the [N] validity of each item
+// (N = B + B·O, O = ⌊c/2⌋ pair slots per sample, see rskPairSlots; invalid slots are ignored).
+func (c *RSKConfig) rskSiMix(in Inputs, s *Node, maxClass int) (sAll, same, valid *Node) {
+	g := s.Graph()
+	dt := s.DType()
+	b := s.Shape().Dim(0)
+	sameB := SameLabel(in.Labels, in.Labels)
+	partners, slotValid := rskPairSlots(sameB, maxClass/2) // [B, O] int32, [B, O] bool
+	o := partners.Shape().Dim(1)
+	v := b * o
+	first := Iota(g, shapes.Make(dtypes.Int32, b, o), 0) // sample i of slot (i, ·)
+	i1 := Concatenate([]*Node{Iota(g, shapes.Make(dtypes.Int32, b), 0), Reshape(first, v)}, 0)
+	i2 := Concatenate([]*Node{Iota(g, shapes.Make(dtypes.Int32, b), 0), Reshape(partners, v)}, 0)
+	var alpha *Node // [V]: weight of e_{i1} in the virtual example of each slot
+	switch {
+	case c.SiMixAlphaTable != nil:
+		if len(c.SiMixAlphaTable) != b*b {
+			panic(fmt.Sprintf("losses: rsk: SiMixAlphaTable has %d values, want B·B = %d", len(c.SiMixAlphaTable), b*b))
+		}
+		table := ConvertDType(Const(g, c.SiMixAlphaTable), dt)
+		lo := Min(Reshape(first, v), Reshape(partners, v))
+		hi := Max(Reshape(first, v), Reshape(partners, v))
+		a := Gather(table, InsertAxes(Add(MulScalar(lo, float64(b)), hi), -1)) // α of pair (lo, hi): weight of lo
+		alpha = Where(Equal(Reshape(first, v), lo), a, OneMinus(a))
+	case c.SiMixAlpha >= 0:
+		alpha = BroadcastToDims(Scalar(g, dt, c.SiMixAlpha), v)
+	default:
+		if in.Scope == nil {
+			panic("losses: rsk with simix and random α needs Inputs.Scope (its RNG), or a fixed simix_alpha")
+		}
+		alpha = StopGradient(in.Scope.RandomUniform(g, shapes.Make(dt, v)))
+	}
+	w1 := Concatenate([]*Node{Ones(g, shapes.Make(dt, b)), alpha}, 0)
+	w2 := Concatenate([]*Node{Zeros(g, shapes.Make(dt, b)), OneMinus(alpha)}, 0)
+	// A = M S: rows of the expanded batch against the originals (Eq. 9), [N, B].
+	idx1, idx2 := InsertAxes(i1, -1), InsertAxes(i2, -1)
+	a := Add(Mul(InsertAxes(w1, -1), Gather(s, idx1)), Mul(InsertAxes(w2, -1), Gather(s, idx2)))
+	// S_all = A Mᵀ (Eq. 10 for virtual–virtual pairs), [N, N].
+	at := Transpose(a, 0, 1)
+	sAll = Transpose(Add(Mul(InsertAxes(w1, -1), Gather(at, idx1)), Mul(InsertAxes(w2, -1), Gather(at, idx2))), 0, 1)
+	lab := Gather(in.Labels, idx1)
+	same = Equal(InsertAxes(lab, 1), InsertAxes(lab, 0))
+	valid = Concatenate([]*Node{BroadcastToDims(Const(g, true), b), Reshape(slotValid, v)}, 0)
+	return sAll, same, valid
+}
+
+// rskPairSlots enumerates every unordered same-class pair exactly once without sorting or
+// class-contiguous batches: with r_i the rank of sample i among its class (by batch index) and n_i
+// the class size, slot o = 1..O of sample i pairs it with the class member of rank (r_i + o) mod n_i.
+// The slot is valid if 2o < n_i, or 2o = n_i and r_i < o (the "opposite" pair of an even class is
+// taken once). Each class of n ≤ 2O+1 samples yields n(n−1)/2 valid slots. sameB is [B, B] bool;
+// it returns partners [B, O] int32 and valid [B, O] bool.
+func rskPairSlots(sameB *Node, numSlots int) (partners, valid *Node) {
+	g := sameB.Graph()
+	b := sameB.Shape().Dim(0)
+	if numSlots < 1 {
+		numSlots = 1 // a batch of singletons: one (always invalid) slot keeps shapes non-empty
+	}
+	sameF := ConvertDType(sameB, dtypes.Float32)
+	lower := LessThan(Iota(g, shapes.Make(dtypes.Int32, b, b), 1), Iota(g, shapes.Make(dtypes.Int32, b, b), 0)) // j < i
+	rank := ReduceSum(Where(lower, sameF, ZerosLike(sameF)), 1)                                                 // r_i
+	n := ReduceSum(sameF, 1)                                                                                    // n_i
+	var ps, vs []*Node
+	for o := 1; o <= numSlots; o++ {
+		target := Mod(AddScalar(rank, float64(o)), n) // (r_i + o) mod n_i
+		m := LogicalAnd(sameB, Equal(InsertAxes(target, 1), InsertAxes(rank, 0)))
+		ps = append(ps, ArgMax(ConvertDType(m, dtypes.Float32), 1, dtypes.Int32))
+		twoO := Scalar(g, dtypes.Float32, float64(2*o))
+		ok := LogicalOr(LessThan(twoO, n), LogicalAnd(Equal(twoO, n), LessThan(rank, Scalar(g, dtypes.Float32, float64(o)))))
+		vs = append(vs, ok)
+	}
+	return Stack(ps, 1), Stack(vs, 1)
+}
+
+// rskCore evaluates RS@k on the [N, N] similarities s of N items with the [N, N] positive mask pos
+// (diagonal false) and the [N] validity of each item (nil: all valid); numSlots bounds the
+// positives per query.
+//
+// The [N, P, N] rank tensor dominates the cost, so it is built with as few full passes as possible:
+// no per-element mask. Every z is summed (weighted by validity only when some items are invalid),
+// then the two excluded terms are subtracted on [N, P]: z = x contributes σ(0) = 1/2 exactly (and
+// its two gradient paths cancel exactly), and z = q (unless QueryInRanking) contributes
+// σ_τ₂(s_qq − s_qx), recomputed on [N, P] so that its gradient cancels as well.
+func (c *RSKConfig) rskCore(s, pos, valid *Node, numSlots int) *Node {
+	g := s.Graph()
+	n := s.Shape().Dim(0)
+	dt := s.DType()
+	if numSlots < 1 {
+		numSlots = 1
+	}
+	var validF *Node
+	if valid != nil {
+		pos = LogicalAnd(pos, LogicalAnd(InsertAxes(valid, 1), InsertAxes(valid, 0)))
+		validF = ConvertDType(valid, dt)
+	}
+	posF := ConvertDType(pos, dt)
+	numPos := ReduceSum(posF, 1) // |P_q|
+	// Gather each query's positives into numSlots slots: repeated ArgMax on the remaining mask
+	// (3 passes over [N, N] per slot, negligible beside the rank tensor).
+	cols := Iota(g, shapes.Make(dtypes.Int32, 1, n), 1)
+	remaining := posF
+	rowIota := Iota(g, shapes.Make(dtypes.Int32, n), 0)
+	var idxs, oks []*Node
+	for p := 0; p < numSlots; p++ {
+		idx := ArgMax(remaining, 1, dtypes.Int32)
+		idxs = append(idxs, idx)
+		oks = append(oks, Gather(remaining, Stack([]*Node{rowIota, idx}, -1))) // 1 if a positive was left
+		if p+1 < numSlots {
+			remaining = Where(Equal(cols, InsertAxes(idx, 1)), ZerosLike(remaining), remaining)
+		}
+	}
+	posIdx := Stack(idxs, 1) // [N, P]
+	slotF := Stack(oks, 1)   // [N, P]: 1 where the slot holds a positive
+	rows := BroadcastToDims(InsertAxes(rowIota, 1), n, numSlots)
+	// Rank: everything in units of 1/τ₂ before the big broadcast.
+	sT := DivScalar(s, c.TauSim)
+	sxT := Gather(sT, Stack([]*Node{rows, posIdx}, -1))                              // [N, P]: s_qx/τ₂
+	sig := Sigmoid(ClipScalar(Sub(InsertAxes(sT, 1), InsertAxes(sxT, -1)), -50, 50)) // [N, P, N]
+	var total *Node
+	if validF == nil {
+		total = ReduceSum(sig, 2)
+	} else {
+		total = Reshape(MatMul(Reshape(sig, n*numSlots, n), InsertAxes(validF, 1)), n, numSlots)
+	}
+	rank := AddScalar(total, 0.5) // 1 + Σ − σ(0) for z = x
+	if !c.QueryInRanking {
+		sqqT := InsertAxes(Gather(sT, Stack([]*Node{rowIota, rowIota}, -1)), 1)
+		rank = Sub(rank, Sigmoid(ClipScalar(Sub(sqqT, sxT), -50, 50)))
+	}
+	var lossK *Node
+	for _, k := range c.K {
+		kk := float64(k)
+		num := ReduceSum(Mul(slotF, rskSigmoid(Sub(Scalar(g, dt, kk), rank), c.TauRank)), 1)
+		num = Min(num, Scalar(g, dt, kk))
+		den := Max(Min(numPos, Scalar(g, dt, kk)), OnesLike(numPos))
+		l := OneMinus(Div(num, den))
+		if lossK == nil {
+			lossK = l
+		} else {
+			lossK = Add(lossK, l)
+		}
+	}
+	lossK = DivScalar(lossK, float64(len(c.K))) // [N]
+	hasPos := GreaterThan(numPos, ZerosLike(numPos))
+	loss := MaskedMean(lossK, hasPos)
+	overflow := GreaterThan(ReduceMax(numPos), Scalar(g, dt, float64(numSlots)))
+	return Where(overflow, Scalar(g, dt, math.NaN()), loss)
+}
+
+// rskSigmoid is σ_τ(u) with the exponent u/τ clamped to [−50, 50], as in the authors' code.
+func rskSigmoid(u *Node, tau float64) *Node {
+	return Sigmoid(ClipScalar(DivScalar(u, tau), -50, 50))
+}

@@ -1,0 +1,102 @@
+package losses
+
+import (
+	"fmt"
+
+	. "github.com/gomlx/gomlx/core/graph"
+)
+
+func init() {
+	Register(Entry{
+		Name:    "tcm",
+		Paper:   "Zhang et al., Threshold-Consistent Margin loss (seed 000), Eq. 5; variants Eq. 15–17 (Table 9)",
+		Summary: "regulariser: pull hard positives above m+ and push hard negatives below m- (cosine), averaged over hard pairs",
+		New:     func() Loss { return DefaultTCM() },
+	})
+}
+
+// TCMConfig is the Threshold-Consistent Margin regulariser of seed 000, Eq. 5:
+//
+//	L = λ₊ · Σ_{s∈S₊} (m₊ − s)·1[s ≤ m₊] / |S^{m₊}|  +  λ₋ · Σ_{s∈S₋} (s − m₋)·1[s ≥ m₋] / |S^{m₋}|
+//
+// S₊ / S₋ are the cosine similarities of the raw (not pre-normalised) embeddings over all ordered
+// positive / negative pairs (i, j), i ≠ j, of the batch against its references (each unordered pair
+// counts twice, as in pytorch-metric-learning's ThresholdConsistentMarginLoss, which matches the paper).
+// |S^{m₊}| = #{s ∈ S₊ : s ≤ m₊} and |S^{m₋}| = #{s ∈ S₋ : s ≥ m₋} are the hard counts; a term whose
+// hard set is empty is 0. Embeddings: [B, D]; labels [B] or [B, S] label sets. Output: scalar.
+//
+// TCM is a regulariser: the paper adds it to a base loss (Eq. 6, L_base + L_TCM); combine it with
+// another loss by summing (the package's combiner).
+//
+// Design variants of seed 000 Table 9 / Table 8:
+//   - L_TCM⁺ (Eq. 16, positive term only): λ₋ = 0. L_TCM⁻ (Eq. 15, negative term only): λ₊ = 0.
+//   - L_TCM' (Eq. 17, NoIndicator): every pair contributes (m₊ − s) resp. (s − m₋), also easy pairs
+//     with a negative contribution, but the normaliser stays the hard count |S^{m±}| as Eq. 17 writes
+//     it (max(|S^{m±}|, 1) so that an empty hard set gives a finite value).
+//   - TotalCount: the indicator is kept but each sum is divided by the total number of positive
+//     (negative) pairs |S₊| (|S₋|) instead of the hard count — the ROADMAP-calibration-style
+//     normalisation the paper contrasts TCM with (App. A.2.2, Table 8).
+//
+// Defaults: λ₊ = λ₋ = 1, m₊ = 0.9, m₋ = 0.5 (paper; PML 2.8.1 uses the same).
+type TCMConfig struct {
+	PosWeight   float64 `yaml:"lambda_pos" doc:"λ+: weight of the hard-positive term (0 = negative term only, Eq. 15)"`
+	NegWeight   float64 `yaml:"lambda_neg" doc:"λ-: weight of the hard-negative term (0 = positive term only, Eq. 16)"`
+	PosMargin   float64 `yaml:"pos_margin" doc:"m+: positives with cosine ≤ m+ are hard"`
+	NegMargin   float64 `yaml:"neg_margin" doc:"m-: negatives with cosine ≥ m- are hard"`
+	NoIndicator bool    `yaml:"no_indicator" doc:"Eq. 17 variant TCM': sum over all pairs (no indicator), still divided by the hard count"`
+	TotalCount  bool    `yaml:"total_count" doc:"divide each term by the total positive/negative pair count instead of the hard count (ROADMAP-style)"`
+}
+
+// DefaultTCM returns the paper's defaults.
+func DefaultTCM() *TCMConfig {
+	return &TCMConfig{PosWeight: 1, NegWeight: 1, PosMargin: 0.9, NegMargin: 0.5}
+}
+
+// Name implements Loss.
+func (c *TCMConfig) Name() string { return "tcm" }
+
+// Validate implements Validator.
+func (c *TCMConfig) Validate() error {
+	if c.PosWeight < 0 || c.NegWeight < 0 {
+		return fmt.Errorf("lambda_pos %g, lambda_neg %g: weights must be ≥ 0", c.PosWeight, c.NegWeight)
+	}
+	if c.PosMargin < -1 || c.PosMargin > 1 || c.NegMargin < -1 || c.NegMargin > 1 {
+		return fmt.Errorf("pos_margin %g, neg_margin %g: cosine margins must lie in [-1, 1]", c.PosMargin, c.NegMargin)
+	}
+	if c.NoIndicator && c.TotalCount {
+		return fmt.Errorf("no_indicator and total_count are separate Table 8/9 variants; set at most one")
+	}
+	return nil
+}
+
+// Build implements Loss.
+func (c *TCMConfig) Build(in Inputs) *Node {
+	refEmb, _, _ := refs(in)
+	pos, neg := PairMasks(in)
+	s := CosineSim(in.Emb, refEmb)
+	posTerm := Sub(ScalarLike(s, c.PosMargin), s) // m+ − s
+	negTerm := AddScalar(s, -c.NegMargin)         // s − m−
+	hardPos := LogicalAnd(pos, LessOrEqual(s, ScalarLike(s, c.PosMargin)))
+	hardNeg := LogicalAnd(neg, GreaterOrEqual(s, ScalarLike(s, c.NegMargin)))
+	loss := ScalarLike(s, 0)
+	if c.PosWeight != 0 {
+		loss = Add(loss, MulScalar(c.tcmTerm(posTerm, pos, hardPos), c.PosWeight))
+	}
+	if c.NegWeight != 0 {
+		loss = Add(loss, MulScalar(c.tcmTerm(negTerm, neg, hardNeg), c.NegWeight))
+	}
+	return loss
+}
+
+// tcmTerm reduces one TCM term: Σ_{hard} term / |hard| by default (0 for an empty hard set).
+func (c *TCMConfig) tcmTerm(term, all, hard *Node) *Node {
+	switch {
+	case c.NoIndicator:
+		n := Count(hard, term.DType())
+		return Div(MaskedReduceAllSum(term, all), Max(n, OnesLike(n)))
+	case c.TotalCount:
+		n := Count(all, term.DType())
+		return Div(MaskedReduceAllSum(term, hard), Max(n, OnesLike(n)))
+	}
+	return MaskedMean(term, hard)
+}

@@ -1,0 +1,209 @@
+package metrics
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"math"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestSOPBench times exact top-100 self-retrieval at the Stanford Online Products test scale next to faiss.
+// It is a benchmark, not a test: it runs only with DMLKIT_BENCH=1, e.g.
+//
+//	DMLKIT_BENCH=1 go test -run TestSOPBench -v -timeout 30m ./dmlkit/metrics
+//
+// Data: 60,502 × 512 float32 rows in 11,318 classes of 2–12 images (the SOP test split's shape), made
+// deterministically from Gaussian class centres plus noise, L2-normalised. It prints, for the Go engine
+// (KNNSelf with K = 100, then Retrieval with R@{1,10,100} and MAP@R) and for faiss IndexFlatIP
+// (benchref/faiss_knn.py run by /usr/bin/python3 with Debian python3-faiss, OpenBLAS tuned with
+// OPENBLAS_CORETYPE=Cooperlake OMP_WAIT_POLICY=PASSIVE OMP_NUM_THREADS=T and faiss.omp_set_num_threads(T)),
+// the wall time, the peak resident memory (VmHWM, reset before each phase through /proc/self/clear_refs)
+// and the Go/faiss time ratio. T is GOMAXPROCS. DMLKIT_BENCH_N overrides the number of rows. If faiss is
+// not importable the faiss side is reported as skipped.
+func TestSOPBench(t *testing.T) {
+	if os.Getenv("DMLKIT_BENCH") != "1" {
+		t.Skip("benchmark: set DMLKIT_BENCH=1 to run")
+	}
+	n, d, k := 60502, 512, 100
+	if s := os.Getenv("DMLKIT_BENCH_N"); s != "" {
+		n, _ = strconv.Atoi(s)
+	}
+	threads := runtime.GOMAXPROCS(0)
+	emb, labels, coarse := knnBenchSOPData(n, d, 11318*n/60502)
+	t.Logf("data: n=%d d=%d classes=%d kernel=%s GOMAXPROCS=%d", n, d, int(labels[n-1])+1, KNNKernelName(), threads)
+
+	// Go: kNN only.
+	knnBenchResetHWM()
+	runtime.GC()
+	var ms0 runtime.MemStats
+	runtime.ReadMemStats(&ms0)
+	t0 := time.Now()
+	nb, err := KNNSelf(emb, n, d, KNNOptions{K: k})
+	if err != nil {
+		t.Fatal(err)
+	}
+	goKNN := time.Since(t0)
+	var ms1 runtime.MemStats
+	runtime.ReadMemStats(&ms1)
+	t.Logf("go   KNNSelf top-%d: %.2fs  VmHWM %.0f MiB  Go heap allocated during call %.0f MiB",
+		k, goKNN.Seconds(), knnBenchHWM(), float64(ms1.TotalAlloc-ms0.TotalAlloc)/(1<<20))
+
+	// Go: full evaluation.
+	knnBenchResetHWM()
+	t0 = time.Now()
+	res, err := Retrieval(emb, n, d, labels, Options{K: []int{1, 10, 100}, Coarse: coarse})
+	if err != nil {
+		t.Fatal(err)
+	}
+	goEval := time.Since(t0)
+	t.Logf("go   Retrieval R@{1,10,100}+MAP@R+HR@k: %.2fs  VmHWM %.0f MiB  R@1=%.4f R@10=%.4f R@100=%.4f MAP@R=%.4f HR@1=%.4f",
+		goEval.Seconds(), knnBenchHWM(), res["R@1"], res["R@10"], res["R@100"], res["MAP@R"], res["HR@1"])
+	if os.Getenv("DMLKIT_BENCH_FULLMAP") == "1" {
+		knnBenchResetHWM()
+		t0 = time.Now()
+		res2, err := Retrieval(emb, n, d, labels, Options{K: []int{1}, FullMAP: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("go   Retrieval + exact full mAP: %.2fs  VmHWM %.0f MiB  mAP=%.4f", time.Since(t0).Seconds(), knnBenchHWM(), res2["mAP"])
+	}
+
+	// faiss on the same (already normalised) data.
+	dir := t.TempDir()
+	path := filepath.Join(dir, "emb.f32")
+	buf := make([]byte, 4*len(emb))
+	for i, v := range emb {
+		binary.LittleEndian.PutUint32(buf[4*i:], math.Float32bits(v))
+	}
+	if err := os.WriteFile(path, buf, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	buf = nil
+	cmd := exec.Command("/usr/bin/python3", filepath.Join("benchref", "faiss_knn.py"), path,
+		strconv.Itoa(n), strconv.Itoa(d), strconv.Itoa(k), strconv.Itoa(threads))
+	cmd.Env = append(os.Environ(), "OPENBLAS_CORETYPE=Cooperlake", "OMP_WAIT_POLICY=PASSIVE",
+		"OMP_NUM_THREADS="+strconv.Itoa(threads))
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Logf("faiss: skipped (%v): %s", err, strings.TrimSpace(string(out)))
+		return
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	var ref struct {
+		Error     string  `json:"error"`
+		Version   string  `json:"faiss_version"`
+		SearchS   float64 `json:"search_s"`
+		LoadS     float64 `json:"load_s"`
+		DropSelfS float64 `json:"drop_self_s"`
+		VmHWMMiB  float64 `json:"vmhwm_mib"`
+	}
+	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &ref); err != nil || ref.Error != "" {
+		t.Logf("faiss: skipped: %s", strings.TrimSpace(string(out)))
+		return
+	}
+	t.Logf("faiss %s IndexFlatIP search top-%d: %.2fs (+%.2fs load/add, +%.2fs self-drop)  VmHWM %.0f MiB",
+		ref.Version, k+1, ref.SearchS, ref.LoadS, ref.DropSelfS, ref.VmHWMMiB)
+	t.Logf("ratio go/faiss: KNNSelf %.2f×, full Retrieval %.2f×", goKNN.Seconds()/ref.SearchS, goEval.Seconds()/ref.SearchS)
+	// Agreement of the neighbour sets (float32 rounding may reorder near-ties).
+	if ids, err := knnBenchReadNpyInt64(path+".faiss_ids.npy", n*k); err == nil {
+		same := 0
+		for i := 0; i < n; i++ {
+			set := map[int64]bool{}
+			for _, z := range ids[i*k : (i+1)*k] {
+				set[z] = true
+			}
+			for _, z := range nb.Index[i*k : (i+1)*k] {
+				if set[int64(z)] {
+					same++
+				}
+			}
+		}
+		t.Logf("neighbour-set agreement with faiss: %.5f", float64(same)/float64(n*k))
+	}
+}
+
+// knnBenchSOPData makes n L2-normalised rows in `classes` classes of 2–12 rows, plus 12 coarse labels.
+func knnBenchSOPData(n, d, classes int) ([]float32, []int64, []int64) {
+	rng := rand.New(rand.NewPCG(2024, 60502))
+	size := make([]int, classes)
+	left := n
+	for c := range size {
+		size[c] = 2
+		left -= 2
+	}
+	for left > 0 {
+		c := rng.IntN(classes)
+		if size[c] < 12 {
+			size[c]++
+			left--
+		}
+	}
+	const supers = 12
+	superC := make([]float64, supers*d)
+	for i := range superC {
+		superC[i] = rng.NormFloat64()
+	}
+	emb := make([]float32, 0, n*d)
+	labels := make([]int64, 0, n)
+	coarse := make([]int64, 0, n)
+	centre := make([]float64, d)
+	row := make([]float32, d)
+	for c, s := range size {
+		sc := c % supers
+		for t := range centre {
+			centre[t] = 0.5*superC[sc*d+t] + rng.NormFloat64()
+		}
+		for j := 0; j < s; j++ {
+			for t := range row {
+				row[t] = float32(centre[t] + 2.5*rng.NormFloat64())
+			}
+			emb = append(emb, row...)
+			labels = append(labels, int64(c))
+			coarse = append(coarse, int64(sc))
+		}
+	}
+	if err := L2Normalize(emb, n, d); err != nil {
+		panic(err)
+	}
+	return emb, labels, coarse
+}
+
+func knnBenchResetHWM() { _ = os.WriteFile("/proc/self/clear_refs", []byte("5"), 0) }
+
+func knnBenchHWM() float64 {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return -1
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(l, "VmHWM:") {
+			f := strings.Fields(l)
+			v, _ := strconv.ParseFloat(f[1], 64)
+			return v / 1024
+		}
+	}
+	return -1
+}
+
+// knnBenchReadNpyInt64 reads a little-endian int64 .npy written by numpy.save (header skipped).
+func knnBenchReadNpyInt64(path string, count int) ([]int64, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	hl := int(binary.LittleEndian.Uint16(b[8:10]))
+	data := b[10+hl:]
+	out := make([]int64, count)
+	for i := range out {
+		out[i] = int64(binary.LittleEndian.Uint64(data[8*i:]))
+	}
+	return out, nil
+}

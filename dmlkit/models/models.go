@@ -1,0 +1,209 @@
+package models
+
+import (
+	"fmt"
+	"strings"
+
+	. "github.com/gomlx/gomlx/core/graph"
+	"github.com/gomlx/gomlx/ml/model"
+)
+
+// Config describes an embedding network: a backbone that turns an input into a feature vector
+// and a head that turns features into the embedding.
+type Config struct {
+	// Backbone: "cnn" (the small CNN), "resnet18", "resnet50", or "features" (the input already
+	// is a [B, F] feature vector: precomputed-feature mode, only the head is trained).
+	Backbone string `yaml:"backbone" doc:"cnn, resnet18, resnet50 or features"`
+	// Channels are the small CNN's block widths; default [32, 64, 128].
+	Channels []int `yaml:"channels" doc:"small-CNN block widths"`
+	// Norm is the backbone normalisation: "bn" (default) or "none".
+	Norm string `yaml:"norm" doc:"bn or none"`
+	// FrozenBN: BatchNorm uses running statistics in training too (the papers' setting).
+	FrozenBN bool `yaml:"frozen_bn" doc:"BatchNorm uses running statistics also in training"`
+	// Pool: global pooling of the backbone map: avg (default), max, avgmax, gem.
+	Pool string `yaml:"pool" doc:"avg, max, avgmax or gem"`
+	// GeMP is GeM's exponent p (default 3).
+	GeMP float64 `yaml:"gem_p" doc:"GeM exponent p"`
+	// LayerNorm normalises the pooled features before the head (RS@k: GeM → LayerNorm → FC).
+	LayerNorm bool `yaml:"layer_norm" doc:"LayerNorm on pooled features before the head"`
+	// Head: "linear" (default), "mlp" (Dense → ReLU → Dense) or "identity".
+	Head string `yaml:"head" doc:"linear, mlp or identity"`
+	// Hidden is the MLP head's hidden width (default 2·Dim).
+	Hidden int `yaml:"hidden" doc:"MLP hidden width"`
+	// Dim is the embedding dimension (default 128).
+	Dim int `yaml:"dim" doc:"embedding dimension"`
+	// L2 normalises the embedding (and the uncertainty embedding) to unit length.
+	L2 bool `yaml:"l2_normalize" doc:"L2-normalise the embedding"`
+	// Projector lists the widths of an MLP applied after the embedding for the loss only; it is
+	// discarded at evaluation (seed 004's 512→2048 projector). Empty: none.
+	Projector []int `yaml:"projector" doc:"loss-only projector widths (discarded at eval)"`
+	// DualHead adds IDML's uncertainty head: a second linear head of width Dim on the same
+	// features (seed 002).
+	DualHead bool `yaml:"dual_head" doc:"IDML semantic + uncertainty heads"`
+}
+
+// Default returns the small-CNN configuration used for Omniglot/MNIST: channels 32-64-128, BN,
+// average pooling, linear head to 128, L2-normalised.
+func Default() Config {
+	return Config{Backbone: "cnn", Channels: []int{32, 64, 128}, Norm: "bn", Pool: "avg", Head: "linear", Dim: 128, L2: true, GeMP: 3}
+}
+
+// Validate checks the configuration; errors name the field (prefix is the field path so far,
+// e.g. "model").
+func (c *Config) Validate(prefix string) error {
+	f := func(name string) string {
+		if prefix == "" {
+			return name
+		}
+		return prefix + "." + name
+	}
+	switch c.Backbone {
+	case "cnn", "resnet18", "resnet50", "features":
+	default:
+		return fmt.Errorf("%s: %q: want cnn, resnet18, resnet50 or features", f("backbone"), c.Backbone)
+	}
+	if c.Backbone == "cnn" && len(c.Channels) == 0 {
+		return fmt.Errorf("%s: the small CNN needs at least one block width", f("channels"))
+	}
+	for i, ch := range c.Channels {
+		if ch <= 0 {
+			return fmt.Errorf("%s[%d]: %d: want > 0", f("channels"), i, ch)
+		}
+	}
+	switch c.Norm {
+	case "", "bn", "none":
+	default:
+		return fmt.Errorf("%s: %q: want bn or none", f("norm"), c.Norm)
+	}
+	switch c.Pool {
+	case "", "avg", "max", "avgmax", "gem":
+	default:
+		return fmt.Errorf("%s: %q: want avg, max, avgmax or gem", f("pool"), c.Pool)
+	}
+	switch c.Head {
+	case "", "linear", "mlp", "identity":
+	default:
+		return fmt.Errorf("%s: %q: want linear, mlp or identity", f("head"), c.Head)
+	}
+	if c.Head != "identity" && c.Dim <= 0 {
+		return fmt.Errorf("%s: %d: want > 0", f("dim"), c.Dim)
+	}
+	if c.Hidden < 0 {
+		return fmt.Errorf("%s: %d: want ≥ 0", f("hidden"), c.Hidden)
+	}
+	for i, p := range c.Projector {
+		if p <= 0 {
+			return fmt.Errorf("%s[%d]: %d: want > 0", f("projector"), i, p)
+		}
+	}
+	if c.DualHead && c.Head == "identity" {
+		return fmt.Errorf("%s: the IDML dual head needs a linear or mlp head", f("dual_head"))
+	}
+	return nil
+}
+
+// Output is what the network produces for a batch.
+type Output struct {
+	// Emb is the embedding used for retrieval [B, D].
+	Emb *Node
+	// LossEmb is what the loss sees: the projector output when a projector is configured,
+	// otherwise Emb.
+	LossEmb *Node
+	// Unc is IDML's uncertainty embedding [B, D] (nil without DualHead).
+	Unc *Node
+	// Features are the pooled backbone features [B, F] (before any LayerNorm).
+	Features *Node
+}
+
+// Build applies the network to x ([B, H, W, C] images for image backbones, [B, F] for
+// "features") under scope (variables "backbone/…", "head/…", "projector/…", "unc/…").
+func Build(scope *model.Scope, cfg Config, x *Node, mode Mode) Output {
+	var f *Node
+	switch cfg.Backbone {
+	case "features":
+		if x.Rank() != 2 {
+			panic(fmt.Sprintf("models: backbone features needs [B, F] inputs, got %s", x.Shape()))
+		}
+		f = x
+	case "cnn":
+		f = SmallCNN(scope.At("backbone"), cfg, x, mode)
+	case "resnet18", "resnet50":
+		f = ResNet(scope.At("backbone"), strings.TrimPrefix(cfg.Backbone, "resnet"), cfg, x, mode)
+	default:
+		panic(fmt.Sprintf("models: unknown backbone %q", cfg.Backbone))
+	}
+	out := Output{Features: f}
+	h := f
+	if cfg.LayerNorm {
+		h = LayerNorm(scope.At("layer_norm"), h)
+	}
+	out.Emb = head(scope.At("head"), cfg, h)
+	if cfg.DualHead {
+		out.Unc = head(scope.At("unc"), cfg, h)
+		if cfg.L2 {
+			out.Unc = NormalizeRows(out.Unc)
+		}
+	}
+	if cfg.L2 {
+		out.Emb = NormalizeRows(out.Emb)
+	}
+	out.LossEmb = out.Emb
+	if len(cfg.Projector) > 0 {
+		p := out.Emb
+		ps := scope.At("projector")
+		for i, w := range cfg.Projector {
+			if i > 0 {
+				p = Relu(p)
+			}
+			p = Dense(ps.At("layer_%d", i), p, w, true)
+		}
+		out.LossEmb = p
+	}
+	return out
+}
+
+func head(scope *model.Scope, cfg Config, f *Node) *Node {
+	switch cfg.Head {
+	case "identity":
+		return f
+	case "", "linear":
+		return Dense(scope, f, cfg.Dim, true)
+	case "mlp":
+		hidden := cfg.Hidden
+		if hidden == 0 {
+			hidden = 2 * cfg.Dim
+		}
+		return Dense(scope.At("out"), Relu(Dense(scope.At("hidden"), f, hidden, true)), cfg.Dim, true)
+	}
+	panic(fmt.Sprintf("models: unknown head %q", cfg.Head))
+}
+
+// NormalizeRows divides each row of x [B, D] by max(‖row‖, 1e-12).
+func NormalizeRows(x *Node) *Node {
+	sq := ReduceAndKeep(Square(x), ReduceSum, -1)
+	return Mul(x, Inverse(Sqrt(Max(sq, scalarLike(sq, 1e-24)))))
+}
+
+// SmallCNN is the CPU-sized backbone: for each width c in cfg.Channels a block
+// Conv3×3(c) → BN → ReLU, followed by 2×2 max pooling on all blocks but the last, then global
+// pooling. On 28×28 with [32, 64, 128]: 28 → 14 → 7 → [B, 128]; on 64×64: 64 → 32 → 16.
+func SmallCNN(scope *model.Scope, cfg Config, x *Node, mode Mode) *Node {
+	if x.Rank() != 4 {
+		panic(fmt.Sprintf("models: the small CNN needs [B, H, W, C] images, got %s", x.Shape()))
+	}
+	mode.FrozenBN = mode.FrozenBN || cfg.FrozenBN
+	h := x
+	for i, c := range cfg.Channels {
+		bs := scope.At("block_%d", i)
+		bn := cfg.Norm != "none"
+		h = Conv(bs.At("conv"), h, c, 3, 1, !bn)
+		if bn {
+			h = BatchNorm(bs.At("bn"), h, mode)
+		}
+		h = Relu(h)
+		if i < len(cfg.Channels)-1 && h.Shape().Dim(1)%2 == 0 && h.Shape().Dim(2)%2 == 0 {
+			h = MaxPool2(h)
+		}
+	}
+	return GlobalPool(h, cfg.Pool, cfg.GeMP)
+}

@@ -1,0 +1,103 @@
+// Package models holds dmlkit's embedding networks as GoMLX graph functions: a small im2col CNN
+// for 28×28 / 64×64 grey images, ResNet-18/50, the precomputed-feature identity backbone, and the
+// embedding heads of the reproduced papers (linear, MLP, GeM pooling, LayerNorm, L2
+// normalisation, a projector used only by the loss, the IDML dual head).
+//
+// Parameters are created deterministically: the initial value of every variable is drawn in Go
+// from a PCG stream seeded by (init seed, variable path), so the same seed gives the same
+// network on any backend and in any creation order. The seed is the store parameter
+// [InitSeedParam] (set it with [SetInitSeed]).
+//
+// Images enter as [B, H, W, C] float (NHWC, values in [0, 1]); features as [B, F].
+package models
+
+import (
+	"fmt"
+	"hash/fnv"
+	"math"
+	"math/rand/v2"
+
+	"github.com/gomlx/compute/dtypes"
+	"github.com/gomlx/gomlx/core/tensors"
+	"github.com/gomlx/gomlx/ml/model"
+)
+
+// InitSeedParam is the store parameter holding the int64 initialisation seed.
+const InitSeedParam = "dmlkit_init_seed"
+
+// SetInitSeed sets the seed from which all model parameters of store are initialised.
+func SetInitSeed(store *model.Store, seed int64) { store.SetParam("/"+InitSeedParam, seed) }
+
+// Init fills a parameter of the given dims; fanIn is the product of all dims but the last.
+type Init func(r *rand.Rand, dims []int, out []float32)
+
+// HeNormal is Kaiming-normal initialisation for ReLU networks: N(0, 2/fan_in), fan_in = product
+// of all dimensions but the last (the output dimension).
+func HeNormal(r *rand.Rand, dims []int, out []float32) {
+	fanIn := 1
+	for _, d := range dims[:len(dims)-1] {
+		fanIn *= d
+	}
+	std := math.Sqrt(2 / float64(max(fanIn, 1)))
+	for i := range out {
+		out[i] = float32(r.NormFloat64() * std)
+	}
+}
+
+// XavierUniform is Glorot-uniform: U(−a, a), a = √(6/(fan_in+fan_out)) (PyTorch's nn.Linear
+// default is close to this for square layers).
+func XavierUniform(r *rand.Rand, dims []int, out []float32) {
+	fanIn := 1
+	for _, d := range dims[:len(dims)-1] {
+		fanIn *= d
+	}
+	a := math.Sqrt(6 / float64(fanIn+dims[len(dims)-1]))
+	for i := range out {
+		out[i] = float32((2*r.Float64() - 1) * a)
+	}
+}
+
+// Fill returns an initialiser filling every entry with c.
+func Fill(c float32) Init {
+	return func(_ *rand.Rand, _ []int, out []float32) {
+		for i := range out {
+			out[i] = c
+		}
+	}
+}
+
+// Param returns the float32 variable name in scope, creating it with init if it does not exist.
+// Its initial value depends only on the store's init seed and the variable's full path.
+func Param(scope *model.Scope, name string, dims []int, init Init) *model.Variable {
+	if v := scope.GetVariable(name); v != nil {
+		return v
+	}
+	seed, _ := scope.GetParam(InitSeedParam)
+	s64, _ := seed.(int64)
+	path := scope.Scope() + "/" + name
+	h := fnv.New64a()
+	fmt.Fprint(h, path)
+	r := rand.New(rand.NewPCG(uint64(s64), h.Sum64()))
+	n := 1
+	for _, d := range dims {
+		n *= d
+	}
+	vals := make([]float32, n)
+	init(r, dims, vals)
+	t := tensors.FromFlatDataAndDimensions(vals, dims...)
+	v, err := scope.CreateVariable(name, t)
+	if err != nil {
+		panic(err)
+	}
+	if v.DType() != dtypes.Float32 {
+		panic(fmt.Sprintf("models: variable %s has dtype %s, want float32", path, v.DType()))
+	}
+	return v
+}
+
+// State returns a non-trainable float32 variable (running statistics), created with init.
+func State(scope *model.Scope, name string, dims []int, init Init) *model.Variable {
+	v := Param(scope, name, dims, init)
+	v.SetTrainable(false)
+	return v
+}

@@ -1,0 +1,82 @@
+package plots
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgimg"
+)
+
+// Formats are the file formats [Save] writes by default.
+var Formats = []string{"png", "svg", "pdf"}
+
+// Save writes p as stem.png, stem.svg and stem.pdf (or the given formats), creating the directory
+// of stem. PNGs are rendered at the style's DPI, so a 3.5in × 2.5in figure at 300 dpi is
+// 1050 × 750 pixels. It returns the files written.
+func Save(p *plot.Plot, s Style, stem string, formats ...string) ([]string, error) {
+	if len(formats) == 0 {
+		formats = Formats
+	}
+	if err := os.MkdirAll(filepath.Dir(stem), 0o755); err != nil {
+		return nil, fmt.Errorf("plots: %w", err)
+	}
+	var out []string
+	for _, f := range formats {
+		path := stem + "." + f
+		if err := saveOne(p, s, path, f); err != nil {
+			return out, fmt.Errorf("plots: writing %s: %w", path, err)
+		}
+		out = append(out, path)
+	}
+	return out, nil
+}
+
+func saveOne(p *plot.Plot, s Style, path, format string) (err error) {
+	defer func() {
+		// gonum/plot panics on some degenerate inputs (e.g. an empty heat map range); report it.
+		if r := recover(); r != nil {
+			err = fmt.Errorf("rendering failed: %v", r)
+		}
+	}()
+	tmp := path + ".tmp"
+	f, err := os.Create(tmp)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			f.Close()
+			os.Remove(tmp)
+		}
+	}()
+	switch format {
+	case "png":
+		dpi := s.DPI
+		if dpi <= 0 {
+			dpi = 300
+		}
+		c := vgimg.NewWith(vgimg.UseWH(s.Width, s.Height), vgimg.UseDPI(dpi), vgimg.UseBackgroundColor(whiteBG))
+		p.Draw(draw.New(c))
+		if _, err = (vgimg.PngCanvas{Canvas: c}).WriteTo(f); err != nil {
+			return err
+		}
+	case "svg", "pdf", "eps", "jpg", "tif":
+		w, err2 := p.WriterTo(s.Width, s.Height, format)
+		if err2 != nil {
+			return err2
+		}
+		if _, err = w.WriteTo(f); err != nil {
+			return err
+		}
+	default:
+		return errors.New("unknown format " + format)
+	}
+	if err = f.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}

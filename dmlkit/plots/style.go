@@ -1,0 +1,104 @@
+// Package plots draws the figure kinds of dmlkit's reproductions with gonum/plot, in one style fit
+// for a paper column, and writes each figure as PNG, SVG and PDF.
+//
+// The package reads plain numbers only: series, points, grids and samples. It knows nothing of
+// training or of the results store; package experiments turns stored records into these inputs.
+//
+// Figure kinds: [Lines] (mean curves with ± std bands), [ScatterPareto] (points with their Pareto
+// frontier), [Heatmap] (an annotated grid, e.g. margins), [Histograms] (overlaid density
+// histograms, e.g. positive/negative distance distributions), [Utility] (per-class utility
+// curves: values sorted in descending order against the fraction of classes), [Density2D] (a 2-D
+// embedding as a density image) and [Bars] (grouped bars with error bars).
+package plots
+
+import (
+	"image/color"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+)
+
+// Style fixes the look shared by all figures. The zero value is not useful; start from
+// [DefaultStyle].
+type Style struct {
+	Width, Height vg.Length     // figure size; default 3.5in × 2.5in (one column of a two-column paper)
+	DPI           int           // PNG resolution; default 300
+	TitleSize     vg.Length     // default 9pt
+	LabelSize     vg.Length     // axis labels; default 8pt
+	TickSize      vg.Length     // tick labels, legend and annotations; default 7pt
+	LineWidth     vg.Length     // default 1.2pt
+	BandAlpha     uint8         // opacity of error bands and histogram fills; default 60 of 255
+	Palette       []color.Color // series colours, cycled; default Okabe–Ito
+}
+
+// OkabeIto is the colour-blind-safe palette of Okabe & Ito (2008), without black, in their order:
+// orange, sky blue, bluish green, yellow, blue, vermillion, reddish purple, then black.
+var OkabeIto = []color.Color{
+	color.RGBA{0xE6, 0x9F, 0x00, 0xFF},
+	color.RGBA{0x56, 0xB4, 0xE9, 0xFF},
+	color.RGBA{0x00, 0x9E, 0x73, 0xFF},
+	color.RGBA{0xF0, 0xE4, 0x42, 0xFF},
+	color.RGBA{0x00, 0x72, 0xB2, 0xFF},
+	color.RGBA{0xD5, 0x5E, 0x00, 0xFF},
+	color.RGBA{0xCC, 0x79, 0xA7, 0xFF},
+	color.RGBA{0x00, 0x00, 0x00, 0xFF},
+}
+
+// DefaultStyle is the house style: 3.5in × 2.5in, 300 dpi, Liberation Serif at 9/8/7 pt, Okabe–Ito.
+func DefaultStyle() Style {
+	return Style{
+		Width:     3.5 * vg.Inch,
+		Height:    2.5 * vg.Inch,
+		DPI:       300,
+		TitleSize: 9,
+		LabelSize: 8,
+		TickSize:  7,
+		LineWidth: 1.2,
+		BandAlpha: 60,
+		Palette:   OkabeIto,
+	}
+}
+
+// Color returns the i-th series colour (cycling).
+func (s Style) Color(i int) color.Color {
+	if len(s.Palette) == 0 {
+		return OkabeIto[i%len(OkabeIto)]
+	}
+	return s.Palette[i%len(s.Palette)]
+}
+
+// Translucent returns c with the style's band opacity (premultiplied, as image/color expects).
+func (s Style) Translucent(c color.Color) color.Color {
+	r, g, b, _ := c.RGBA()
+	a := uint32(s.BandAlpha)
+	return color.RGBA{uint8(r >> 8 * a / 255), uint8(g >> 8 * a / 255), uint8(b >> 8 * a / 255), uint8(a)}
+}
+
+// Labels are the texts of a figure.
+type Labels struct {
+	Title, X, Y string
+}
+
+// newPlot returns an empty plot with the style's fonts and the labels set.
+func (s Style) newPlot(l Labels) *plot.Plot {
+	p := plot.New()
+	p.Title.Text = l.Title
+	p.X.Label.Text = l.X
+	p.Y.Label.Text = l.Y
+	p.Title.TextStyle.Font.Size = s.TitleSize
+	p.X.Label.TextStyle.Font.Size = s.LabelSize
+	p.Y.Label.TextStyle.Font.Size = s.LabelSize
+	p.X.Tick.Label.Font.Size = s.TickSize
+	p.Y.Tick.Label.Font.Size = s.TickSize
+	p.Legend.TextStyle.Font.Size = s.TickSize
+	p.Legend.Top = true
+	p.Legend.ThumbnailWidth = 0.25 * vg.Inch
+	p.X.Padding = 2
+	p.Y.Padding = 2
+	return p
+}
+
+func (s Style) lineStyle(i int) draw.LineStyle {
+	return draw.LineStyle{Color: s.Color(i), Width: s.LineWidth}
+}

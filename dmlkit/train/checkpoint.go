@@ -1,0 +1,147 @@
+package train
+
+import (
+	"encoding/gob"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/gomlx/compute/dtypes"
+	"github.com/gomlx/gomlx/core/tensors"
+	"github.com/gomlx/gomlx/ml/model"
+)
+
+// State is the position of a run, saved with every checkpoint.
+type State struct {
+	Step         int     // optimiser steps done
+	Epoch        int     // current epoch (0-based)
+	BatchInEpoch int     // batches of Epoch already done
+	BestVal      float64 // best validation metric so far (early stopping)
+	HaveBest     bool
+	BadEvals     int     // evaluations since the best
+	WallSeconds  float64 // training wall time before this (resumed) session
+	LossSum      float64 // running loss sum since the last evaluation
+	LossCount    int
+}
+
+type savedVar struct {
+	Path      string
+	Trainable bool
+	Dims      []int
+	Data      []float32
+}
+
+type checkpointFile struct {
+	Version int
+	State   State
+	Vars    []savedVar
+}
+
+const checkpointDir = "checkpoints"
+
+func checkpointName(step int) string { return fmt.Sprintf("ckpt-%09d.gob", step) }
+
+// saveCheckpoint writes every float32 variable of store and st to dir/checkpoints, keeping the
+// newest keep files (keep ≤ 0: all). The file is written under a temporary name and renamed.
+func saveCheckpoint(dir string, store *model.Store, st State, keep int) error {
+	cd := filepath.Join(dir, checkpointDir)
+	if err := os.MkdirAll(cd, 0o755); err != nil {
+		return fmt.Errorf("train: checkpoint: %w", err)
+	}
+	cf := checkpointFile{Version: 1, State: st}
+	for v := range store.IterVariables() {
+		if strings.HasPrefix(v.Path(), "/"+accScope+"/") {
+			continue // accumulators are zero between steps
+		}
+		t, err := v.Value()
+		if err != nil {
+			return fmt.Errorf("train: checkpoint: variable %s: %w", v.Path(), err)
+		}
+		if t.DType() != dtypes.Float32 {
+			return fmt.Errorf("train: checkpoint: variable %s is %s, only float32 is saved", v.Path(), t.DType())
+		}
+		vals := tensors.MustCopyFlatData[float32](t)
+		cf.Vars = append(cf.Vars, savedVar{Path: v.Path(), Trainable: v.Trainable, Dims: v.Shape().Dimensions, Data: vals})
+	}
+	sort.Slice(cf.Vars, func(i, j int) bool { return cf.Vars[i].Path < cf.Vars[j].Path })
+	final := filepath.Join(cd, checkpointName(st.Step))
+	tmp := final + ".tmp"
+	f, err := os.Create(tmp)
+	if err != nil {
+		return fmt.Errorf("train: checkpoint: %w", err)
+	}
+	if err := gob.NewEncoder(f).Encode(&cf); err != nil {
+		f.Close()
+		return fmt.Errorf("train: checkpoint %s: %w", tmp, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("train: checkpoint %s: %w", tmp, err)
+	}
+	if err := os.Rename(tmp, final); err != nil {
+		return fmt.Errorf("train: checkpoint: %w", err)
+	}
+	if keep > 0 {
+		list, _ := listCheckpoints(dir)
+		for len(list) > keep {
+			os.Remove(list[0])
+			list = list[1:]
+		}
+	}
+	return nil
+}
+
+// listCheckpoints returns the checkpoint files of a run directory, oldest first.
+func listCheckpoints(dir string) ([]string, error) {
+	m, err := filepath.Glob(filepath.Join(dir, checkpointDir, "ckpt-*.gob"))
+	if err != nil {
+		return nil, err
+	}
+	sort.Strings(m)
+	return m, nil
+}
+
+// LatestCheckpoint returns the newest checkpoint of a run directory ("" if none).
+func LatestCheckpoint(dir string) (string, error) {
+	l, err := listCheckpoints(dir)
+	if err != nil || len(l) == 0 {
+		return "", err
+	}
+	return l[len(l)-1], nil
+}
+
+// loadCheckpoint creates (or overwrites) the store's variables from a checkpoint file and returns
+// the saved state. Call it before any graph is built so the model picks the saved values up.
+func loadCheckpoint(path string, store *model.Store) (State, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return State{}, fmt.Errorf("train: %w", err)
+	}
+	defer f.Close()
+	var cf checkpointFile
+	if err := gob.NewDecoder(f).Decode(&cf); err != nil {
+		return State{}, fmt.Errorf("train: checkpoint %s: %w", path, err)
+	}
+	if cf.Version != 1 {
+		return State{}, fmt.Errorf("train: checkpoint %s: version %d, want 1", path, cf.Version)
+	}
+	for _, sv := range cf.Vars {
+		t := tensors.FromFlatDataAndDimensions(sv.Data, sv.Dims...)
+		if v := store.GetVariable(sv.Path); v != nil {
+			if !v.Shape().Equal(t.Shape()) {
+				return State{}, fmt.Errorf("train: checkpoint %s: variable %s has shape %s, model wants %s", path, sv.Path, t.Shape(), v.Shape())
+			}
+			if err := v.SetValue(t); err != nil {
+				return State{}, fmt.Errorf("train: checkpoint %s: %s: %w", path, sv.Path, err)
+			}
+			continue
+		}
+		v, err := store.CreateVariable(sv.Path, t)
+		if err != nil {
+			return State{}, fmt.Errorf("train: checkpoint %s: %s: %w", path, sv.Path, err)
+		}
+		v.SetTrainable(sv.Trainable)
+	}
+	return cf.State, nil
+}

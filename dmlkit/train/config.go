@@ -1,0 +1,291 @@
+// Package train is dmlkit's training engine: a typed run configuration, in-graph optimisers
+// (Adam, AdamW, SGD with momentum; weight decay, per-group learning-rate multipliers, gradient
+// clipping by value), learning-rate schedules, deterministic batch samplers, multistage
+// backpropagation for huge batches (seed 003, Algorithm 1), image-level mixup, evaluation hooks,
+// early stopping, checkpoints with exact resume, and the run directory
+// (config.resolved.yaml, env.json, metrics.jsonl, checkpoints, final embeddings as .npy).
+//
+// Everything random is drawn in Go from PCG streams keyed by the run seed (parameter
+// initialisation, sampling, mixup), so the same configuration and seed give identical metrics on
+// the Go backend, and a run resumed from a checkpoint follows the uninterrupted trajectory.
+package train
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+
+	"github.com/dmlkit/dmlkit/dmlkit/config"
+	"github.com/dmlkit/dmlkit/dmlkit/losses"
+	"github.com/dmlkit/dmlkit/dmlkit/models"
+	"gopkg.in/yaml.v3"
+)
+
+// Config is a complete training run.
+type Config struct {
+	Name       string           `yaml:"name" doc:"run name (informational)"`
+	Seed       int64            `yaml:"seed" doc:"seed of initialisation, sampling and mixup"`
+	Data       DataConfig       `yaml:"data"`
+	Model      models.Config    `yaml:"model"`
+	Loss       LossConfig       `yaml:"loss"`
+	Optimizer  OptimizerConfig  `yaml:"optimizer"`
+	Schedule   ScheduleConfig   `yaml:"schedule"`
+	Sampler    SamplerConfig    `yaml:"sampler"`
+	Epochs     int              `yaml:"epochs" doc:"number of epochs (passes of the sampler)"`
+	Steps      int              `yaml:"steps" doc:"if > 0, stop after this many optimiser steps"`
+	Eval       EvalConfig       `yaml:"eval"`
+	Checkpoint CheckpointConfig `yaml:"checkpoint"`
+	Multistage MultistageConfig `yaml:"multistage"`
+	Mixup      MixupConfig      `yaml:"mixup"`
+}
+
+// DataConfig selects the dataset.
+type DataConfig struct {
+	Name string `yaml:"name" doc:"registered dataset name (omniglot, mnist, fashion-mnist, ...)"`
+	// Options are passed to the dataset's loader (e.g. root, size for omniglot).
+	Options map[string]any `yaml:"options" doc:"loader options"`
+	// ValClasses is the fraction of training classes split off as a validation set for early
+	// stopping (seed 003 §4.2); 0 = none.
+	ValClasses float64 `yaml:"val_classes" doc:"fraction of training classes held out for validation"`
+	// MaxTrainClasses / MaxTestClasses keep only the first n classes (0 = all), for quick runs.
+	MaxTrainClasses int `yaml:"max_train_classes" doc:"keep only the first n training classes (0 = all)"`
+	MaxTestClasses  int `yaml:"max_test_classes" doc:"keep only the first n test classes (0 = all)"`
+}
+
+// LossConfig is the loss: either one named loss, or a weighted sum of terms.
+type LossConfig struct {
+	Name  string         `yaml:"name" doc:"registered loss name"`
+	Set   map[string]any `yaml:"set" doc:"loss hyperparameters (yaml field names of the loss config)"`
+	Terms []LossTerm     `yaml:"terms" doc:"weighted sum of losses (instead of name/set)"`
+}
+
+// LossTerm is one weighted loss of a sum.
+type LossTerm struct {
+	Name   string         `yaml:"name"`
+	Weight float64        `yaml:"weight"`
+	Set    map[string]any `yaml:"set"`
+}
+
+// EvalConfig controls evaluation hooks and early stopping.
+type EvalConfig struct {
+	Every      int   `yaml:"every" doc:"evaluate every N epochs (0 = only at the end)"`
+	EverySteps int   `yaml:"every_steps" doc:"evaluate every N steps (0 = off)"`
+	Ks         []int `yaml:"ks" doc:"cutoffs for R@k"`
+	Train      bool  `yaml:"train" doc:"also evaluate on the training set"`
+	MaxTrain   int   `yaml:"max_train" doc:"evaluate on at most this many training images (0 = all)"`
+	BatchSize  int   `yaml:"batch_size" doc:"embedding batch size"`
+	// Patience > 0 stops training when the validation metric has not improved for this many
+	// evaluations (needs data.val_classes > 0).
+	Patience int    `yaml:"patience" doc:"early stop after this many evaluations without validation improvement"`
+	Metric   string `yaml:"metric" doc:"metric watched for early stopping"`
+	Initial  bool   `yaml:"initial" doc:"evaluate the untrained model at step 0"`
+}
+
+// CheckpointConfig controls checkpoints.
+type CheckpointConfig struct {
+	EverySteps int `yaml:"every_steps" doc:"save every N steps (0 = only at the end of each epoch)"`
+	Keep       int `yaml:"keep" doc:"keep the last N checkpoints"`
+}
+
+// MultistageConfig enables multistage backprop (seed 003, Algorithm 1).
+type MultistageConfig struct {
+	Chunk int `yaml:"chunk" doc:"embed the batch in chunks of this size (0 = direct backprop)"`
+}
+
+// MixupConfig is image-level mixup (IDML, seed 002): for each batch a second copy is mixed with a
+// random permutation of itself, x̃ = λx_i + (1−λ)x_π(i), λ ~ Beta(α, α), and carries the label set
+// {y_i, y_π(i)}; originals carry {y_i}.
+type MixupConfig struct {
+	Enabled bool    `yaml:"enabled"`
+	Alpha   float64 `yaml:"alpha" doc:"Beta(α, α) parameter (IDML: 1)"`
+}
+
+// Default returns a configuration that trains the small CNN on Omniglot with the contrastive
+// loss, Adam, m-per-class batches of 32×4.
+func Default() Config {
+	return Config{
+		Seed:      0,
+		Data:      DataConfig{Name: "omniglot"},
+		Model:     models.Default(),
+		Loss:      LossConfig{Name: "contrastive"},
+		Optimizer: DefaultOptimizer(),
+		Schedule:  ScheduleConfig{Name: "constant"},
+		Sampler:   SamplerConfig{Name: "m_per_class", BatchSize: 128, M: 4},
+		Epochs:    1,
+		Eval:      EvalConfig{Ks: []int{1, 2, 4, 8}, BatchSize: 512, Metric: "R@1"},
+		Checkpoint: CheckpointConfig{
+			Keep: 2,
+		},
+		Mixup: MixupConfig{Alpha: 1},
+	}
+}
+
+// Validate checks the whole configuration; errors name the field path (e.g. "optimizer.lr").
+func (c *Config) Validate() error {
+	if c.Data.Name == "" {
+		return fmt.Errorf("data.name: empty; registered datasets: %s", strings.Join(Datasets(), ", "))
+	}
+	if _, ok := datasets[c.Data.Name]; !ok {
+		return fmt.Errorf("data.name: unknown dataset %q; registered: %s", c.Data.Name, strings.Join(Datasets(), ", "))
+	}
+	if c.Data.ValClasses < 0 || c.Data.ValClasses >= 1 {
+		return fmt.Errorf("data.val_classes: %g: want a fraction in [0, 1)", c.Data.ValClasses)
+	}
+	if c.Data.MaxTrainClasses < 0 || c.Data.MaxTestClasses < 0 {
+		return fmt.Errorf("data.max_train_classes / data.max_test_classes: want ≥ 0")
+	}
+	if err := c.Model.Validate("model"); err != nil {
+		return err
+	}
+	if _, err := c.Losses(); err != nil {
+		return err
+	}
+	if err := c.Optimizer.Validate("optimizer"); err != nil {
+		return err
+	}
+	if err := c.Schedule.Validate("schedule"); err != nil {
+		return err
+	}
+	if err := c.Sampler.Validate("sampler"); err != nil {
+		return err
+	}
+	if c.Epochs <= 0 && c.Steps <= 0 {
+		return fmt.Errorf("epochs: %d and steps: %d: set at least one > 0", c.Epochs, c.Steps)
+	}
+	if c.Epochs < 0 || c.Steps < 0 {
+		return fmt.Errorf("epochs/steps: want ≥ 0")
+	}
+	if c.Eval.Every < 0 || c.Eval.EverySteps < 0 || c.Eval.Patience < 0 || c.Eval.MaxTrain < 0 || c.Eval.BatchSize < 0 {
+		return fmt.Errorf("eval: every, every_steps, patience, max_train and batch_size must be ≥ 0")
+	}
+	for i, k := range c.Eval.Ks {
+		if k <= 0 {
+			return fmt.Errorf("eval.ks[%d]: %d: want > 0", i, k)
+		}
+	}
+	if c.Eval.Patience > 0 && c.Data.ValClasses == 0 {
+		return fmt.Errorf("eval.patience: early stopping needs a validation split (data.val_classes > 0)")
+	}
+	if c.Checkpoint.EverySteps < 0 || c.Checkpoint.Keep < 0 {
+		return fmt.Errorf("checkpoint: every_steps and keep must be ≥ 0")
+	}
+	if c.Multistage.Chunk < 0 {
+		return fmt.Errorf("multistage.chunk: %d: want ≥ 0", c.Multistage.Chunk)
+	}
+	if c.Multistage.Chunk > 0 && c.Model.Norm != "none" && !c.Model.FrozenBN && c.Model.Backbone != "features" {
+		return fmt.Errorf("multistage.chunk: multistage backprop needs model.frozen_bn: true or model.norm: none (batch statistics would differ per chunk)")
+	}
+	if c.Multistage.Chunk > 0 && c.Mixup.Enabled {
+		return fmt.Errorf("multistage.chunk: multistage backprop with mixup is not supported")
+	}
+	if c.Mixup.Enabled && c.Mixup.Alpha <= 0 {
+		return fmt.Errorf("mixup.alpha: %g: want > 0", c.Mixup.Alpha)
+	}
+	return nil
+}
+
+// weightedLoss is one configured term of the loss.
+type weightedLoss struct {
+	loss   losses.Loss
+	weight float64
+	proxy  bool
+}
+
+// Losses creates the configured loss terms (validated by the losses package).
+func (c *Config) Losses() ([]weightedLoss, error) {
+	if c.Loss.Name != "" && len(c.Loss.Terms) > 0 {
+		return nil, fmt.Errorf("loss: set either name or terms, not both")
+	}
+	if c.Loss.Name == "" && len(c.Loss.Terms) == 0 {
+		return nil, fmt.Errorf("loss.name: empty; registered losses: %s", strings.Join(losses.Names(), ", "))
+	}
+	terms := c.Loss.Terms
+	if c.Loss.Name != "" {
+		terms = []LossTerm{{Name: c.Loss.Name, Weight: 1, Set: c.Loss.Set}}
+	}
+	var out []weightedLoss
+	for i, t := range terms {
+		l, err := losses.New(t.Name, t.Set)
+		if err != nil {
+			if c.Loss.Name != "" {
+				return nil, fmt.Errorf("loss: %w", err)
+			}
+			return nil, fmt.Errorf("loss.terms[%d]: %w", i, err)
+		}
+		e, _ := losses.Lookup(t.Name)
+		out = append(out, weightedLoss{loss: l, weight: t.Weight, proxy: e.Proxies})
+	}
+	return out, nil
+}
+
+// LoadConfig reads a YAML run configuration on top of [Default]. Unknown fields are errors
+// naming the line.
+func LoadConfig(path string) (Config, error) {
+	cfg := Default()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return cfg, fmt.Errorf("train: %w", err)
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(b))
+	dec.KnownFields(true)
+	if err := dec.Decode(&cfg); err != nil {
+		return cfg, fmt.Errorf("train: %s: %w", path, err)
+	}
+	return cfg, nil
+}
+
+// Apply assigns key=value overrides (as from --set). Keys under loss.set., data.options. and
+// loss.terms.N.set. go into those maps verbatim; every other key must name a field (errors say
+// which).
+func (c *Config) Apply(kv map[string]any) error {
+	keys := make([]string, 0, len(kv))
+	for k := range kv {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	rest := map[string]any{}
+	for _, k := range keys {
+		v := kv[k]
+		switch {
+		case strings.HasPrefix(k, "loss.set."):
+			if c.Loss.Set == nil {
+				c.Loss.Set = map[string]any{}
+			}
+			c.Loss.Set[strings.TrimPrefix(k, "loss.set.")] = v
+		case strings.HasPrefix(k, "data.options."):
+			if c.Data.Options == nil {
+				c.Data.Options = map[string]any{}
+			}
+			c.Data.Options[strings.TrimPrefix(k, "data.options.")] = v
+		case strings.HasPrefix(k, "loss.terms."):
+			var idx int
+			var sub string
+			if _, err := fmt.Sscanf(strings.TrimPrefix(k, "loss.terms."), "%d.%s", &idx, &sub); err != nil || idx < 0 || idx >= len(c.Loss.Terms) {
+				return fmt.Errorf("train: --set %s: want loss.terms.<index>.<field> with index < %d", k, len(c.Loss.Terms))
+			}
+			t := &c.Loss.Terms[idx]
+			switch {
+			case strings.HasPrefix(sub, "set."):
+				if t.Set == nil {
+					t.Set = map[string]any{}
+				}
+				t.Set[strings.TrimPrefix(sub, "set.")] = v
+			default:
+				if err := config.Set(t, sub, v); err != nil {
+					return fmt.Errorf("train: loss.terms[%d]: %w", idx, err)
+				}
+			}
+		default:
+			rest[k] = v
+		}
+	}
+	if err := config.SetAll(c, rest); err != nil {
+		return fmt.Errorf("train: %w", err)
+	}
+	return nil
+}
+
+// MarshalYAML-friendly dump of the configuration.
+func (c *Config) YAML() ([]byte, error) { return yaml.Marshal(c) }

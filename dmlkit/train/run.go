@@ -1,0 +1,453 @@
+package train
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/dmlkit/dmlkit/dmlkit/backend"
+	"github.com/dmlkit/dmlkit/dmlkit/data"
+	"github.com/dmlkit/dmlkit/dmlkit/metrics"
+	"github.com/dmlkit/dmlkit/dmlkit/npy"
+	"github.com/gomlx/compute"
+	"github.com/gomlx/gomlx/ml/model"
+)
+
+// Evaluator computes retrieval metrics of embeddings emb ([n, d] row-major) with labels.
+type Evaluator func(emb []float32, n, d int, labels []int64) (map[string]float64, error)
+
+// RetrievalEvaluator returns the default evaluator: self-retrieval (leave-one-out) with cosine
+// similarity through the metrics engine: R@k for ks, Recall@k, MAP@R, R-Precision.
+func RetrievalEvaluator(ks []int) Evaluator {
+	return func(emb []float32, n, d int, labels []int64) (map[string]float64, error) {
+		return metrics.Retrieval(emb, n, d, labels, metrics.Options{K: ks})
+	}
+}
+
+// Progress is reported through the callback after every optimiser step and every evaluation.
+type Progress struct {
+	Phase      string // "train" or "eval"
+	Step       int    // optimiser steps done
+	TotalSteps int
+	Epoch      int // current epoch, 0-based
+	Epochs     int
+	Loss       float64 // loss of the last step
+	LR         float64
+	Elapsed    time.Duration
+	ETA        time.Duration
+	Metrics    map[string]float64 // eval phase only
+}
+
+// Options are the non-configuration inputs of a run.
+type Options struct {
+	// Progress, when non-nil, receives progress reports.
+	Progress func(Progress)
+	// Evaluator replaces the default [RetrievalEvaluator].
+	Evaluator Evaluator
+	// Resume continues from the newest checkpoint in the run directory, if any.
+	Resume bool
+	// Backend replaces backend.MustShared().
+	Backend compute.Backend
+	// StopAfter, when > 0, stops (after checkpointing) once this many steps are done in total,
+	// as if interrupted (for resume tests and time-sliced runs).
+	StopAfter int
+}
+
+// EvalRecord is one line of metrics.jsonl.
+type EvalRecord struct {
+	Step     int                `json:"step"`
+	Epoch    float64            `json:"epoch"`
+	Loss     *float64           `json:"loss,omitempty"` // mean training loss since the previous record
+	LR       float64            `json:"lr"`
+	Metrics  map[string]float64 `json:"metrics"`
+	WallTime float64            `json:"wall_time_s"`
+}
+
+// Result summarises a finished run.
+type Result struct {
+	Steps        int
+	Epochs       int
+	FinalLoss    float64
+	Metrics      map[string]float64 // the last evaluation ("test/R@1", "val/MAP@R", ...)
+	History      []EvalRecord       // the evaluations of this session
+	StoppedEarly bool
+	Interrupted  bool // StopAfter reached
+	OutDir       string
+}
+
+// Run trains cfg, writing the run directory outDir (created if needed), and reports progress
+// through progress (may be nil). See [RunWithOptions].
+func Run(ctx context.Context, cfg Config, outDir string, progress func(Progress)) (*Result, error) {
+	return RunWithOptions(ctx, cfg, outDir, Options{Progress: progress})
+}
+
+// RunWithOptions trains cfg. The run directory receives config.resolved.yaml, env.json,
+// metrics.jsonl (one line per evaluation), checkpoints/ (every checkpoint.every_steps steps and at
+// the end of every epoch) and, at the end, test_embeddings.npy [N, D] float32 and
+// test_labels.npy [N] int64.
+func RunWithOptions(ctx context.Context, cfg Config, outDir string, opt Options) (*Result, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("train: config: %w", err)
+	}
+	if outDir == "" {
+		return nil, fmt.Errorf("train: empty output directory")
+	}
+	if err := os.MkdirAll(outDir, 0o755); err != nil {
+		return nil, fmt.Errorf("train: %w", err)
+	}
+	split, err := loadData(&cfg)
+	if err != nil {
+		return nil, fmt.Errorf("train: %w", err)
+	}
+	b := opt.Backend
+	if b == nil {
+		if b, err = backend.Shared(); err != nil {
+			return nil, err
+		}
+	}
+	eval := opt.Evaluator
+	if eval == nil {
+		eval = RetrievalEvaluator(cfg.Eval.Ks)
+	}
+	if err := writeRunFiles(outDir, &cfg); err != nil {
+		return nil, err
+	}
+
+	store := model.NewStore()
+	var st State
+	if opt.Resume {
+		ck, err := LatestCheckpoint(outDir)
+		if err != nil {
+			return nil, fmt.Errorf("train: %w", err)
+		}
+		if ck != "" {
+			if st, err = loadCheckpoint(ck, store); err != nil {
+				return nil, err
+			}
+		}
+	}
+	tr := split.Train
+	eng, err := newEngine(&cfg, b, store, tr.NumClasses(), tr.H, tr.W, tr.C)
+	if err != nil {
+		return nil, err
+	}
+	sampler, err := NewSampler(cfg.Sampler, cfg.Seed, tr.Labels, tr.Coarse)
+	if err != nil {
+		return nil, fmt.Errorf("train: %w", err)
+	}
+	spe := len(sampler.Epoch(0))
+	if spe == 0 {
+		return nil, fmt.Errorf("train: sampler: the training set (%d images, %d classes) yields no batch of %d", tr.N, tr.NumClasses(), cfg.Sampler.BatchSize)
+	}
+	epochs := cfg.Epochs
+	total := epochs * spe
+	if cfg.Steps > 0 && (epochs <= 0 || cfg.Steps < total) {
+		total = cfg.Steps
+		epochs = (total + spe - 1) / spe
+	}
+
+	r := &runner{cfg: &cfg, opt: opt, eng: eng, split: split, eval: eval, out: outDir, spe: spe, total: total, epochs: epochs, st: st, start: time.Now()}
+	if err := r.loop(ctx, sampler); err != nil {
+		return nil, err
+	}
+	return r.res, nil
+}
+
+type runner struct {
+	cfg    *Config
+	opt    Options
+	eng    *engine
+	split  *data.Split
+	eval   Evaluator
+	out    string
+	spe    int
+	total  int
+	epochs int
+	st     State
+	start  time.Time
+	res    *Result
+	lastLR float64
+}
+
+func (r *runner) wall() float64 { return r.st.WallSeconds + time.Since(r.start).Seconds() }
+
+func (r *runner) loop(ctx context.Context, sampler *Sampler) error {
+	cfg := r.cfg
+	tr := r.split.Train
+	size := tr.H * tr.W * tr.C
+	r.res = &Result{OutDir: r.out, Epochs: r.epochs}
+	sessionStart, startStep := time.Now(), r.st.Step
+	if cfg.Eval.Initial && r.st.Step == 0 {
+		if err := r.evaluate(); err != nil {
+			return err
+		}
+	}
+	setSize := 1
+	if cfg.Mixup.Enabled {
+		setSize = 2
+	}
+	lastLoss := math.NaN()
+	for r.st.Step < r.total && r.st.Epoch < r.epochs {
+		batches := sampler.Epoch(r.st.Epoch)
+		for r.st.BatchInEpoch < len(batches) && r.st.Step < r.total {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			idx := batches[r.st.BatchInEpoch]
+			n := len(idx)
+			pix := make([]float32, n*size)
+			pixels(tr, idx, pix)
+			labels := make([]int64, n)
+			for i, j := range idx {
+				labels[i] = int64(tr.Labels[j])
+			}
+			if cfg.Mixup.Enabled {
+				mr := rand.New(rand.NewPCG(uint64(cfg.Seed), 0x3c0000000^uint64(r.st.Step)))
+				pix, labels, _ = Mixup(mr, cfg.Mixup.Alpha, pix, labels, size)
+				n *= 2
+			}
+			lr := cfg.Optimizer.LR * cfg.Schedule.Factor(r.st.Step, r.spe, float64(r.epochs))
+			r.lastLR = lr
+			loss, err := r.eng.trainStep(pix, n, labels, setSize, lr, r.st.Step)
+			if err != nil {
+				return fmt.Errorf("train: step %d: %w", r.st.Step, err)
+			}
+			if math.IsNaN(loss) || math.IsInf(loss, 0) {
+				return fmt.Errorf("train: step %d: loss is %v (lower optimizer.lr or enable optimizer.clip_value)", r.st.Step, loss)
+			}
+			lastLoss = loss
+			r.st.Step++
+			r.st.BatchInEpoch++
+			r.st.LossSum += loss
+			r.st.LossCount++
+			if r.opt.Progress != nil {
+				el := time.Since(sessionStart)
+				done := r.st.Step - startStep
+				eta := time.Duration(float64(el) / float64(done) * float64(r.total-r.st.Step))
+				r.opt.Progress(Progress{Phase: "train", Step: r.st.Step, TotalSteps: r.total, Epoch: r.st.Epoch, Epochs: r.epochs,
+					Loss: loss, LR: lr, Elapsed: el, ETA: eta})
+			}
+			epochEnd := r.st.BatchInEpoch == len(batches)
+			if epochEnd {
+				r.st.Epoch++
+				r.st.BatchInEpoch = 0
+			}
+			last := r.st.Step >= r.total || r.st.Epoch >= r.epochs
+			doEval := (cfg.Eval.EverySteps > 0 && r.st.Step%cfg.Eval.EverySteps == 0) ||
+				(epochEnd && cfg.Eval.Every > 0 && r.st.Epoch%cfg.Eval.Every == 0) || last
+			if doEval {
+				if err := r.evaluate(); err != nil {
+					return err
+				}
+			}
+			stop := r.earlyStop()
+			interrupted := r.opt.StopAfter > 0 && r.st.Step >= r.opt.StopAfter && !last
+			if epochEnd || last || stop || interrupted || (cfg.Checkpoint.EverySteps > 0 && r.st.Step%cfg.Checkpoint.EverySteps == 0) {
+				st := r.st
+				st.WallSeconds = r.wall()
+				if err := saveCheckpoint(r.out, r.eng.store, st, cfg.Checkpoint.Keep); err != nil {
+					return err
+				}
+			}
+			if stop {
+				r.res.StoppedEarly = true
+				return r.finish(lastLoss)
+			}
+			if interrupted {
+				r.res.Interrupted = true
+				r.res.Steps, r.res.FinalLoss = r.st.Step, lastLoss
+				return nil
+			}
+			if epochEnd {
+				break
+			}
+		}
+	}
+	return r.finish(lastLoss)
+}
+
+// earlyStop reports whether the validation metric has not improved for eval.patience evaluations.
+func (r *runner) earlyStop() bool {
+	return r.cfg.Eval.Patience > 0 && r.st.BadEvals >= r.cfg.Eval.Patience
+}
+
+// evaluate embeds the test (and validation, and optionally training) sets, computes metrics,
+// appends a metrics.jsonl record and updates early-stopping state.
+func (r *runner) evaluate() error {
+	cfg := r.cfg
+	bs := cfg.Eval.BatchSize
+	if bs <= 0 {
+		bs = 512
+	}
+	all := map[string]float64{}
+	sets := []struct {
+		name string
+		s    *data.Images
+		max  int
+	}{{"test", r.split.Test, 0}, {"val", r.split.Val, 0}}
+	if cfg.Eval.Train {
+		sets = append(sets, struct {
+			name string
+			s    *data.Images
+			max  int
+		}{"train", r.split.Train, cfg.Eval.MaxTrain})
+	}
+	for _, set := range sets {
+		if set.s == nil || set.s.N == 0 {
+			continue
+		}
+		var idx []int
+		if set.max > 0 && set.max < set.s.N {
+			idx = evenSubset(set.s.N, set.max)
+		}
+		emb, d, err := r.eng.embedAll(set.s, idx, bs)
+		if err != nil {
+			return fmt.Errorf("train: embedding %s set: %w", set.name, err)
+		}
+		n := len(emb) / max(d, 1)
+		labels := make([]int64, n)
+		for i := range labels {
+			j := i
+			if idx != nil {
+				j = idx[i]
+			}
+			labels[i] = int64(set.s.Labels[j])
+		}
+		m, err := r.eval(emb, n, d, labels)
+		if err != nil {
+			return fmt.Errorf("train: evaluating %s set: %w", set.name, err)
+		}
+		for k, v := range m {
+			all[set.name+"/"+k] = v
+		}
+	}
+	rec := EvalRecord{Step: r.st.Step, Epoch: float64(r.st.Step) / float64(r.spe), LR: r.lastLR, Metrics: all, WallTime: r.wall()}
+	if r.st.LossCount > 0 {
+		l := r.st.LossSum / float64(r.st.LossCount)
+		rec.Loss = &l
+	}
+	r.st.LossSum, r.st.LossCount = 0, 0
+	if err := appendJSONL(filepath.Join(r.out, "metrics.jsonl"), rec); err != nil {
+		return err
+	}
+	r.res.History = append(r.res.History, rec)
+	r.res.Metrics = all
+	if r.split.Val != nil {
+		metric := cfg.Eval.Metric
+		if metric == "" {
+			metric = "R@1"
+		}
+		v, ok := all["val/"+metric]
+		if !ok {
+			return fmt.Errorf("train: eval.metric: %q is not among the evaluator's metrics", metric)
+		}
+		if !r.st.HaveBest || v > r.st.BestVal {
+			r.st.BestVal, r.st.HaveBest, r.st.BadEvals = v, true, 0
+		} else {
+			r.st.BadEvals++
+		}
+	}
+	if r.opt.Progress != nil {
+		r.opt.Progress(Progress{Phase: "eval", Step: r.st.Step, TotalSteps: r.total, Epoch: r.st.Epoch, Epochs: r.epochs, Metrics: all})
+	}
+	return nil
+}
+
+// finish writes the final test embeddings and fills the result.
+func (r *runner) finish(lastLoss float64) error {
+	bs := r.cfg.Eval.BatchSize
+	if bs <= 0 {
+		bs = 512
+	}
+	emb, d, err := r.eng.embedAll(r.split.Test, nil, bs)
+	if err != nil {
+		return fmt.Errorf("train: final test embeddings: %w", err)
+	}
+	n := len(emb) / max(d, 1)
+	if err := npy.Write(filepath.Join(r.out, "test_embeddings.npy"), emb, n, d); err != nil {
+		return fmt.Errorf("train: %w", err)
+	}
+	labels := make([]int64, n)
+	for i := range labels {
+		labels[i] = int64(r.split.Test.Labels[i])
+	}
+	if err := npy.Write(filepath.Join(r.out, "test_labels.npy"), labels, n); err != nil {
+		return fmt.Errorf("train: %w", err)
+	}
+	r.res.Steps, r.res.FinalLoss = r.st.Step, lastLoss
+	return nil
+}
+
+// evenSubset returns m indices spread evenly over [0, n).
+func evenSubset(n, m int) []int {
+	out := make([]int, m)
+	for i := range out {
+		out[i] = i * n / m
+	}
+	return out
+}
+
+func appendJSONL(path string, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("train: %s: %w", path, err)
+	}
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		return fmt.Errorf("train: %w", err)
+	}
+	if _, err := f.Write(append(b, '\n')); err != nil {
+		f.Close()
+		return fmt.Errorf("train: %s: %w", path, err)
+	}
+	return f.Close()
+}
+
+// Env is what env.json records.
+type Env struct {
+	backend.Info
+	GitCommit string    `json:"git_commit,omitempty"`
+	GitDirty  bool      `json:"git_dirty,omitempty"`
+	Started   time.Time `json:"started"`
+	Hostname  string    `json:"hostname,omitempty"`
+	Args      []string  `json:"args,omitempty"`
+}
+
+// CurrentEnv describes the running environment (backend, versions, git commit when run inside
+// a git checkout).
+func CurrentEnv() Env {
+	e := Env{Info: backend.Describe(), Started: time.Now().UTC(), Args: os.Args}
+	e.Hostname, _ = os.Hostname()
+	if out, err := exec.Command("git", "rev-parse", "HEAD").Output(); err == nil {
+		e.GitCommit = strings.TrimSpace(string(out))
+		if st, err := exec.Command("git", "status", "--porcelain", "--untracked-files=no").Output(); err == nil {
+			e.GitDirty = len(strings.TrimSpace(string(st))) > 0
+		}
+	}
+	return e
+}
+
+func writeRunFiles(dir string, cfg *Config) error {
+	y, err := cfg.YAML()
+	if err != nil {
+		return fmt.Errorf("train: config.resolved.yaml: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "config.resolved.yaml"), y, 0o644); err != nil {
+		return fmt.Errorf("train: %w", err)
+	}
+	j, err := json.MarshalIndent(CurrentEnv(), "", "  ")
+	if err != nil {
+		return fmt.Errorf("train: env.json: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "env.json"), append(j, '\n'), 0o644); err != nil {
+		return fmt.Errorf("train: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,266 @@
+package train
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"math"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/dmlkit/dmlkit/dmlkit/backend"
+	"github.com/gomlx/gomlx/core/tensors"
+	"github.com/gomlx/gomlx/ml/model"
+)
+
+// TestValidateNamesField: each broken field is reported by its path.
+func TestValidateNamesField(t *testing.T) {
+	for _, tc := range []struct {
+		mutate func(*Config)
+		field  string
+	}{
+		{func(c *Config) { c.Data.Name = "nope" }, "data.name"},
+		{func(c *Config) { c.Model.Backbone = "vgg" }, "model.backbone"},
+		{func(c *Config) { c.Model.Dim = 0 }, "model.dim"},
+		{func(c *Config) { c.Loss.Name = "nope" }, "loss"},
+		{func(c *Config) { c.Loss.Set = map[string]any{"distance": "manhattan"} }, "distance"},
+		{func(c *Config) { c.Optimizer.Name = "lion" }, "optimizer.name"},
+		{func(c *Config) { c.Optimizer.LR = -1 }, "optimizer.lr"},
+		{func(c *Config) { c.Optimizer.Groups = []GroupConfig{{Match: "x", LRMul: -1}} }, "optimizer.groups[0].lr_mul"},
+		{func(c *Config) { c.Schedule = ScheduleConfig{Name: "step"} }, "schedule.step_size"},
+		{func(c *Config) { c.Schedule = ScheduleConfig{Name: "multistep", Milestones: []int{5, 3}, Gamma: 0.1} }, "schedule.milestones"},
+		{func(c *Config) { c.Sampler.M = 3 }, "sampler.m"},
+		{func(c *Config) { c.Epochs, c.Steps = 0, 0 }, "epochs"},
+		{func(c *Config) { c.Eval.Patience = 2 }, "eval.patience"},
+		{func(c *Config) { c.Multistage.Chunk = 4 }, "multistage.chunk"},
+		{func(c *Config) { c.Data.ValClasses = 1.5 }, "data.val_classes"},
+	} {
+		c := testConfig()
+		if err := c.Validate(); err != nil {
+			t.Fatalf("base config invalid: %v", err)
+		}
+		tc.mutate(&c)
+		err := c.Validate()
+		if err == nil || !strings.Contains(err.Error(), tc.field) {
+			t.Errorf("want an error naming %q, got %v", tc.field, err)
+		}
+	}
+}
+
+// TestApplyAndLoad: --set assignments reach typed fields and the loss/data maps; YAML loading
+// rejects unknown fields with their line.
+func TestApplyAndLoad(t *testing.T) {
+	c := testConfig()
+	kv := map[string]any{"optimizer.lr": "0.01", "model.channels": "8,16", "loss.set.neg_margin": "0.5", "data.options.size": "28", "sampler.m": "2"}
+	if err := c.Apply(kv); err != nil {
+		t.Fatal(err)
+	}
+	if c.Optimizer.LR != 0.01 || !reflect.DeepEqual(c.Model.Channels, []int{8, 16}) || c.Loss.Set["neg_margin"] != "0.5" || c.Data.Options["size"] != "28" || c.Sampler.M != 2 {
+		t.Errorf("assignments not applied: %+v", c)
+	}
+	if err := c.Apply(map[string]any{"optimizer.learning_rate": "1"}); err == nil || !strings.Contains(err.Error(), "optimizer.learning_rate") {
+		t.Errorf("unknown key: %v", err)
+	}
+	dir := t.TempDir()
+	p := filepath.Join(dir, "run.yaml")
+	os.WriteFile(p, []byte("seed: 3\noptimizer:\n  name: sgd\n  lr: 0.1\nmodel:\n  dimm: 4\n"), 0o644)
+	if _, err := LoadConfig(p); err == nil || !strings.Contains(err.Error(), "line 6") || !strings.Contains(err.Error(), "dimm") {
+		t.Errorf("unknown yaml field: %v", err)
+	}
+	os.WriteFile(p, []byte("seed: 3\noptimizer:\n  name: sgd\n  lr: 0.1\nloss:\n  name: contrastive\n  set: {neg_margin: 0.7}\n"), 0o644)
+	c2, err := LoadConfig(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c2.Seed != 3 || c2.Optimizer.Name != "sgd" || c2.Optimizer.Beta2 != 0.999 || c2.Loss.Set["neg_margin"] != 0.7 {
+		t.Errorf("loaded %+v", c2)
+	}
+	// The resolved YAML round-trips.
+	y, _ := c2.YAML()
+	os.WriteFile(p, y, 0o644)
+	c3, err := LoadConfig(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	y3, _ := c3.YAML()
+	if !bytes.Equal(y, y3) {
+		t.Errorf("round trip changed the config:\n%s\n%s", y, y3)
+	}
+}
+
+func readMetrics(t *testing.T, dir string) []EvalRecord {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, "metrics.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []EvalRecord
+	for _, line := range bytes.Split(bytes.TrimSpace(b), []byte("\n")) {
+		var r EvalRecord
+		if err := json.Unmarshal(line, &r); err != nil {
+			t.Fatal(err)
+		}
+		r.WallTime = 0
+		out = append(out, r)
+	}
+	return out
+}
+
+// TestRunDeterministicAndResume: the same config and seed give byte-identical embeddings and
+// identical metrics; a run interrupted after 5 steps and resumed from its checkpoint ends with
+// the same embeddings and final metrics as the uninterrupted run; the run directory has every
+// file.
+func TestRunDeterministicAndResume(t *testing.T) {
+	cfg := testConfig()
+	ctx := context.Background()
+	dirA, dirB, dirC := t.TempDir(), t.TempDir(), t.TempDir()
+	var reports int
+	resA, err := Run(ctx, cfg, dirA, func(p Progress) { reports++ })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resA.Steps != 16 || reports < 16 {
+		t.Fatalf("steps %d, progress reports %d; want 16 steps (2 epochs × 8 batches)", resA.Steps, reports)
+	}
+	for _, f := range []string{"config.resolved.yaml", "env.json", "metrics.jsonl", "test_embeddings.npy", "test_labels.npy"} {
+		if _, err := os.Stat(filepath.Join(dirA, f)); err != nil {
+			t.Errorf("run directory lacks %s", f)
+		}
+	}
+	if l, _ := listCheckpoints(dirA); len(l) == 0 {
+		t.Error("no checkpoint written")
+	}
+	var env Env
+	b, _ := os.ReadFile(filepath.Join(dirA, "env.json"))
+	if err := json.Unmarshal(b, &env); err != nil || env.GoVersion == "" || env.Backend == "" {
+		t.Errorf("env.json: %v %+v", err, env)
+	}
+	if _, err := Run(ctx, cfg, dirB, nil); err != nil {
+		t.Fatal(err)
+	}
+	embA, _ := os.ReadFile(filepath.Join(dirA, "test_embeddings.npy"))
+	embB, _ := os.ReadFile(filepath.Join(dirB, "test_embeddings.npy"))
+	if !bytes.Equal(embA, embB) {
+		t.Error("same config and seed gave different embeddings")
+	}
+	mA, mB := readMetrics(t, dirA), readMetrics(t, dirB)
+	if !reflect.DeepEqual(mA, mB) {
+		t.Errorf("same config and seed gave different metrics:\n%+v\n%+v", mA, mB)
+	}
+	if len(mA) != 2 || mA[1].Metrics["test/R@1"] == 0 {
+		t.Errorf("want 2 evaluation records with test/R@1, got %+v", mA)
+	}
+
+	// Interrupted after 5 steps (mid-epoch), then resumed.
+	r1, err := RunWithOptions(ctx, cfg, dirC, Options{StopAfter: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !r1.Interrupted || r1.Steps != 5 {
+		t.Fatalf("interrupted run: %+v", r1)
+	}
+	r2, err := RunWithOptions(ctx, cfg, dirC, Options{Resume: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r2.Steps != 16 {
+		t.Fatalf("resumed run ended at step %d", r2.Steps)
+	}
+	embC, _ := os.ReadFile(filepath.Join(dirC, "test_embeddings.npy"))
+	if !bytes.Equal(embA, embC) {
+		t.Error("resumed run's embeddings differ from the uninterrupted run's")
+	}
+	if !reflect.DeepEqual(r2.Metrics, resA.Metrics) {
+		t.Errorf("resumed final metrics %v, uninterrupted %v", r2.Metrics, resA.Metrics)
+	}
+	if r2.FinalLoss != resA.FinalLoss {
+		t.Errorf("final loss %v vs %v", r2.FinalLoss, resA.FinalLoss)
+	}
+	mC := readMetrics(t, dirC)
+	if !reflect.DeepEqual(mC, mA) {
+		t.Errorf("resumed metrics.jsonl differs:\n%+v\n%+v", mC, mA)
+	}
+}
+
+// TestMultistageGradient: the chunked three-stage gradient equals the direct full-batch
+// gradient. Chunks of 5 over a batch of 16 (5, 5, 5, 1) exercise an uneven last chunk. Both are
+// float32; the sums differ only in rounding order, so 1e-5 (relative to the largest entry) is
+// ~100 ulps of headroom.
+func TestMultistageGradient(t *testing.T) {
+	cfg := testConfig()
+	cfg.Model.FrozenBN = true
+	cfg.Multistage.Chunk = 5
+	cfg.Model.Projector = []int{6}
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	split, err := loadData(&cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := split.Train
+	store := model.NewStore()
+	eng, err := newEngine(&cfg, backend.MustShared(), store, tr.NumClasses(), tr.H, tr.W, tr.C)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, _ := NewSampler(cfg.Sampler, 1, tr.Labels, nil)
+	idx := s.Epoch(0)[0]
+	n := len(idx)
+	pix := make([]float32, n*tr.H*tr.W)
+	pixels(tr, idx, pix)
+	labels := make([]int64, n)
+	for i, j := range idx {
+		labels[i] = int64(tr.Labels[j])
+	}
+	y := tensors.FromFlatDataAndDimensions(labels, n)
+	out, err := eng.grads.Call(eng.imageTensor(pix, n), y)
+	if err != nil {
+		t.Fatal(err)
+	}
+	direct := out[1:]
+	loss, err := eng.multistageAccumulate(pix, n, y)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := math.Abs(loss - scalarValue(out[0])); d > 1e-6 {
+		t.Errorf("multistage loss %g vs direct %g", loss, scalarValue(out[0]))
+	}
+	vars := eng.trainableVars()
+	if len(vars) != len(direct) || len(vars) < 6 {
+		t.Fatalf("%d trainable variables, %d direct gradients", len(vars), len(direct))
+	}
+	scale := 0.0
+	for _, g := range direct {
+		for _, x := range tensors.MustCopyFlatData[float32](g) {
+			scale = math.Max(scale, math.Abs(float64(x)))
+		}
+	}
+	if scale == 0 {
+		t.Fatal("direct gradient is zero")
+	}
+	for i, v := range vars {
+		acc := store.GetVariable("/" + accScope + "/" + model.EscapeScopeName(v.Path()))
+		if acc == nil {
+			t.Fatalf("no accumulator for %s", v.Path())
+		}
+		a := tensors.MustCopyFlatData[float32](acc.MustValue())
+		d := tensors.MustCopyFlatData[float32](direct[i])
+		worst := 0.0
+		for k := range a {
+			worst = math.Max(worst, math.Abs(float64(a[k]-d[k])))
+		}
+		if worst > 1e-5*scale {
+			t.Errorf("%s: max |multistage − direct| = %g (scale %g)", v.Path(), worst, scale)
+		}
+	}
+	// One multistage training step runs and moves the weights.
+	cfg2 := cfg
+	cfg2.Epochs, cfg2.Steps = 0, 3
+	if _, err := Run(context.Background(), cfg2, t.TempDir(), nil); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,41 @@
+package main
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestVerdict(t *testing.T) {
+	tests := []struct {
+		name  string
+		st    State
+		min   int
+		wants []string // substrings of the error; none means it passes
+	}{
+		{"passes", State{Cells: 4, Idle: true, Images: 1}, 1, nil},
+		{"more images than needed", State{Cells: 4, Idle: true, Images: 3}, 1, nil},
+		{"no image", State{Cells: 4, Idle: true}, 1, []string{"0 images rendered, want at least 1"}},
+		{"error output", State{Cells: 4, Idle: true, Images: 1, Errors: 1, ErrorText: []string{"exit status 2"}}, 1,
+			[]string{"1 error outputs: exit status 2"}},
+		{"unfinished and no image", State{Cells: 4, Pending: 2, Idle: true}, 1,
+			[]string{"2 of 4 code cells did not finish", "0 images"}},
+	}
+	for _, tc := range tests {
+		err := tc.st.Verdict(tc.min)
+		if len(tc.wants) == 0 {
+			if err != nil {
+				t.Errorf("%s: Verdict = %v, want pass", tc.name, err)
+			}
+			continue
+		}
+		if err == nil {
+			t.Errorf("%s: Verdict passed, want an error", tc.name)
+			continue
+		}
+		for _, w := range tc.wants {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("%s: Verdict = %q, want it to mention %q", tc.name, err, w)
+			}
+		}
+	}
+}
