@@ -167,6 +167,15 @@ func assign(fv reflect.Value, value any) error {
 		return nil
 	}
 	rv := reflect.ValueOf(value)
+	if m, ok := value.(map[string]any); ok && fv.Kind() == reflect.Struct {
+		// A group of fields given as a map, e.g. one element of a list of structs from YAML.
+		for _, k := range sortedKeys(m) {
+			if err := setPath(fv, []string{k}, k, m[k]); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
 	switch fv.Kind() {
 	case reflect.Slice:
 		if rv.Kind() != reflect.Slice {

@@ -92,3 +92,32 @@ func TestFields(t *testing.T) {
 		t.Fatalf("m_pos value = %v", fs[1].Value)
 	}
 }
+
+type term struct {
+	Name   string         `yaml:"name"`
+	Weight float64        `yaml:"weight"`
+	Set    map[string]any `yaml:"set"`
+}
+
+type combo struct {
+	Terms []term `yaml:"terms"`
+}
+
+// A list of structs from YAML/JSON arrives as []any of map[string]any.
+func TestSliceOfStructsFromMaps(t *testing.T) {
+	var c combo
+	err := Set(&c, "terms", []any{
+		map[string]any{"name": "rsk", "weight": 1.0},
+		map[string]any{"name": "tcm", "weight": 0.5, "set": map[string]any{"m_pos": 0.8}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Terms) != 2 || c.Terms[1].Name != "tcm" || c.Terms[1].Weight != 0.5 || c.Terms[1].Set["m_pos"] != 0.8 {
+		t.Fatalf("got %+v", c)
+	}
+	err = Set(&c, "terms", []any{map[string]any{"nmae": "x"}})
+	if err == nil || !strings.Contains(err.Error(), `element 0`) || !strings.Contains(err.Error(), `unknown field "nmae"`) {
+		t.Fatalf("error %v, want element 0 / unknown field", err)
+	}
+}

@@ -2,7 +2,8 @@
 // embeddings and labels, so Python users can hand dmlkit their embeddings and take ours.
 //
 // Supported dtypes: float32 ('<f4'), float64 ('<f8'), int32 ('<i4'), int64 ('<i8'), in little- or
-// big-endian byte order, C order (row-major). Fortran-ordered arrays are rejected with an error
+// big-endian byte order, C order (row-major); for masks and labels also bool ('|b1', read as 0/1),
+// uint8 ('|u1') and int8 ('|i1'), which are returned as int32 data. Fortran-ordered arrays are rejected with an error
 // (save them with np.ascontiguousarray first). Files are always written as version 1.0 (or 2.0
 // when the header does not fit), little-endian, C order.
 package npy
@@ -172,9 +173,9 @@ func Decode(r io.Reader) (*Array, error) {
 		return nil, fmt.Errorf("unsupported dtype %q", descr)
 	}
 	kind := descr[1:]
-	size := map[string]int{"f4": 4, "f8": 8, "i4": 4, "i8": 8}[kind]
+	size := map[string]int{"f4": 4, "f8": 8, "i4": 4, "i8": 8, "b1": 1, "u1": 1, "i1": 1}[kind]
 	if size == 0 {
-		return nil, fmt.Errorf("unsupported dtype %q (want float32, float64, int32 or int64)", descr)
+		return nil, fmt.Errorf("unsupported dtype %q (want float32, float64, int32, int64, bool, uint8 or int8)", descr)
 	}
 	raw := make([]byte, n*size)
 	if got, err := io.ReadFull(r, raw); err != nil {
@@ -200,6 +201,20 @@ func Decode(r io.Reader) (*Array, error) {
 		a.DType, a.I64 = "int64", make([]int64, n)
 		for i := range a.I64 {
 			a.I64[i] = int64(order.Uint64(raw[8*i:]))
+		}
+	case "b1", "u1", "i1":
+		a.DType, a.I32 = map[string]string{"b1": "bool", "u1": "uint8", "i1": "int8"}[kind], make([]int32, n)
+		for i, b := range raw {
+			switch kind {
+			case "b1":
+				if b != 0 {
+					a.I32[i] = 1
+				}
+			case "u1":
+				a.I32[i] = int32(b)
+			default:
+				a.I32[i] = int32(int8(b))
+			}
 		}
 	}
 	return a, nil
@@ -230,7 +245,7 @@ func ReadFloat64(path string) ([]float64, []int, error) {
 	return a.Float64(), a.Shape, nil
 }
 
-// ReadInt64 reads an int32 or int64 array (converted to int64) and its shape. Float files are
+// ReadInt64 reads an integer or boolean array (converted to int64) and its shape. Float files are
 // rejected with an error naming the dtype: labels stored as floats are a common mistake.
 func ReadInt64(path string) ([]int64, []int, error) {
 	a, err := Read(path)

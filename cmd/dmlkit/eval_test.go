@@ -1,0 +1,77 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"math"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/dmlkit/dmlkit/dmlkit/npy"
+)
+
+// Four points on the unit circle at 0°, 20° (class 0) and 90°, 100° (class 1): every point's
+// nearest neighbour is its class-mate, so R@1 = Recall@1 = MAP@R = 1.
+func writeCircle(t *testing.T, dir string) (string, string) {
+	emb := []float32{}
+	for _, a := range []float64{0, 20, 90, 100} {
+		r := a * math.Pi / 180
+		emb = append(emb, float32(3*math.Cos(r)), float32(3*math.Sin(r))) // norm 3: eval normalises
+	}
+	e, l := filepath.Join(dir, "e.npy"), filepath.Join(dir, "y.npy")
+	if err := npy.Write(e, emb, 4, 2); err != nil {
+		t.Fatal(err)
+	}
+	if err := npy.Write(l, []int64{0, 0, 1, 1}); err != nil {
+		t.Fatal(err)
+	}
+	return e, l
+}
+
+func TestEvalCommandJSON(t *testing.T) {
+	dir := t.TempDir()
+	e, l := writeCircle(t, dir)
+	var out, errb bytes.Buffer
+	code := run([]string{"eval", "--emb", e, "--labels", l, "--k", "1,2", "--no-opis", "--json"}, &out, &errb)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	var m map[string]float64
+	if err := json.Unmarshal(out.Bytes(), &m); err != nil {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	// R@2: the 2 nearest always include the class-mate -> 1. Recall@1 = 1/|P| with |P| = 1 -> 1.
+	for k, want := range map[string]float64{"R@1": 1, "R@2": 1, "Recall@1": 1, "MAP@R": 1, "R-Precision": 1, "NMI": 1} {
+		if got, ok := m[k]; !ok || math.Abs(got-want) > 1e-9 {
+			t.Errorf("%s = %v (present %v), want %v", k, got, ok, want)
+		}
+	}
+}
+
+func TestEvalCommandErrors(t *testing.T) {
+	dir := t.TempDir()
+	e, l := writeCircle(t, dir)
+	short := filepath.Join(dir, "short.npy")
+	npy.Write(short, []int64{0, 1, 1})
+	floatLabels := filepath.Join(dir, "fl.npy")
+	npy.Write(floatLabels, []float32{0, 0, 1, 1})
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"eval", "--emb", e, "--labels", short}, "labels must have shape [4]"},
+		{[]string{"eval", "--emb", e, "--labels", floatLabels}, "dtype float32, want int32 or int64 labels"},
+		{[]string{"eval", "--emb", filepath.Join(dir, "missing.npy"), "--labels", l}, "missing.npy"},
+		{[]string{"eval", "--emb", e, "--labels", l, "--k", "0"}, `--k: "0" is not a positive integer`},
+	} {
+		var out, errb bytes.Buffer
+		if code := run(tc.args, &out, &errb); code != 1 || !strings.Contains(errb.String(), tc.want) {
+			t.Errorf("%v: exit %d, stderr %q, want it to contain %q", tc.args[1:], code, errb.String(), tc.want)
+		}
+	}
+	var out, errb bytes.Buffer
+	if code := run([]string{"eval", "--emb", e}, &out, &errb); code != 2 {
+		t.Errorf("missing --labels: exit %d, want 2", code)
+	}
+}
