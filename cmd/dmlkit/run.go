@@ -80,7 +80,7 @@ func addSweepFlags(fs *flag.FlagSet) *sweepFlags {
 	o.of = fs.Int("of", 0, "number of shards (run i runs in shard i mod N)")
 	o.workers = fs.Int("workers", 1, "runs executed at once")
 	o.results = fs.String("results", "", "results directory (default: SPECDIR/results)")
-	o.workdir = fs.String("workdir", "", "directory for run working directories (default: SPECDIR/runs)")
+	o.workdir = fs.String("workdir", "", "directory for run working directories (default: runs/PAPER at the repository root, git-ignored)")
 	o.failFast = fs.Bool("fail-fast", false, "stop starting runs after the first failure")
 	o.quiet = fs.Bool("quiet", false, "report only failures and the summary")
 	return o
@@ -149,6 +149,16 @@ func defaultScale(s *experiments.Spec, flagValue string) (string, error) {
 	return "", fmt.Errorf("%s defines scales %s: choose one with --scale", s.Path, strings.Join(names, ", "))
 }
 
+// runsDir is runs/PAPER next to the reproductions/ directory holding the spec (ignored by git),
+// or SPECDIR/runs when the spec lives elsewhere.
+func runsDir(spec *experiments.Spec) string {
+	repro := filepath.Dir(spec.Dir)
+	if filepath.Base(repro) == "reproductions" {
+		return filepath.Join(filepath.Dir(repro), "runs", spec.Paper)
+	}
+	return filepath.Join(spec.Dir, "runs")
+}
+
 func resultsDir(s *experiments.Spec, flagValue string) string {
 	if flagValue != "" {
 		return flagValue
@@ -202,7 +212,7 @@ func sweep(spec *experiments.Spec, o *sweepFlags, stdout, stderr io.Writer) (*ex
 	}
 	workdir := *o.workdir
 	if workdir == "" {
-		workdir = filepath.Join(spec.Dir, "runs")
+		workdir = runsDir(spec)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

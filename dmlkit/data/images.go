@@ -113,3 +113,33 @@ func OpenSet(s *Split, isTrain func(label int32) bool) *Split {
 
 // DigitsLow is the standard open-set rule for 10-class sets: classes 0–4 train, 5–9 test.
 func DigitsLow(label int32) bool { return label < 5 }
+
+// Float32 returns the pixels as float32 in [0, 1] (pixel/255), NHWC, the layout GoMLX image
+// tensors take.
+func (s *Images) Float32() []float32 {
+	out := make([]float32, len(s.Pix))
+	for i, p := range s.Pix {
+		out[i] = float32(p) / 255
+	}
+	return out
+}
+
+// HoldOutClasses splits s class-disjointly for validation: nVal of its classes, drawn uniformly
+// at random (deterministic given seed), go to val, the rest to train; image order is kept.
+// This is how hyperparameters are tuned on held-out background characters of Omniglot without
+// touching the evaluation alphabets.
+func HoldOutClasses(s *Images, nVal int, seed uint64) (train, val *Images, err error) {
+	classes := s.Classes()
+	if nVal < 0 || nVal >= len(classes) {
+		return nil, nil, fmt.Errorf("data: HoldOutClasses %s: %d validation classes out of %d (want 0 ≤ n < %d)", s.Name, nVal, len(classes), len(classes))
+	}
+	pick := pickIndices(len(classes), nVal, seed)
+	isVal := map[int32]bool{}
+	for _, i := range pick {
+		isVal[classes[i]] = true
+	}
+	train = s.FilterClasses(func(l int32) bool { return !isVal[l] })
+	val = s.FilterClasses(func(l int32) bool { return isVal[l] })
+	train.Name, val.Name = s.Name+"/train", s.Name+"/val"
+	return train, val, nil
+}

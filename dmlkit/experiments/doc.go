@@ -21,7 +21,7 @@
 //	  list: [{train.lr: 1.0e-4}, {train.lr: 1.0e-5, train.epochs: 40}]   # optional
 //	  seeds: [0, 1, 2]
 //	  seed_key: train.seed          # where the seed goes in the config (default "seed")
-//	reference:                      # the paper's numbers, cited
+//	reference:                      # the paper's numbers, cited (paper.yaml next to the spec may add more)
 //	  - {match: {loss.name: smoothap, regularizer.tcm: false}, metric: R@1, value: 67.4,
 //	     source: "seed 000 Table 2, iNat row"}
 //	tables:  [{name: main, rows: [loss.name, regularizer.tcm], metrics: [R@1, OPIS], factor: 100}]

@@ -73,7 +73,8 @@ var paperName = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]*$`)
 // reserved keys of a scale entry that are not configuration overrides.
 var scaleReserved = map[string]bool{"seeds": true, "grid": true, "list": true}
 
-// Load reads and checks a spec file. A directory is accepted and means DIR/spec.yaml. Structural
+// Load reads and checks a spec file. A directory is accepted and means DIR/spec.yaml. References
+// listed in paper.yaml next to the spec (same format as the spec's reference field) are appended. Structural
 // errors (unknown top-level fields, wrong YAML types, unknown figure kinds, uncited references)
 // are reported with the file and line; configuration values are checked later by [Spec.Plan].
 func Load(path string) (*Spec, error) {
@@ -90,6 +91,24 @@ func Load(path string) (*Spec, error) {
 	}
 	s.Path = path
 	s.Dir = filepath.Dir(path)
+	// The paper's numbers may also live in paper.yaml next to the spec (a list under "reference:").
+	pp := filepath.Join(s.Dir, "paper.yaml")
+	if pb, err := os.ReadFile(pp); err == nil {
+		var paper struct {
+			Reference []Reference `yaml:"reference"`
+		}
+		dec := yaml.NewDecoder(bytes.NewReader(pb))
+		dec.KnownFields(true)
+		if err := dec.Decode(&paper); err != nil && !errors.Is(err, io.EOF) {
+			return nil, fmt.Errorf("experiments: %s: %w", pp, err)
+		}
+		for i, r := range paper.Reference {
+			if r.Metric == "" || r.Source == "" {
+				return nil, fmt.Errorf("experiments: %s: field \"reference[%d]\": metric and source are required", pp, i)
+			}
+		}
+		s.Reference = append(s.Reference, paper.Reference...)
+	}
 	return s, nil
 }
 

@@ -2,6 +2,8 @@ package experiments
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -295,5 +297,29 @@ func TestFilterAndShardCoverage(t *testing.T) {
 		if _, err := Shard(p.Runs, bad[0], bad[1]); err == nil {
 			t.Errorf("Shard(%d, %d) accepted", bad[0], bad[1])
 		}
+	}
+}
+
+func TestLoadAppendsPaperYAML(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "spec.yaml"), []byte(specYAML), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	paper := "reference:\n  - {match: {loss.name: contrastive}, metric: R@1, value: 61.2, source: \"seed 003 Table 1, contrastive row\"}\n"
+	if err := os.WriteFile(filepath.Join(dir, "paper.yaml"), []byte(paper), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s, err := Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.Reference) != 2 || s.Reference[1].Value != 61.2 || s.Dir != dir {
+		t.Fatalf("references %+v, dir %s", s.Reference, s.Dir)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "paper.yaml"), []byte("reference:\n  - {metric: R@1, value: 1}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Load(dir); err == nil || !strings.Contains(err.Error(), "paper.yaml") {
+		t.Fatalf("uncited paper.yaml reference: %v", err)
 	}
 }

@@ -224,6 +224,10 @@ func RunSweep(ctx context.Context, s *Spec, opt SweepOptions) (*Plan, *Summary, 
 	if err != nil {
 		return nil, nil, err
 	}
+	if len(opt.Only) > 0 && len(Filter(plan.Runs, opt.Only)) == 0 {
+		// Checked on the whole plan: one shard may legitimately hold none of the selected runs.
+		return plan, nil, fmt.Errorf("experiments: %s: the --only filter %v matches none of the %d runs of scale %q", s.name(), opt.Only, len(plan.Runs), opt.Scale)
+	}
 	runs := plan.Runs
 	if opt.Of > 1 {
 		if runs, err = Shard(runs, opt.Index, opt.Of); err != nil {

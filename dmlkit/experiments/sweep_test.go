@@ -277,3 +277,13 @@ func TestNoRunnerRegistered(t *testing.T) {
 		t.Fatalf("Execute without runner: %v", err)
 	}
 }
+
+func TestOnlyMatchingNothingIsAnError(t *testing.T) {
+	s := mustParse(t, specYAML)
+	var calls atomic.Int64
+	_, _, err := RunSweep(bg(), s, SweepOptions{Scale: "small", Only: map[string][]string{"loss.nam": {"rsk"}},
+		ExecOptions: ExecOptions{Runner: fakeRunner(&calls), Store: NewStore(t.TempDir()), WorkDir: t.TempDir()}})
+	if err == nil || !strings.Contains(err.Error(), "matches none of the 12 runs") || calls.Load() != 0 {
+		t.Fatalf("err %v, %d calls", err, calls.Load())
+	}
+}

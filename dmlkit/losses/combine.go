@@ -34,7 +34,7 @@ type Term struct {
 //	"rsk + 0.5*tcm"
 //	"0.7*contextual(k=4) + 0.3*contrastive(distance=cosine, pos_margin=0.75) + 1e-3*reg"
 //
-// Grammar: term (('+' | '-') term)*, term = [number ('*' | '·')] name ['(' key=value {',' key=value} ')'];
+// Grammar: ['+' | '-'] term (('+' | '-') term)*, term = [number ('*' | '·')] name ['(' key=value {',' key=value} ')'];
 // a missing weight is 1, '-' negates the next weight, values may hold commas inside [...]. Each
 // term is configured like [New] (defaults, then its settings, then validation) and built in its own
 // sub-scope "<index>_<name>" of Inputs.Scope, so two proxy losses never share variables. Every term
@@ -128,6 +128,13 @@ func ParseCombo(expr string) ([]Term, error) {
 	p := &comboParser{s: expr}
 	var out []Term
 	sign := 1.0
+	p.space()
+	if !p.eof() && (p.s[p.i] == '-' || p.s[p.i] == '+') { // leading sign
+		if p.s[p.i] == '-' {
+			sign = -1
+		}
+		p.i++
+	}
 	for {
 		t, err := p.term()
 		if err != nil {

@@ -22,10 +22,18 @@ func TestParseCombo(t *testing.T) {
 		{"rsk+0.5*tcm", []losses.Term{{Name: "rsk", Weight: 1}, {Name: "tcm", Weight: 0.5}}},
 		{" 0.7 * contextual(k=4) - 1e-3·reg ", []losses.Term{
 			{Name: "contextual", Weight: 0.7, Set: map[string]any{"k": "4"}}, {Name: "reg", Weight: -1e-3}}},
+		{"-a + +2*b", nil}, // a sign inside a term is not accepted
+		{"-a - 2*b", []losses.Term{{Name: "a", Weight: -1}, {Name: "b", Weight: -2}}},
 		{"2.5e+1*a(x=[1,2,4], y = b)+c()", []losses.Term{
 			{Name: "a", Weight: 25, Set: map[string]any{"x": "[1,2,4]", "y": "b"}}, {Name: "c", Weight: 1, Set: map[string]any{}}}},
 	} {
 		got, err := losses.ParseCombo(tc.expr)
+		if tc.want == nil {
+			if err == nil {
+				t.Errorf("%q accepted: %+v", tc.expr, got)
+			}
+			continue
+		}
 		if err != nil {
 			t.Errorf("%q: %v", tc.expr, err)
 			continue
@@ -110,7 +118,7 @@ func TestBaselinesFloat32(t *testing.T) {
 		"softtriple": {"centers", numClasses * 10},
 	}
 	for _, name := range []string{"smoothap", "roadmap", "triplet", "multisimilarity", "arcface", "cosface",
-		"proxynca", "proxyanchor", "fastap", "margin", "circle", "angular", "centroidtriplet", "softtriple", "combo"} {
+		"proxynca", "proxyanchor", "fastap", "margin", "circle", "angular", "centroidtriplet", "softtriple", "softbinap", "blackboxap", "combo"} {
 		var set map[string]any
 		switch name {
 		case "combo":
@@ -164,7 +172,7 @@ func BenchmarkBaselines(b *testing.B) {
 	}
 	batch := losstest.Random(33, 128, labels)
 	for _, name := range []string{"smoothap", "roadmap", "triplet", "multisimilarity", "arcface", "cosface",
-		"proxynca", "proxyanchor", "fastap", "margin", "circle", "angular", "centroidtriplet", "softtriple"} {
+		"proxynca", "proxyanchor", "fastap", "margin", "circle", "angular", "centroidtriplet", "softtriple", "softbinap", "blackboxap"} {
 		l, err := losses.New(name, nil)
 		if err != nil {
 			b.Fatal(err)

@@ -35,8 +35,9 @@ func init() {
 // 1.4933 would make H⁻ continuous, the code's 1.44 leaves a small jump at δ), α = 0.9, β = 0.6 are
 // the released configuration (SupAP and CalibrationLoss kwargs). λ = 0.1 follows the paper's
 // weighting (1 − λ)·SupAP + λ·calibr; the released RoadmapLoss wrapper instead sums the two with
-// weights given in its config. QueryAsPositive reproduces the code's quick path when its label
-// matrix includes the diagonal (the query counts as its own positive), like [SmoothAPConfig].
+// weights given in its config. QueryAsPositive reproduces the code's quick path, whose label matrix
+// includes the diagonal (the query counts as its own positive), like [SmoothAPConfig]; with λ = 0
+// it matches a transcription of the released SupAP to 1e-12 (TestRoadmapSupAPCodeReference).
 type RoadmapConfig struct {
 	Lambda          float64 `yaml:"lambda" doc:"weight λ of the calibration loss; SupAP gets 1−λ"`
 	Tau             float64 `yaml:"tau" doc:"sigmoid temperature τ of the negative-step surrogate"`

@@ -103,3 +103,22 @@ func TestRoadmapDegenerate(t *testing.T) {
 		}
 	}
 }
+
+func TestRoadmapSupAPCodeReference(t *testing.T) {
+	// Reference values from a float64 PyTorch 1.13 transcription of SupAP in elias-ramzi/ROADMAP
+	// (smooth_rank_ap.py: step_rank + SmoothRankAP.quick_forward, label matrix with diagonal, i.e.
+	// the query is its own positive), on the batch of TestSmoothAPCodeReference. λ = 0 isolates SupAP.
+	emb := []float64{0.9, 0.1, -0.3, 0.5, 0.6, 0.2, -0.4, 0.8, 0.1, 0.1, -0.7, 0.6,
+		0.3, 0.2, 0.9, -0.6, -0.2, 0.4, 0.7, -0.5, -0.1, 0.2, 0.9, -0.4}
+	b := losstest.Batch{Emb: emb, B: 8, D: 3, Labels: []int64{0, 0, 1, 1, 2, 2, 3, 3}}
+	for _, tc := range []struct{ tau, rho, offset, delta, want float64 }{
+		{0.01, 100, 1.44, 0.05, 0.46897525494742276},
+		{0.1, 10, 1.2, 0.1, 0.4066895753738714},
+	} {
+		c := &losses.RoadmapConfig{Tau: tc.tau, Rho: tc.rho, Offset: tc.offset, Delta: tc.delta, QueryAsPositive: true}
+		got, _ := losstest.Value(t, c, b, losses.EvalOptions{})
+		if math.Abs(got-tc.want) > 1e-12 {
+			t.Errorf("%+v: %.15g, authors' code %.15g", *c, got, tc.want)
+		}
+	}
+}

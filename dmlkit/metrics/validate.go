@@ -77,12 +77,10 @@ func validateKNNInputs(q []float32, nq int, r []float32, nr int, d int, opt KNNO
 	if err := ValidateEmbeddings(q, nq, d, "query embeddings", cos); err != nil {
 		return err
 	}
-	if !knnSameRows(q, r) {
+	if !knnSameRows(q, r) || nr != nq { // the same rows need checking once
 		if err := ValidateEmbeddings(r, nr, d, "reference embeddings", cos); err != nil {
 			return err
 		}
-	} else if nr != nq {
-		return fmt.Errorf("metrics: same slice passed as queries (%d rows) and references (%d rows)", nq, nr)
 	}
 	cand := nr
 	if opt.ExcludeSelf {

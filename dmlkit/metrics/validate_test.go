@@ -38,7 +38,7 @@ func TestValidationErrors(t *testing.T) {
 		}, "row 1 has zero norm"},
 		{"labels length", func() error { _, err := Retrieval(ok, 3, 2, lab[:2], Options{}); return err }, "2 labels for 3 rows"},
 		{"k too large self", func() error { _, err := Retrieval(ok, 3, 2, lab, Options{K: []int{3}}); return err }, "k = 3 is larger than the 2 candidate"},
-		{"K too large knn", func() error { _, err := KNN(ok, 3, []float32{1, 2}, 1, 2, KNNOptions{K: 2}); return err }, "K = 2 is larger"},
+		{"K too large knn", func() error { _, err := KNN(ok, 3, ok[:2], 1, 2, KNNOptions{K: 2}); return err }, "K = 2 is larger"},
 		{"gallery labels", func() error {
 			_, err := RetrievalQG(ok, 3, ok, 3, 2, lab, lab[:1], Options{})
 			return err

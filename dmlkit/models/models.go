@@ -37,8 +37,10 @@ type Config struct {
 	// Projector lists the widths of an MLP applied after the embedding for the loss only; it is
 	// discarded at evaluation (seed 004's 512→2048 projector). Empty: none.
 	Projector []int `yaml:"projector" doc:"loss-only projector widths (discarded at eval)"`
-	// DualHead adds IDML's uncertainty head: a second linear head of width Dim on the same
-	// features (seed 002).
+	// DualHead adds IDML's uncertainty head: a second head of width Dim on the same features
+	// (seed 002). The uncertainty embedding is not normalised (the idml loss normalises where
+	// its metric does); the loss sees concat(semantic, uncertainty) [B, 2·Dim], evaluation the
+	// semantic embedding only.
 	DualHead bool `yaml:"dual_head" doc:"IDML semantic + uncertainty heads"`
 }
 
@@ -107,9 +109,9 @@ type Output struct {
 	// Emb is the embedding used for retrieval [B, D].
 	Emb *Node
 	// LossEmb is what the loss sees: the projector output when a projector is configured,
-	// otherwise Emb.
+	// concat(Emb, Unc) [B, 2D] with DualHead (the idml loss layout), otherwise Emb.
 	LossEmb *Node
-	// Unc is IDML's uncertainty embedding [B, D] (nil without DualHead).
+	// Unc is IDML's raw uncertainty embedding [B, D] (nil without DualHead).
 	Unc *Node
 	// Features are the pooled backbone features [B, F] (before any LayerNorm).
 	Features *Node
@@ -140,14 +142,14 @@ func Build(scope *model.Scope, cfg Config, x *Node, mode Mode) Output {
 	out.Emb = head(scope.At("head"), cfg, h)
 	if cfg.DualHead {
 		out.Unc = head(scope.At("unc"), cfg, h)
-		if cfg.L2 {
-			out.Unc = NormalizeRows(out.Unc)
-		}
 	}
 	if cfg.L2 {
 		out.Emb = NormalizeRows(out.Emb)
 	}
 	out.LossEmb = out.Emb
+	if cfg.DualHead {
+		out.LossEmb = Concatenate([]*Node{out.Emb, out.Unc}, -1)
+	}
 	if len(cfg.Projector) > 0 {
 		p := out.Emb
 		ps := scope.At("projector")

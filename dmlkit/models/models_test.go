@@ -207,7 +207,7 @@ func TestBuildShapes(t *testing.T) {
 			c.Head, c.Dim, c.Projector, c.Channels, c.Pool, c.LayerNorm = "mlp", 16, []int{32, 8}, []int{4, 8, 8}, "gem", true
 			return c
 		}(), []int{2, 64, 64, 1}, 16, 8, 8},
-		{"features-dual", Config{Backbone: "features", Head: "linear", Dim: 6, L2: true, DualHead: true}, []int{3, 10}, 6, 6, 10},
+		{"features-dual", Config{Backbone: "features", Head: "linear", Dim: 6, L2: true, DualHead: true}, []int{3, 10}, 6, 12, 10},
 		{"resnet18", Config{Backbone: "resnet18", Head: "linear", Dim: 4, L2: true, Pool: "avgmax"}, []int{2, 32, 32, 3}, 4, 4, 512},
 		{"resnet50", Config{Backbone: "resnet50", Head: "linear", Dim: 4, L2: true, FrozenBN: true}, []int{1, 32, 32, 3}, 4, 4, 2048},
 	} {

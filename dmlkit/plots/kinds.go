@@ -288,15 +288,16 @@ func Heatmap(st Style, l Labels, g Grid) (*plot.Plot, error) {
 }
 
 // sequential is Moreland's Kindlmann colour map (perceptually uniform, dark to
-// light), stopping short of its white end so the largest cells stay distinct from the background.
+// light), without its black and white ends so that extreme cells stay distinct from the text
+// and the background.
 func sequential() palette.Palette {
 	cm := moreland.Kindlmann()
 	cm.SetMin(0)
 	cm.SetMax(1)
-	const n, top = 255, 0.87
+	const n, bottom, top = 255, 0.06, 0.87
 	cols := make([]color.Color, n)
 	for i := range cols {
-		c, err := cm.At(top * float64(i) / (n - 1))
+		c, err := cm.At(bottom + (top-bottom)*float64(i)/(n-1))
 		if err != nil {
 			c = color.Gray{0x80}
 		}
@@ -540,7 +541,9 @@ func Bars(st Style, l Labels, categories []string, series []BarSeries) (*plot.Pl
 	}
 	p := st.newPlot(l)
 	p.Add(plotter.NewGrid())
-	avail := st.Width * 0.75 / vg.Length(len(categories))
+	// Categories sit at x = 0..n-1 on an axis from -0.5 to n-0.5; the data area is the figure
+	// less about half an inch of y axis, and a group of bars fills 80% of its category's slot.
+	avail := (st.Width - 0.5*vg.Inch) * 0.8 / vg.Length(len(categories))
 	w := avail / vg.Length(len(series))
 	for i, s := range series {
 		if len(s.Values) != len(categories) {
@@ -561,7 +564,15 @@ func Bars(st Style, l Labels, categories []string, series []BarSeries) (*plot.Pl
 			if len(s.Err) != len(s.Values) {
 				return nil, fmt.Errorf("plots: Bars: series %q has %d errors for %d values", s.Name, len(s.Err), len(s.Values))
 			}
-			eb, err := plotter.NewYErrorBars(errPoints{s.Values, s.Err})
+			var pts errPoints
+			for j, e := range s.Err {
+				if e > 0 && !math.IsNaN(e) { // no cap for single-seed or missing bars
+					pts.x = append(pts.x, float64(j))
+					pts.v = append(pts.v, s.Values[j])
+					pts.e = append(pts.e, e)
+				}
+			}
+			eb, err := plotter.NewYErrorBars(pts)
 			if err != nil {
 				return nil, fmt.Errorf("plots: Bars: %w", err)
 			}
@@ -581,6 +592,7 @@ func Bars(st Style, l Labels, categories []string, series []BarSeries) (*plot.Pl
 	}
 	legendRoom(p, named)
 	p.NominalX(categories...)
+	p.X.Min, p.X.Max = -0.5, float64(len(categories))-0.5
 	return p, nil
 }
 
@@ -590,10 +602,10 @@ func (p errXY) Len() int                      { return 1 }
 func (p errXY) XY(int) (float64, float64)     { return p.x, p.y }
 func (p errXY) YError(int) (float64, float64) { return p.e, p.e }
 
-type errPoints struct{ v, e []float64 }
+type errPoints struct{ x, v, e []float64 }
 
 func (p errPoints) Len() int                    { return len(p.v) }
-func (p errPoints) XY(i int) (float64, float64) { return float64(i), p.v[i] }
+func (p errPoints) XY(i int) (float64, float64) { return p.x[i], p.v[i] }
 func (p errPoints) YError(i int) (float64, float64) {
 	return p.e[i], p.e[i]
 }

@@ -127,7 +127,7 @@ func (c *Config) Validate() error {
 	if c.Data.Name == "" {
 		return fmt.Errorf("data.name: empty; registered datasets: %s", strings.Join(Datasets(), ", "))
 	}
-	if _, ok := datasets[c.Data.Name]; !ok {
+	if !hasDataset(c.Data.Name) {
 		return fmt.Errorf("data.name: unknown dataset %q; registered: %s", c.Data.Name, strings.Join(Datasets(), ", "))
 	}
 	if c.Data.ValClasses < 0 || c.Data.ValClasses >= 1 {

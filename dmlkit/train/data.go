@@ -29,7 +29,7 @@ func RegisterDataset(name string, fn DatasetFunc) {
 	datasets[name] = fn
 }
 
-// Datasets returns the registered dataset names, sorted.
+// Datasets returns the registered dataset names (image and feature datasets), sorted.
 func Datasets() []string {
 	datasetsMu.RLock()
 	defer datasetsMu.RUnlock()
@@ -37,8 +37,19 @@ func Datasets() []string {
 	for n := range datasets {
 		out = append(out, n)
 	}
+	for n := range featureDatasets {
+		out = append(out, n)
+	}
 	sort.Strings(out)
 	return out
+}
+
+func hasDataset(name string) bool {
+	datasetsMu.RLock()
+	defer datasetsMu.RUnlock()
+	_, a := datasets[name]
+	_, b := featureDatasets[name]
+	return a || b
 }
 
 func lookupDataset(name string) (DatasetFunc, bool) {
@@ -91,28 +102,167 @@ func init() {
 	})
 }
 
+// Set is a labelled set of equally shaped float inputs: images (from [data.Images], pixels
+// scaled to [0, 1]) or precomputed feature vectors ([Features]).
+type Set interface {
+	Len() int
+	// Dims is the shape of one input: (H, W, C) for images, (1, 1, F) for features.
+	Dims() (h, w, c int)
+	Labels() []int32
+	// Coarse returns super-class labels, or nil.
+	Coarse() []int32
+	// Fill writes inputs idx, row after row, into dst (len(idx)·H·W·C floats).
+	Fill(idx []int, dst []float32)
+}
+
+// ImageSet adapts data.Images to [Set].
+type ImageSet struct{ *data.Images }
+
+func (s ImageSet) Len() int                    { return s.N }
+func (s ImageSet) Dims() (int, int, int)       { return s.H, s.W, s.C }
+func (s ImageSet) Labels() []int32             { return s.Images.Labels }
+func (s ImageSet) Coarse() []int32             { return s.Images.Coarse }
+func (s ImageSet) Fill(idx []int, d []float32) { pixels(s.Images, idx, d) }
+
+// Features is a set of precomputed feature vectors X [N, F] (row-major) with labels: the input of
+// precomputed-feature mode (backbone run once and cached, only the head trained; seed 004
+// Fig. 8–9). Use it with model.backbone: features.
+type Features struct {
+	N, F         int
+	X            []float32
+	Label, Super []int32 // Super (coarse labels) may be nil
+}
+
+func (f *Features) Len() int              { return f.N }
+func (f *Features) Dims() (int, int, int) { return 1, 1, f.F }
+func (f *Features) Labels() []int32       { return f.Label }
+func (f *Features) Coarse() []int32       { return f.Super }
+func (f *Features) Fill(idx []int, d []float32) {
+	for i, j := range idx {
+		copy(d[i*f.F:(i+1)*f.F], f.X[j*f.F:(j+1)*f.F])
+	}
+}
+
+// FeatureSplit is the [Features] counterpart of data.Split.
+type FeatureSplit struct{ Train, Val, Test *Features }
+
+// FeatureDatasetFunc loads a precomputed-feature split from its options.
+type FeatureDatasetFunc func(opts map[string]any) (*FeatureSplit, error)
+
+var featureDatasets = map[string]FeatureDatasetFunc{}
+
+// RegisterFeatureDataset makes a feature loader available as data.name.
+func RegisterFeatureDataset(name string, fn FeatureDatasetFunc) {
+	datasetsMu.Lock()
+	defer datasetsMu.Unlock()
+	featureDatasets[name] = fn
+}
+
+// subset is a view of the inputs idx of a base set.
+type subset struct {
+	base Set
+	idx  []int
+	lab  []int32
+	co   []int32
+}
+
+func newSubset(base Set, keep func(label int32) bool) Set {
+	s := &subset{base: base}
+	bl, bc := base.Labels(), base.Coarse()
+	for i, l := range bl {
+		if keep(l) {
+			s.idx = append(s.idx, i)
+			s.lab = append(s.lab, l)
+			if bc != nil {
+				s.co = append(s.co, bc[i])
+			}
+		}
+	}
+	return s
+}
+
+func (s *subset) Len() int              { return len(s.idx) }
+func (s *subset) Dims() (int, int, int) { return s.base.Dims() }
+func (s *subset) Labels() []int32       { return s.lab }
+func (s *subset) Coarse() []int32       { return s.co }
+func (s *subset) Fill(idx []int, d []float32) {
+	m := make([]int, len(idx))
+	for i, j := range idx {
+		m[i] = s.idx[j]
+	}
+	s.base.Fill(m, d)
+}
+
+// sets is the resolved train/val/test partition.
+type sets struct{ train, val, test Set }
+
+func classesOf(s Set) []int32 {
+	seen := map[int32]bool{}
+	var out []int32
+	for _, l := range s.Labels() {
+		if !seen[l] {
+			seen[l] = true
+			out = append(out, l)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
+	return out
+}
+
 // loadData resolves the configured dataset and applies class limits and the validation split.
-func loadData(cfg *Config) (*data.Split, error) {
-	fn, ok := lookupDataset(cfg.Data.Name)
-	if !ok {
-		return nil, fmt.Errorf("data.name: unknown dataset %q; registered: %s", cfg.Data.Name, strings.Join(Datasets(), ", "))
+func loadData(cfg *Config) (*sets, error) {
+	out := &sets{}
+	if fn, ok := lookupDataset(cfg.Data.Name); ok {
+		s, err := fn(cfg.Data.Options)
+		if err != nil {
+			return nil, fmt.Errorf("data %s: %w", cfg.Data.Name, err)
+		}
+		if s == nil || s.Train == nil || s.Test == nil {
+			return nil, fmt.Errorf("data %s: loader returned no train or test set", cfg.Data.Name)
+		}
+		for _, p := range []*data.Images{s.Train, s.Val, s.Test} {
+			if p != nil {
+				if err := p.Validate(); err != nil {
+					return nil, err
+				}
+			}
+		}
+		out.train, out.test = ImageSet{s.Train}, ImageSet{s.Test}
+		if s.Val != nil {
+			out.val = ImageSet{s.Val}
+		}
+	} else {
+		datasetsMu.RLock()
+		ffn, ok := featureDatasets[cfg.Data.Name]
+		datasetsMu.RUnlock()
+		if !ok {
+			return nil, fmt.Errorf("data.name: unknown dataset %q; registered: %s", cfg.Data.Name, strings.Join(Datasets(), ", "))
+		}
+		s, err := ffn(cfg.Data.Options)
+		if err != nil {
+			return nil, fmt.Errorf("data %s: %w", cfg.Data.Name, err)
+		}
+		if s == nil || s.Train == nil || s.Test == nil {
+			return nil, fmt.Errorf("data %s: loader returned no train or test set", cfg.Data.Name)
+		}
+		for _, f := range []*Features{s.Train, s.Val, s.Test} {
+			if f != nil && (len(f.X) != f.N*f.F || len(f.Label) != f.N || (f.Super != nil && len(f.Super) != f.N)) {
+				return nil, fmt.Errorf("data %s: inconsistent features: N=%d F=%d, %d values, %d labels", cfg.Data.Name, f.N, f.F, len(f.X), len(f.Label))
+			}
+		}
+		out.train, out.test = s.Train, s.Test
+		if s.Val != nil {
+			out.val = s.Val
+		}
 	}
-	s, err := fn(cfg.Data.Options)
-	if err != nil {
-		return nil, fmt.Errorf("data %s: %w", cfg.Data.Name, err)
-	}
-	if s == nil || s.Train == nil || s.Test == nil {
-		return nil, fmt.Errorf("data %s: loader returned no train or test set", cfg.Data.Name)
-	}
-	out := &data.Split{Train: s.Train, Val: s.Val, Test: s.Test}
 	if n := cfg.Data.MaxTrainClasses; n > 0 {
-		out.Train = firstClasses(out.Train, n)
+		out.train = firstClasses(out.train, n)
 	}
 	if n := cfg.Data.MaxTestClasses; n > 0 {
-		out.Test = firstClasses(out.Test, n)
+		out.test = firstClasses(out.test, n)
 	}
 	if f := cfg.Data.ValClasses; f > 0 {
-		classes := out.Train.Classes()
+		classes := classesOf(out.train)
 		r := rand.New(rand.NewPCG(uint64(cfg.Seed), 0x7a1))
 		r.Shuffle(len(classes), func(i, j int) { classes[i], classes[j] = classes[j], classes[i] })
 		nv := int(math.Ceil(f * float64(len(classes))))
@@ -123,28 +273,34 @@ func loadData(cfg *Config) (*data.Split, error) {
 		for _, c := range classes[:nv] {
 			val[c] = true
 		}
-		tr := out.Train
-		out.Val = tr.FilterClasses(func(l int32) bool { return val[l] })
-		out.Train = tr.FilterClasses(func(l int32) bool { return !val[l] })
+		tr := out.train
+		out.val = newSubset(tr, func(l int32) bool { return val[l] })
+		out.train = newSubset(tr, func(l int32) bool { return !val[l] })
 	}
-	for _, p := range []*data.Images{out.Train, out.Val, out.Test} {
-		if p == nil {
-			continue
-		}
-		if err := p.Validate(); err != nil {
-			return nil, err
-		}
+	h1, w1, c1 := out.train.Dims()
+	h2, w2, c2 := out.test.Dims()
+	if h1 != h2 || w1 != w2 || c1 != c2 {
+		return nil, fmt.Errorf("data %s: train inputs are %d×%d×%d but test inputs %d×%d×%d", cfg.Data.Name, h1, w1, c1, h2, w2, c2)
 	}
-	if out.Train.H != out.Test.H || out.Train.W != out.Test.W || out.Train.C != out.Test.C {
-		return nil, fmt.Errorf("data %s: train images are %d×%d×%d but test images %d×%d×%d", cfg.Data.Name,
-			out.Train.H, out.Train.W, out.Train.C, out.Test.H, out.Test.W, out.Test.C)
+	if (cfg.Model.Backbone == "features") != (h1 == 1 && w1 == 1 && isFeatures(out.train)) {
+		return nil, fmt.Errorf("model.backbone: %q does not match dataset %s (feature datasets need backbone features, image datasets an image backbone)", cfg.Model.Backbone, cfg.Data.Name)
 	}
 	return out, nil
 }
 
-// firstClasses keeps the images of the n smallest labels.
-func firstClasses(s *data.Images, n int) *data.Images {
-	cl := s.Classes()
+func isFeatures(s Set) bool {
+	switch v := s.(type) {
+	case *Features:
+		return true
+	case *subset:
+		return isFeatures(v.base)
+	}
+	return false
+}
+
+// firstClasses keeps the inputs of the n smallest labels.
+func firstClasses(s Set, n int) Set {
+	cl := classesOf(s)
 	if n >= len(cl) {
 		return s
 	}
@@ -152,7 +308,7 @@ func firstClasses(s *data.Images, n int) *data.Images {
 	for _, c := range cl[:n] {
 		keep[c] = true
 	}
-	return s.FilterClasses(func(l int32) bool { return keep[l] })
+	return newSubset(s, func(l int32) bool { return keep[l] })
 }
 
 // pixels writes images idx of s as float32 in [0, 1] ([len(idx), H, W, C]) into dst.

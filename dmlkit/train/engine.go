@@ -5,7 +5,6 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/dmlkit/dmlkit/dmlkit/data"
 	"github.com/dmlkit/dmlkit/dmlkit/losses"
 	"github.com/dmlkit/dmlkit/dmlkit/models"
 	"github.com/gomlx/compute"
@@ -313,21 +312,21 @@ func (e *engine) multistageStep(pix []float32, n int, y, lrT, tT *tensors.Tensor
 
 // embedAll returns the inference embeddings [N, D] of a set, in fixed-size batches (the last one
 // zero-padded so only one graph is compiled).
-func (e *engine) embedAll(s *data.Images, idx []int, batch int) ([]float32, int, error) {
+func (e *engine) embedAll(s Set, idx []int, batch int) ([]float32, int, error) {
 	if idx == nil {
-		idx = make([]int, s.N)
+		idx = make([]int, s.Len())
 		for i := range idx {
 			idx[i] = i
 		}
 	}
-	size := s.H * s.W * s.C
+	size := e.h * e.w * e.c
 	buf := make([]float32, batch*size)
 	var out []float32
 	d := 0
 	for st := 0; st < len(idx); st += batch {
 		m := min(batch, len(idx)-st)
 		clear(buf)
-		pixels(s, idx[st:st+m], buf)
+		s.Fill(idx[st:st+m], buf[:m*size])
 		res, err := e.embed.Call(e.imageTensor(buf, batch))
 		if err != nil {
 			return nil, 0, err

@@ -188,12 +188,12 @@ func applyUpdates(store *model.Store, o *OptimizerConfig, vars []*model.Variable
 // step and multistep use whole epochs (the boundary applies from the first step of the epoch),
 // as PyTorch's per-epoch scheduler.step().
 type ScheduleConfig struct {
-	Name       string    `yaml:"name" doc:"constant, step, multistep or cosine"`
-	StepSize   int       `yaml:"step_size" doc:"step: epochs per decay"`
-	Gamma      float64   `yaml:"gamma" doc:"step/multistep decay factor"`
-	Milestones []int     `yaml:"milestones" doc:"multistep: epochs at which to decay"`
-	MinFactor  float64   `yaml:"min_factor" doc:"cosine: final lr / base lr"`
-	Warmup     float64   `yaml:"warmup" doc:"linear warm-up length in epochs"`
+	Name       string  `yaml:"name" doc:"constant, step, multistep or cosine"`
+	StepSize   int     `yaml:"step_size" doc:"step: epochs per decay"`
+	Gamma      float64 `yaml:"gamma" doc:"step/multistep decay factor"`
+	Milestones []int   `yaml:"milestones" doc:"multistep: epochs at which to decay"`
+	MinFactor  float64 `yaml:"min_factor" doc:"cosine: final lr / base lr"`
+	Warmup     float64 `yaml:"warmup" doc:"linear warm-up length in epochs"`
 }
 
 // Validate checks the schedule.

@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/dmlkit/dmlkit/dmlkit/backend"
-	"github.com/dmlkit/dmlkit/dmlkit/data"
 	"github.com/dmlkit/dmlkit/dmlkit/metrics"
 	"github.com/dmlkit/dmlkit/dmlkit/npy"
 	"github.com/gomlx/compute"
@@ -133,18 +132,19 @@ func RunWithOptions(ctx context.Context, cfg Config, outDir string, opt Options)
 			}
 		}
 	}
-	tr := split.Train
-	eng, err := newEngine(&cfg, b, store, tr.NumClasses(), tr.H, tr.W, tr.C)
+	tr := split.train
+	h, w, c := tr.Dims()
+	eng, err := newEngine(&cfg, b, store, len(classesOf(tr)), h, w, c)
 	if err != nil {
 		return nil, err
 	}
-	sampler, err := NewSampler(cfg.Sampler, cfg.Seed, tr.Labels, tr.Coarse)
+	sampler, err := NewSampler(cfg.Sampler, cfg.Seed, tr.Labels(), tr.Coarse())
 	if err != nil {
 		return nil, fmt.Errorf("train: %w", err)
 	}
 	spe := len(sampler.Epoch(0))
 	if spe == 0 {
-		return nil, fmt.Errorf("train: sampler: the training set (%d images, %d classes) yields no batch of %d", tr.N, tr.NumClasses(), cfg.Sampler.BatchSize)
+		return nil, fmt.Errorf("train: sampler: the training set (%d inputs, %d classes) yields no batch of %d", tr.Len(), len(classesOf(tr)), cfg.Sampler.BatchSize)
 	}
 	epochs := cfg.Epochs
 	total := epochs * spe
@@ -164,7 +164,7 @@ type runner struct {
 	cfg    *Config
 	opt    Options
 	eng    *engine
-	split  *data.Split
+	split  *sets
 	eval   Evaluator
 	out    string
 	spe    int
@@ -180,8 +180,10 @@ func (r *runner) wall() float64 { return r.st.WallSeconds + time.Since(r.start).
 
 func (r *runner) loop(ctx context.Context, sampler *Sampler) error {
 	cfg := r.cfg
-	tr := r.split.Train
-	size := tr.H * tr.W * tr.C
+	tr := r.split.train
+	h, w, c := tr.Dims()
+	size := h * w * c
+	trLabels := tr.Labels()
 	r.res = &Result{OutDir: r.out, Epochs: r.epochs}
 	sessionStart, startStep := time.Now(), r.st.Step
 	if cfg.Eval.Initial && r.st.Step == 0 {
@@ -203,10 +205,10 @@ func (r *runner) loop(ctx context.Context, sampler *Sampler) error {
 			idx := batches[r.st.BatchInEpoch]
 			n := len(idx)
 			pix := make([]float32, n*size)
-			pixels(tr, idx, pix)
+			tr.Fill(idx, pix)
 			labels := make([]int64, n)
 			for i, j := range idx {
-				labels[i] = int64(tr.Labels[j])
+				labels[i] = int64(trLabels[j])
 			}
 			if cfg.Mixup.Enabled {
 				mr := rand.New(rand.NewPCG(uint64(cfg.Seed), 0x3c0000000^uint64(r.st.Step)))
@@ -287,26 +289,24 @@ func (r *runner) evaluate() error {
 		bs = 512
 	}
 	all := map[string]float64{}
-	sets := []struct {
+	type evalSet struct {
 		name string
-		s    *data.Images
+		s    Set
 		max  int
-	}{{"test", r.split.Test, 0}, {"val", r.split.Val, 0}}
-	if cfg.Eval.Train {
-		sets = append(sets, struct {
-			name string
-			s    *data.Images
-			max  int
-		}{"train", r.split.Train, cfg.Eval.MaxTrain})
 	}
-	for _, set := range sets {
-		if set.s == nil || set.s.N == 0 {
+	list := []evalSet{{"test", r.split.test, 0}, {"val", r.split.val, 0}}
+	if cfg.Eval.Train {
+		list = append(list, evalSet{"train", r.split.train, cfg.Eval.MaxTrain})
+	}
+	for _, set := range list {
+		if set.s == nil || set.s.Len() == 0 {
 			continue
 		}
 		var idx []int
-		if set.max > 0 && set.max < set.s.N {
-			idx = evenSubset(set.s.N, set.max)
+		if set.max > 0 && set.max < set.s.Len() {
+			idx = evenSubset(set.s.Len(), set.max)
 		}
+		setLabels := set.s.Labels()
 		emb, d, err := r.eng.embedAll(set.s, idx, bs)
 		if err != nil {
 			return fmt.Errorf("train: embedding %s set: %w", set.name, err)
@@ -318,7 +318,7 @@ func (r *runner) evaluate() error {
 			if idx != nil {
 				j = idx[i]
 			}
-			labels[i] = int64(set.s.Labels[j])
+			labels[i] = int64(setLabels[j])
 		}
 		m, err := r.eval(emb, n, d, labels)
 		if err != nil {
@@ -339,7 +339,7 @@ func (r *runner) evaluate() error {
 	}
 	r.res.History = append(r.res.History, rec)
 	r.res.Metrics = all
-	if r.split.Val != nil {
+	if r.split.val != nil {
 		metric := cfg.Eval.Metric
 		if metric == "" {
 			metric = "R@1"
@@ -366,7 +366,7 @@ func (r *runner) finish(lastLoss float64) error {
 	if bs <= 0 {
 		bs = 512
 	}
-	emb, d, err := r.eng.embedAll(r.split.Test, nil, bs)
+	emb, d, err := r.eng.embedAll(r.split.test, nil, bs)
 	if err != nil {
 		return fmt.Errorf("train: final test embeddings: %w", err)
 	}
@@ -375,8 +375,9 @@ func (r *runner) finish(lastLoss float64) error {
 		return fmt.Errorf("train: %w", err)
 	}
 	labels := make([]int64, n)
+	testLabels := r.split.test.Labels()
 	for i := range labels {
-		labels[i] = int64(r.split.Test.Labels[i])
+		labels[i] = int64(testLabels[i])
 	}
 	if err := npy.Write(filepath.Join(r.out, "test_labels.npy"), labels, n); err != nil {
 		return fmt.Errorf("train: %w", err)

@@ -201,20 +201,21 @@ func TestMultistageGradient(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tr := split.Train
+	tr := split.train
+	h, w, c := tr.Dims()
 	store := model.NewStore()
-	eng, err := newEngine(&cfg, backend.MustShared(), store, tr.NumClasses(), tr.H, tr.W, tr.C)
+	eng, err := newEngine(&cfg, backend.MustShared(), store, len(classesOf(tr)), h, w, c)
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, _ := NewSampler(cfg.Sampler, 1, tr.Labels, nil)
+	s, _ := NewSampler(cfg.Sampler, 1, tr.Labels(), nil)
 	idx := s.Epoch(0)[0]
 	n := len(idx)
-	pix := make([]float32, n*tr.H*tr.W)
-	pixels(tr, idx, pix)
+	pix := make([]float32, n*h*w*c)
+	tr.Fill(idx, pix)
 	labels := make([]int64, n)
 	for i, j := range idx {
-		labels[i] = int64(tr.Labels[j])
+		labels[i] = int64(tr.Labels()[j])
 	}
 	y := tensors.FromFlatDataAndDimensions(labels, n)
 	out, err := eng.grads.Call(eng.imageTensor(pix, n), y)

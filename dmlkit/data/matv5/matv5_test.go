@@ -187,3 +187,16 @@ func TestDecodeDamaged(t *testing.T) {
 		t.Errorf("bad endian indicator: %v", err)
 	}
 }
+
+// FuzzDecode: arbitrary bytes never panic the MAT decoder (seeds: the cars-like file,
+// compressed and not).
+func FuzzDecode(f *testing.F) {
+	for _, c := range []bool{false, true} {
+		var b bytes.Buffer
+		Encode(&b, carsLike(), c)
+		f.Add(b.Bytes())
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		Decode(b)
+	})
+}

@@ -1,0 +1,27 @@
+package data
+
+import (
+	"bytes"
+	"testing"
+)
+
+// FuzzUnpickle: arbitrary bytes never panic the pickle decoder. The seeds run with every
+// `go test`; `go test -fuzz FuzzUnpickle` explores further.
+func FuzzUnpickle(f *testing.F) {
+	f.Add(pickleBin([][]byte{jpegBytes(1), pngBytes()}, []bool{true}, true))
+	f.Add(pickleBin([][]byte{[]byte("ab"), []byte("cd")}, []bool{false}, false))
+	f.Add([]byte("\x80\x02]q\x00(h\x00h\x05e."))
+	f.Add([]byte("(I01\nI00\nl."))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		unpickle(b)
+	})
+}
+
+// FuzzNPYHeader: arbitrary headers never panic.
+func FuzzNPYHeader(f *testing.F) {
+	f.Add(npyBytes("|b1", []int{2, 20, 105, 105}, nil))
+	f.Add(npyBytes("<i8", []int{3}, nil))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		readNPYHeader(bytes.NewReader(b))
+	})
+}

@@ -1,0 +1,170 @@
+package train
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/dmlkit/dmlkit/dmlkit/backend"
+	"github.com/dmlkit/dmlkit/dmlkit/config"
+	"github.com/dmlkit/dmlkit/dmlkit/models"
+	"github.com/dmlkit/dmlkit/dmlkit/npy"
+	. "github.com/gomlx/gomlx/core/graph"
+	"github.com/gomlx/gomlx/core/tensors"
+	"github.com/gomlx/gomlx/ml/model"
+)
+
+// npyFeatureOptions are the options of the built-in "npy-features" dataset: float32 [N, F]
+// feature files and int32/int64 [N] label files, as [ExtractFeatures] writes them.
+type npyFeatureOptions struct {
+	Dir         string `yaml:"dir" doc:"directory with {train,test}_{features,labels}.npy (and optional val_*)"`
+	Train       string `yaml:"train"`
+	TrainLabels string `yaml:"train_labels"`
+	Test        string `yaml:"test"`
+	TestLabels  string `yaml:"test_labels"`
+}
+
+func init() {
+	RegisterFeatureDataset("npy-features", func(opts map[string]any) (*FeatureSplit, error) {
+		var o npyFeatureOptions
+		if err := config.SetAll(&o, opts); err != nil {
+			return nil, fmt.Errorf("data.options: %w", err)
+		}
+		pick := func(explicit, name string) string {
+			if explicit != "" {
+				return explicit
+			}
+			return filepath.Join(o.Dir, name)
+		}
+		if o.Dir == "" && (o.Train == "" || o.Test == "") {
+			return nil, fmt.Errorf("data.options: set dir, or train, train_labels, test and test_labels")
+		}
+		tr, err := ReadFeatures(pick(o.Train, "train_features.npy"), pick(o.TrainLabels, "train_labels.npy"))
+		if err != nil {
+			return nil, err
+		}
+		te, err := ReadFeatures(pick(o.Test, "test_features.npy"), pick(o.TestLabels, "test_labels.npy"))
+		if err != nil {
+			return nil, err
+		}
+		s := &FeatureSplit{Train: tr, Test: te}
+		if o.Dir != "" {
+			if _, err := os.Stat(filepath.Join(o.Dir, "val_features.npy")); err == nil {
+				if s.Val, err = ReadFeatures(filepath.Join(o.Dir, "val_features.npy"), filepath.Join(o.Dir, "val_labels.npy")); err != nil {
+					return nil, err
+				}
+			}
+		}
+		return s, nil
+	})
+}
+
+// ReadFeatures reads a float32 [N, F] feature file and its [N] label file.
+func ReadFeatures(featPath, labelPath string) (*Features, error) {
+	x, shape, err := npy.ReadFloat32(featPath)
+	if err != nil {
+		return nil, err
+	}
+	if len(shape) != 2 {
+		return nil, fmt.Errorf("train: %s: shape %v, want [N, F]", featPath, shape)
+	}
+	l, lshape, err := npy.ReadInt64(labelPath)
+	if err != nil {
+		return nil, err
+	}
+	if len(lshape) != 1 || lshape[0] != shape[0] {
+		return nil, fmt.Errorf("train: %s: shape %v, want [%d] labels for %s", labelPath, lshape, shape[0], featPath)
+	}
+	f := &Features{N: shape[0], F: shape[1], X: x, Label: make([]int32, len(l))}
+	for i, v := range l {
+		f.Label[i] = int32(v)
+	}
+	return f, nil
+}
+
+// ExtractFeatures runs the backbone of cfg.Model once over the train, validation and test sets
+// of cfg.Data and writes {train,val,test}_{features,labels}.npy into outDir: the cache of
+// precomputed-feature mode (seed 004 Fig. 8–9), read back by the "npy-features" dataset with
+// model.backbone: features. Weights come from the newest checkpoint of runDir when runDir is not
+// empty, else from the seeded initialisation.
+func ExtractFeatures(cfg Config, runDir, outDir string) error {
+	if err := cfg.Validate(); err != nil {
+		return fmt.Errorf("train: config: %w", err)
+	}
+	if cfg.Model.Backbone == "features" {
+		return fmt.Errorf("model.backbone: features has no backbone to extract with")
+	}
+	split, err := loadData(&cfg)
+	if err != nil {
+		return fmt.Errorf("train: %w", err)
+	}
+	store := model.NewStore()
+	models.SetInitSeed(store, cfg.Seed)
+	if runDir != "" {
+		ck, err := LatestCheckpoint(runDir)
+		if err != nil {
+			return fmt.Errorf("train: %w", err)
+		}
+		if ck == "" {
+			return fmt.Errorf("train: %s has no checkpoint", runDir)
+		}
+		if _, err := loadCheckpoint(ck, store); err != nil {
+			return err
+		}
+	}
+	b, err := backend.Shared()
+	if err != nil {
+		return err
+	}
+	h, w, c := split.train.Dims()
+	ex, err := model.NewExec(b, store, func(scope *model.Scope, x *Node) *Node {
+		liveVariables(scope, x.Graph())
+		return models.Build(scope.At(modelScope), cfg.Model, x, models.Mode{}).Features
+	})
+	if err != nil {
+		return fmt.Errorf("train: %w", err)
+	}
+	if err := os.MkdirAll(outDir, 0o755); err != nil {
+		return fmt.Errorf("train: %w", err)
+	}
+	const batch = 256
+	size := h * w * c
+	for _, p := range []struct {
+		name string
+		s    Set
+	}{{"train", split.train}, {"val", split.val}, {"test", split.test}} {
+		if p.s == nil {
+			continue
+		}
+		n := p.s.Len()
+		var feats []float32
+		f := 0
+		buf := make([]float32, batch*size)
+		for st := 0; st < n; st += batch {
+			m := min(batch, n-st)
+			idx := make([]int, m)
+			for i := range idx {
+				idx[i] = st + i
+			}
+			clear(buf)
+			p.s.Fill(idx, buf[:m*size])
+			out, err := ex.Call(tensors.FromFlatDataAndDimensions(buf, batch, h, w, c))
+			if err != nil {
+				return fmt.Errorf("train: extracting %s features: %w", p.name, err)
+			}
+			f = out[0].Shape().Dim(1)
+			feats = append(feats, tensors.MustCopyFlatData[float32](out[0])[:m*f]...)
+		}
+		labels := make([]int64, n)
+		for i, l := range p.s.Labels() {
+			labels[i] = int64(l)
+		}
+		if err := npy.Write(filepath.Join(outDir, p.name+"_features.npy"), feats, n, f); err != nil {
+			return err
+		}
+		if err := npy.Write(filepath.Join(outDir, p.name+"_labels.npy"), labels, n); err != nil {
+			return err
+		}
+	}
+	return nil
+}
