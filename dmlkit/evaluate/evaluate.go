@@ -40,9 +40,9 @@ type Options struct {
 	// NoNormalize evaluates the embeddings as given (inner product); by default rows are
 	// L2-normalised first, so similarities are cosines.
 	NoNormalize bool
-	NoOPIS      bool                 // skip OPIS and ε-OPIS
-	OPIS        metrics.OPISOptions  // OPIS settings (zero value: the paper's)
-	NoCluster   bool                 // skip k-means NMI/AMI
+	NoOPIS      bool                // skip OPIS and ε-OPIS
+	OPIS        metrics.OPISOptions // OPIS settings (zero value: the paper's)
+	NoCluster   bool                // skip k-means NMI/AMI
 	KMeans      metrics.KMeansOptions
 	Rerank      *metrics.RerankOptions // contextual re-ranking keys ctx/… (self-retrieval only)
 	Verify      metrics.VerifyOptions
