@@ -65,7 +65,7 @@ else
 	rm -rf "$work/rootfs"
 	debootstrap --variant=minbase --include=ca-certificates bookworm "$work/rootfs" "$mirror" >"$work/debootstrap.log" 2>&1 ||
 		die "debootstrap failed, see $work/debootstrap.log"
-	tar --numeric-owner -C "$work/rootfs" -c . | "${pm[@]}" import --change 'CMD ["/bin/bash"]' - "$base" >/dev/null
+	tar --numeric-owner -C "$work/rootfs" -c . | "${pm[@]}" import -q --change 'CMD ["/bin/bash"]' - "$base" >/dev/null
 	rm -rf "$work/rootfs"
 fi
 
@@ -80,7 +80,7 @@ if "${pm[@]}" image exists "$goimage"; then
 else
 	step "import $goroot as $goimage"
 	tar --numeric-owner --owner=0 --group=0 -C "$goroot" --transform 's,^\.,usr/local/go,' -c . |
-		"${pm[@]}" import - "$goimage" >/dev/null
+		"${pm[@]}" import -q - "$goimage" >/dev/null
 fi
 
 # --- 3. build ---------------------------------------------------------------------------------
@@ -97,7 +97,7 @@ set +e
 	--build-arg BASE_IMAGE="$base" --build-arg GO_IMAGE="$goimage" --build-arg JUPYTER=notebook \
 	-v /etc/ssl/certs/ca-certificates.crt:/etc/ssl/certs/ca-certificates.crt:ro \
 	-t "$image" "$ctx" 2>&1 | tee "$work/build.log" |
-	grep --line-buffered -E '^(STEP|COMMIT)|nbcheck|^ok |FAIL|PROBLEM|backend:|check-notebooks|^Error' >&2
+	grep --line-buffered -E '] STEP|^STEP|^COMMIT|^nbcheck|^ok |FAIL|PROBLEM|^backend:|^check-notebooks|^Error' >&2
 rc=${PIPESTATUS[0]}
 set -e
 ((rc == 0)) || die "build failed (rc=$rc), see $work/build.log"

@@ -553,11 +553,11 @@ func TestInsightfaceBin(t *testing.T) {
 	put(t, bad, pickleBin(cut, []bool{true}, true))
 	_, err = LoadInsightfaceBin(bad, LoadOptions{})
 	wantErr(t, "truncated JPEG inside", err, ErrTruncated, "bad.bin", 0)
-	// A NumPy-array pickle starts with GLOBAL 'numpy.core.multiarray\n_reconstruct\n'.
-	put(t, bad, []byte("\x80\x02cnumpy.core.multiarray\n_reconstruct\nq\x00."))
+	// Any global other than the NumPy array machinery is refused, not executed.
+	put(t, bad, []byte("\x80\x02cos\nsystem\nq\x00X\x02\x00\x00\x00ls\x85R."))
 	_, err = LoadInsightfaceBin(bad, LoadOptions{})
 	if !errors.Is(err, errPickleObject) {
-		t.Errorf("numpy pickle: %v", err)
+		t.Errorf("os.system pickle: %v", err)
 	}
 	_, err = LoadInsightfaceBin(filepath.Join(dir, "none.bin"), LoadOptions{})
 	wantErr(t, "missing", err, ErrMissing, "none.bin", 0)
@@ -644,4 +644,51 @@ func TestCASIARecordIO(t *testing.T) {
 	truncate(t, filepath.Join(dir, "train.rec"))
 	_, err = CASIAWebFace(dir, LoadOptions{})
 	wantErr(t, "truncated rec", err, ErrTruncated, "", -1)
+}
+
+// TestInsightfaceBinPython decodes pickles written by CPython 3.11's pickle module (protocols
+// 2, 4, 5) and NumPy 1.24 (bins as uint8 arrays, protocols 2 and 4); see testdata/README.md.
+// All five hold the same 4 images (JPEG, PNG, JPEG, PNG of 6×5 pixels) and issame [True, False].
+func TestInsightfaceBinPython(t *testing.T) {
+	var ref *BinPairs
+	for _, f := range []string{"insightface_p2.bin", "insightface_p4.bin", "insightface_p5.bin", "insightface_numpy_p2.bin", "insightface_numpy_p4.bin"} {
+		bp, err := LoadInsightfaceBin(filepath.Join("testdata", f), LoadOptions{Check: CheckDecode})
+		if err != nil {
+			t.Errorf("%s: %v", f, err)
+			continue
+		}
+		if len(bp.Images) != 4 || fmt.Sprint(bp.Same) != "[true false]" || len(bp.Images[0]) != 633 || len(bp.Images[1]) != 77 {
+			t.Errorf("%s: %d images (sizes %d, %d), same %v", f, len(bp.Images), len(bp.Images[0]), len(bp.Images[1]), bp.Same)
+		}
+		if ref == nil {
+			ref = bp
+		} else {
+			for i := range bp.Images {
+				if !bytes.Equal(bp.Images[i], ref.Images[i]) {
+					t.Errorf("%s: image %d differs from the protocol-2 file", f, i)
+				}
+			}
+		}
+	}
+}
+
+// TestCars196SciPyMat loads a cars_annos.mat-shaped file written by SciPy (matv5/testdata),
+// whose numbers are uint8/uint16 arrays as in the real file.
+func TestCars196SciPyMat(t *testing.T) {
+	root := t.TempDir()
+	b, err := os.ReadFile(filepath.Join("matv5", "testdata", "cars_annos_scipy.mat"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	put(t, filepath.Join(root, "cars_annos.mat"), b)
+	for i, f := range []string{"000001.jpg", "000002.jpg", "008145.jpg"} {
+		put(t, filepath.Join(root, "car_ims", f), jpegBytes(i))
+	}
+	s, err := Cars196(root, LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Train.Len() != 2 || s.Test.Len() != 1 || s.Test.Labels[0] != 98 || s.Test.BBoxes[0] != [4]int32{9, 1, 1000, 600} || s.Train.ClassNames[2] != "Ünïcode Car 2010" {
+		t.Errorf("%v test %v %v names[2] %q", s, s.Test.Labels, s.Test.BBoxes, s.Train.ClassNames[2])
+	}
 }

@@ -43,14 +43,15 @@ type Source struct {
 }
 
 // Sources are the datasets `dmlkit data fetch/verify/info` know. Checksums: Omniglot sha256
-// from the project's data README; MNIST sha256 computed from the GoMNIST module's files, whose
+// from the project's data README, which match the .sha256 files of bitsandscraps/omniglot at
+// commit 9514cfd (the URLs are pinned to it: later commits changed the archives); MNIST sha256 computed from the GoMNIST module's files, whose
 // md5 sums equal the official ones; Fashion-MNIST, CUB, Cars196 and SOP md5 as published with
 // the torchvision / pytorch-metric-learning loaders.
 var Sources = map[string]*Source{
 	"omniglot": {Name: "omniglot", About: "Omniglot (Lake et al. 2015), 964 background / 659 evaluation characters × 20 drawings, .npz from bitsandscraps/omniglot (MIT)",
 		Remotes: []Remote{
-			{URL: "https://raw.githubusercontent.com/bitsandscraps/omniglot/HEAD/images_background.npz", File: OmniglotBackgroundFile, SHA256: "8bf84167413cd00beacdce3fe582f780ab538d8dbef043a6d688f2527bbce199"},
-			{URL: "https://raw.githubusercontent.com/bitsandscraps/omniglot/HEAD/images_evaluation.npz", File: OmniglotEvaluationFile, SHA256: "0b84c7ffd94c4841c0040e529c86a82eaaccb986d8eadad5673f7991b7475276"},
+			{URL: "https://raw.githubusercontent.com/bitsandscraps/omniglot/9514cfd6780ed78e96a4d88bae8c85f3ee31359e/images_background.npz", File: OmniglotBackgroundFile, SHA256: "8bf84167413cd00beacdce3fe582f780ab538d8dbef043a6d688f2527bbce199"},
+			{URL: "https://raw.githubusercontent.com/bitsandscraps/omniglot/9514cfd6780ed78e96a4d88bae8c85f3ee31359e/images_evaluation.npz", File: OmniglotEvaluationFile, SHA256: "0b84c7ffd94c4841c0040e529c86a82eaaccb986d8eadad5673f7991b7475276"},
 		},
 		Standard: map[string]int{"train": 19280, "test": 13180}},
 	"mnist": {Name: "mnist", About: "MNIST digits, 60,000 train / 10,000 test IDX files (also in the Go module " + GoMNISTModule + ")",

@@ -2,6 +2,8 @@ package data
 
 import (
 	"bytes"
+	"os"
+	"path/filepath"
 	"testing"
 )
 
@@ -12,6 +14,11 @@ func FuzzUnpickle(f *testing.F) {
 	f.Add(pickleBin([][]byte{[]byte("ab"), []byte("cd")}, []bool{false}, false))
 	f.Add([]byte("\x80\x02]q\x00(h\x00h\x05e."))
 	f.Add([]byte("(I01\nI00\nl."))
+	for _, name := range []string{"insightface_numpy_p2.bin", "insightface_numpy_p4.bin"} {
+		if b, err := os.ReadFile(filepath.Join("testdata", name)); err == nil {
+			f.Add(b)
+		}
+	}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		unpickle(b)
 	})

@@ -33,9 +33,13 @@ type OmniglotOptions struct {
 	// the 105×105 ink mask, so a pixel's value is round(255 · fraction of its area covered by ink).
 	Size int
 	// Alphabets sets Coarse to the alphabet index (background 0–29, evaluation 30–49) from the
-	// table in omniglot_alphabets.go. Off by default: see that file for the table's provenance
-	// and how far it is verified.
+	// table in omniglot_alphabets.go, whose provenance and pixel-level verification are
+	// described there. Off by default.
 	Alphabets bool
+	// ValClasses, when > 0, moves that many background characters (drawn with ValSeed) from
+	// Train to Val, class-disjointly, for tuning without touching the evaluation alphabets.
+	ValClasses int
+	ValSeed    uint64
 }
 
 // Omniglot loads the full Omniglot set as the standard class-disjoint split of Lake et al.:
@@ -81,7 +85,16 @@ func Omniglot(opt OmniglotOptions) (*Split, error) {
 			test.Coarse[i] = int32(OmniglotAlphabet(int(l)))
 		}
 	}
-	return &Split{Train: train, Test: test}, nil
+	out := &Split{Train: train, Test: test}
+	if opt.ValClasses > 0 {
+		tr, va, err := HoldOutClasses(train, opt.ValClasses, opt.ValSeed)
+		if err != nil {
+			return nil, err
+		}
+		tr.Name, va.Name = "omniglot/background-train", "omniglot/background-val"
+		out.Train, out.Val = tr, va
+	}
+	return out, nil
 }
 
 // FindOmniglot returns the Omniglot directory, searching in order: explicit (if non-empty, the

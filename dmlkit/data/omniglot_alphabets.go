@@ -3,18 +3,22 @@ package data
 // Omniglot alphabet (coarse) labels.
 //
 // Provenance: the .npz files store character rows only. Row r of the background file is
-// original Omniglot character r+1 and row r of the evaluation file is character r+965, and the
+// original Omniglot character r+1 and row r of the evaluation file is character r+965 (the
+// converter, bitsandscraps/omniglot to_numpy.py at commit 9514cfd, puts file XXXX_YY.png at
+// row XXXX − min XXXX, column YY − 1), and the
 // original numbering keeps each alphabet in one contiguous range. The ranges below are those of
 // the public README thefxperson/ISEF-JOCR Omniglot_data/README.md, as recorded in the project's
 // data notes. Note the order is NOT the alphabetical order of the folder names.
 //
-// Verification (omniglot_test.go): the per-alphabet counts are checked against the published
-// Omniglot alphabet sizes keyed by the official folder names (an independent list), they sum to
-// 964 and 659, and the Braille range (background rows 191–216) is checked on the pixels: Braille
-// characters are drawn as separate dots, so their drawings have many small connected ink
-// components, unlike the neighbouring Blackfoot (rows 177–190) and Cyrillic (217–249) glyphs.
-// The other boundaries are not checked against pixels, which is why alphabet labels stay behind
-// [OmniglotOptions.Alphabets].
+// Verification (omniglot_test.go): (1) the per-alphabet counts equal the published Omniglot
+// alphabet sizes keyed by the official folder names (an independent list), summing to 964 and
+// 659; (2) every one of the 48 boundaries is confirmed on the pixels by drawer signatures — the
+// 20 drawings of each character are by the alphabet's 20 drawers in a fixed order, so per-drawing
+// size/position/ink statistics correlate within an alphabet; the first and last character at each
+// boundary match their own alphabet's signature better than the neighbour's (96/96 checks, and
+// all 96 one-row shifts of a boundary are detected); (3) the Braille range (background rows
+// 191–216) is confirmed separately by its dot-shaped ink components. The labels are therefore
+// offered, still behind the explicit [OmniglotOptions.Alphabets] switch.
 
 // omniglotAlphabetSizes lists (name, number of characters) in original numbering order:
 // 30 background alphabets, then 20 evaluation alphabets.

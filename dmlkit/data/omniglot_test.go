@@ -69,6 +69,19 @@ func TestOmniglotCounts(t *testing.T) {
 			t.Errorf("%s: ink fraction %.4f, want %.3f±%.3f (byte trap?)", c.set.Name, frac, c.inkFrac, c.inkFracTo)
 		}
 	}
+	// Held-out background characters: 100 classes → 2,000 images move to Val, disjoint from Train.
+	v, err := Omniglot(OmniglotOptions{Root: root, ValClasses: 100, ValSeed: 1, Alphabets: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v.Val.N != 2000 || v.Val.NumClasses() != 100 || v.Train.N != 17280 || len(v.Val.Coarse) != 2000 {
+		t.Errorf("val split: train %d, val %d images / %d classes", v.Train.N, v.Val.N, v.Val.NumClasses())
+	}
+	for _, a := range v.Test.Coarse {
+		if a < OmniglotBackgroundAlphabets {
+			t.Fatal("evaluation image with a background alphabet")
+		}
+	}
 	if s.Train.ClassNames[0] != "char0001" || s.Test.ClassNames[s.Test.Labels[0]] != "char0965" {
 		t.Errorf("class names: %q, %q", s.Train.ClassNames[0], s.Test.ClassNames[s.Test.Labels[0]])
 	}
@@ -224,20 +237,152 @@ func TestOmniglotAlphabetTable(t *testing.T) {
 	}
 }
 
-// TestOmniglotBrailleRange checks one alphabet boundary on the pixels: Braille glyphs are drawn
-// as separate dots, so their drawings have many connected ink components, and the neighbouring
-// alphabets do not. This pins the cumulative count of the first six alphabets (191) and
-// Braille's own count (26).
-func TestOmniglotBrailleRange(t *testing.T) {
+// TestOmniglotAlphabetPixels verifies the alphabet table on the pixels, in two independent ways.
+//
+// Drawer signatures (every boundary): within an alphabet, drawing YY of every character was made
+// by the same person, and people differ in how large, where and with how much ink they draw. For
+// each character we take five per-drawing features (ink pixels, bounding-box width and height,
+// centroid x and y), z-score each over the 20 drawings, and concatenate them (100 numbers). An
+// alphabet's signature is the sum of its characters' vectors. At each of the 48 boundaries the
+// first character of the later alphabet must correlate better with its own alphabet's signature
+// (leaving itself out) than with the previous alphabet's, and the last character of the earlier
+// alphabet the other way round. A table shifted by any number of rows at a boundary puts a
+// character of one alphabet into the other and should fail the check; the test shifts every
+// boundary by one row each way and requires each shift to be caught. On the real table all 96
+// margins are positive (smallest ≈ 0.08, typically 0.3–0.9).
+//
+// Braille (one alphabet, different evidence): Braille glyphs are drawn as separate dots, so the
+// largest ink component of each drawing is small (median bounding-box extent ≤ 7 px at 105×105),
+// while the neighbouring alphabets' glyphs are single strokes (≥ 51 px).
+func TestOmniglotAlphabetPixels(t *testing.T) {
 	root := omniglotRoot(t)
-	im, err := LoadOmniglotFile(filepath.Join(root, OmniglotBackgroundFile), 105, 0)
-	if err != nil {
-		t.Fatal(err)
+	counts := make([]int, len(omniglotAlphabetSizes))
+	for i, a := range omniglotAlphabetSizes {
+		counts[i] = a.Count
 	}
-	// score: median over the 20 drawings of the bounding-box extent (max of height and width,
-	// in pixels at 105×105) of the largest ink component. A Braille dot is a small blob; letters
-	// of the neighbouring alphabets are single strokes spanning much of the glyph.
-	score := func(row int) float64 {
+	for _, part := range []struct {
+		file      string
+		alphabets []int
+	}{{OmniglotBackgroundFile, counts[:OmniglotBackgroundAlphabets]}, {OmniglotEvaluationFile, counts[OmniglotBackgroundAlphabets:]}} {
+		im, err := LoadOmniglotFile(filepath.Join(root, part.file), 105, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		feat := drawerFeatures(im)
+		margins := boundaryMargins(feat, part.alphabets)
+		worst := math.Inf(1)
+		for k, m := range margins {
+			worst = min(worst, m)
+			if m <= 0 {
+				t.Errorf("%s: boundary check %d (alphabet %d, first/last) fails: margin %.3f", part.file, k, k/2+1, m)
+			}
+		}
+		t.Logf("%s: %d boundary checks, smallest margin %.3f", part.file, len(margins), worst)
+		// Negative controls: move each boundary by one row in either direction; the check at that
+		// boundary must fail.
+		missed := 0
+		for k := 0; k+1 < len(part.alphabets); k++ {
+			for _, d := range []int{-1, 1} {
+				shifted := append([]int(nil), part.alphabets...)
+				shifted[k] += d
+				shifted[k+1] -= d
+				if m := boundaryMargins(feat, shifted); m[2*k] > 0 && m[2*k+1] > 0 {
+					missed++
+				}
+			}
+		}
+		t.Logf("%s: %d of %d one-row shifts of a boundary not detected", part.file, missed, 2*(len(part.alphabets)-1))
+		if missed > 0 {
+			t.Errorf("%s: the boundary check misses %d one-row shifts", part.file, missed)
+		}
+		if part.file == OmniglotBackgroundFile {
+			brailleCheck(t, im)
+		}
+	}
+}
+
+// drawerFeatures returns per character the z-scored per-drawing features described above.
+func drawerFeatures(im *Images) [][]float64 {
+	nc := im.N / 20
+	feat := make([][]float64, nc)
+	for c := 0; c < nc; c++ {
+		raw := make([][]float64, 5)
+		for d := 0; d < 20; d++ {
+			var n, sx, sy float64
+			x0, x1, y0, y1 := im.W, -1, im.H, -1
+			for p, v := range im.Image(c*20 + d) {
+				if v > 127 {
+					y, x := p/im.W, p%im.W
+					n++
+					sx += float64(x)
+					sy += float64(y)
+					x0, x1, y0, y1 = min(x0, x), max(x1, x), min(y0, y), max(y1, y)
+				}
+			}
+			n = max(n, 1)
+			for f, v := range []float64{n, float64(x1 - x0), float64(y1 - y0), sx / n, sy / n} {
+				raw[f] = append(raw[f], v)
+			}
+		}
+		for _, v := range raw {
+			var m, ss float64
+			for _, x := range v {
+				m += x / 20
+			}
+			for _, x := range v {
+				ss += (x - m) * (x - m) / 20
+			}
+			sd := math.Sqrt(ss) + 1e-9
+			for _, x := range v {
+				feat[c] = append(feat[c], (x-m)/sd)
+			}
+		}
+	}
+	return feat
+}
+
+// boundaryMargins returns, for each boundary between consecutive alphabets of sizes counts,
+// two margins: corr(first of B, sig(B∖first)) − corr(first of B, sig(A)) and
+// corr(last of A, sig(A∖last)) − corr(last of A, sig(B)).
+func boundaryMargins(feat [][]float64, counts []int) []float64 {
+	starts := []int{0}
+	for _, n := range counts {
+		starts = append(starts, starts[len(starts)-1]+n)
+	}
+	sig := func(lo, hi, excl int) []float64 {
+		s := make([]float64, len(feat[0]))
+		for c := lo; c < hi; c++ {
+			if c != excl {
+				for i, v := range feat[c] {
+					s[i] += v
+				}
+			}
+		}
+		return s
+	}
+	corr := func(a, b []float64) float64 {
+		var ab, aa, bb float64
+		for i := range a {
+			ab += a[i] * b[i]
+			aa += a[i] * a[i]
+			bb += b[i] * b[i]
+		}
+		return ab / math.Sqrt(aa*bb+1e-12)
+	}
+	var out []float64
+	for k := 1; k+1 < len(starts); k++ {
+		aLo, b, bHi := starts[k-1], starts[k], starts[k+1]
+		out = append(out,
+			corr(feat[b], sig(b, bHi, b))-corr(feat[b], sig(aLo, b, -1)),
+			corr(feat[b-1], sig(aLo, b, b-1))-corr(feat[b-1], sig(b, bHi, -1)))
+	}
+	return out
+}
+
+// brailleCheck separates Braille (rows 191–216) from its neighbours by the size of the largest
+// ink component.
+func brailleCheck(t *testing.T, im *Images) {
+	score := func(row int) float64 { // median over the 20 drawings
 		var n []float64
 		for d := 0; d < 20; d++ {
 			n = append(n, float64(largestComponentExtent(im.Image(row*20+d), 105, 105)))
@@ -245,19 +390,17 @@ func TestOmniglotBrailleRange(t *testing.T) {
 		sort.Float64s(n)
 		return (n[9] + n[10]) / 2
 	}
-	lo, hi := 1e9, 0.0 // Braille max vs neighbours' min
+	lo, hi := 1e9, 0.0 // neighbours' min, Braille's max
 	for r := 177; r < 250; r++ {
-		sc := score(r)
-		braille := OmniglotAlphabetName(OmniglotAlphabet(r)) == "Braille"
-		if braille {
+		if sc := score(r); OmniglotAlphabetName(OmniglotAlphabet(r)) == "Braille" {
 			hi = max(hi, sc)
 		} else {
 			lo = min(lo, sc)
 		}
 	}
-	t.Logf("Braille max extent %.1f, neighbours' min %.1f", hi, lo)
+	t.Logf("Braille: largest-component extent ≤ %.1f px; rows 177–190 and 217–249 ≥ %.1f px", hi, lo)
 	if hi >= lo {
-		t.Errorf("Braille rows 191–216 not separated from rows 177–190 / 217–249: Braille max %.1f >= others' min %.1f", hi, lo)
+		t.Errorf("Braille rows 191–216 not separated from rows 177–190 / 217–249: %.1f >= %.1f", hi, lo)
 	}
 }
 

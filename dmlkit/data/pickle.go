@@ -11,9 +11,10 @@ import (
 
 // A minimal Python pickle decoder for the data files dmlkit reads (insightface .bin pair
 // files): protocols 0–5 restricted to lists, tuples, bytes/str (Python 2 str and Python 3 bytes
-// both decode to []byte, unicode to string), ints, floats, bools and None, with the memo. Any
-// object construction (GLOBAL, REDUCE, BUILD — e.g. NumPy arrays) is refused with an error
-// rather than executed.
+// both decode to []byte, unicode to string), ints, floats, bools and None, with the memo, plus
+// NumPy arrays as NumPy pickles them (numpy.core.multiarray._reconstruct / numpy.ndarray /
+// numpy.dtype / _codecs.encode). Nothing is executed: only those four globals are recognised
+// and interpreted by this code; any other global is refused with an error.
 
 // pickleTuple distinguishes tuples from lists after decoding; lists are *pickleList so that a
 // memoised list sees later appends, as in Python.
@@ -23,7 +24,150 @@ type pickleList struct{ items []any }
 
 type pickleMark struct{}
 
-var errPickleObject = errors.New("pickled Python objects (GLOBAL/REDUCE, e.g. NumPy arrays) are not supported")
+// pickleGlobal is one of the recognised globals.
+type pickleGlobal struct{ module, name string }
+
+// pickleDtype is a NumPy dtype ("u1", "b1", "<f4", …).
+type pickleDtype struct{ str, order string }
+
+// pickleArray is a NumPy ndarray rebuilt from its pickled state.
+type pickleArray struct {
+	shape []int
+	dtype *pickleDtype
+	data  []byte
+}
+
+var pickleGlobals = map[pickleGlobal]bool{
+	{"numpy.core.multiarray", "_reconstruct"}:  true,
+	{"numpy._core.multiarray", "_reconstruct"}: true,
+	{"numpy", "ndarray"}:                       true,
+	{"numpy", "dtype"}:                         true,
+	{"_codecs", "encode"}:                      true,
+}
+
+// pickleReduce applies a recognised global to its arguments.
+func pickleReduce(g pickleGlobal, args pickleTuple) (any, error) {
+	switch g.name {
+	case "encode": // _codecs.encode(str, "latin1") → bytes (how Python 3 pickles bytes at protocol 2)
+		if len(args) != 2 {
+			break
+		}
+		s, ok1 := args[0].(string)
+		enc, ok2 := args[1].(string)
+		if !ok1 || !ok2 || enc != "latin1" && enc != "latin-1" {
+			break
+		}
+		out := make([]byte, 0, len(s))
+		for _, r := range s {
+			if r > 255 {
+				return nil, fmt.Errorf("%w: _codecs.encode: rune %U not latin-1", ErrFormat, r)
+			}
+			out = append(out, byte(r))
+		}
+		return out, nil
+	case "dtype":
+		if len(args) >= 1 {
+			if s, ok := args[0].(string); ok {
+				return &pickleDtype{str: s}, nil
+			}
+		}
+	case "_reconstruct":
+		return &pickleArray{}, nil
+	}
+	return nil, fmt.Errorf("%w: unexpected call %s.%s%v", ErrFormat, g.module, g.name, args)
+}
+
+// pickleBuild applies a BUILD state to a dtype or an array.
+func pickleBuild(obj, state any) error {
+	st, ok := state.(pickleTuple)
+	switch o := obj.(type) {
+	case *pickleDtype:
+		if ok && len(st) >= 2 {
+			if e, ok := st[1].(string); ok {
+				o.order = e
+				return nil
+			}
+		}
+	case *pickleArray:
+		// (version, shape, dtype, is_fortran, rawdata)
+		if !ok || len(st) != 5 {
+			break
+		}
+		shape, ok1 := st[1].(pickleTuple)
+		dt, ok2 := st[2].(*pickleDtype)
+		fortran, ok3 := st[3].(bool)
+		if !ok1 || !ok2 || !ok3 || fortran {
+			break
+		}
+		o.dtype = dt
+		for _, d := range shape {
+			n, ok := d.(int64)
+			if !ok || n < 0 {
+				return fmt.Errorf("%w: ndarray shape %v", ErrFormat, shape)
+			}
+			o.shape = append(o.shape, int(n))
+		}
+		switch raw := st[4].(type) {
+		case []byte:
+			o.data = raw
+		case string: // Python 2 pickles of arrays store rawdata as str; latin-1 decode
+			for _, r := range raw {
+				o.data = append(o.data, byte(r))
+			}
+		default:
+			return fmt.Errorf("%w: ndarray data of type %T (object arrays are not supported)", ErrFormat, raw)
+		}
+		return nil
+	}
+	return fmt.Errorf("%w: unsupported BUILD of %T with %T", ErrFormat, obj, state)
+}
+
+// bytesOf returns v as raw bytes: a bytes value or a 1-D uint8/int8 ndarray.
+func bytesOf(v any) ([]byte, bool) {
+	switch x := v.(type) {
+	case []byte:
+		return x, true
+	case *pickleArray:
+		if x.dtype != nil && (x.dtype.str == "u1" || x.dtype.str == "i1") && len(x.shape) == 1 && x.shape[0] == len(x.data) {
+			return x.data, true
+		}
+	}
+	return nil, false
+}
+
+// boolsOf returns v as bools: a list of bools/0/1 ints, or a 1-D bool ndarray.
+func boolsOf(v any) ([]bool, error) {
+	switch x := v.(type) {
+	case *pickleList:
+		out := make([]bool, len(x.items))
+		for i, it := range x.items {
+			switch b := it.(type) {
+			case bool:
+				out[i] = b
+			case int64:
+				if b != 0 && b != 1 {
+					return nil, fmt.Errorf("element %d = %d, want a bool", i, b)
+				}
+				out[i] = b == 1
+			default:
+				return nil, fmt.Errorf("element %d is %T, want a bool", i, it)
+			}
+		}
+		return out, nil
+	case *pickleArray:
+		if x.dtype != nil && x.dtype.str == "b1" && len(x.shape) == 1 && x.shape[0] == len(x.data) {
+			out := make([]bool, len(x.data))
+			for i, b := range x.data {
+				out[i] = b != 0
+			}
+			return out, nil
+		}
+		return nil, fmt.Errorf("ndarray of dtype %v shape %v, want 1-D bool", x.dtype, x.shape)
+	}
+	return nil, fmt.Errorf("%T, want a list of bools", v)
+}
+
+var errPickleObject = errors.New("pickled Python objects other than NumPy arrays are not supported")
 
 // unpickle decodes one pickle from b.
 func unpickle(b []byte) (any, error) {
@@ -253,7 +397,54 @@ func unpickle(b []byte) (any, error) {
 				return nil, fmt.Errorf("%w: pickle memo key %d undefined", ErrFormat, k)
 			}
 			stack = append(stack, v)
-		case 'c', 0x93, 'R', 'b', 0x81, 0x92, 'i', 'o':
+		case 'c', 0x93: // GLOBAL (text "module\nname\n"), STACK_GLOBAL
+			var g pickleGlobal
+			if op == 'c' {
+				if g.module, err = line(); err == nil {
+					g.name, err = line()
+				}
+				if err != nil {
+					return nil, err
+				}
+			} else {
+				n, err1 := pop()
+				m, err2 := pop()
+				ns, ok1 := n.(string)
+				ms, ok2 := m.(string)
+				if err1 != nil || err2 != nil || !ok1 || !ok2 {
+					return nil, fmt.Errorf("%w: STACK_GLOBAL without module and name strings at byte %d", ErrFormat, pos)
+				}
+				g = pickleGlobal{ms, ns}
+			}
+			if !pickleGlobals[g] {
+				return nil, fmt.Errorf("%w: %w: %s.%s (opcode %#x at byte %d)", ErrFormat, errPickleObject, g.module, g.name, op, pos-1)
+			}
+			stack = append(stack, g)
+		case 'R': // REDUCE
+			a, err1 := pop()
+			f, err2 := pop()
+			args, ok1 := a.(pickleTuple)
+			g, ok2 := f.(pickleGlobal)
+			if err1 != nil || err2 != nil || !ok1 || !ok2 {
+				return nil, fmt.Errorf("%w: REDUCE of %T at byte %d", ErrFormat, f, pos)
+			}
+			v, err := pickleReduce(g, args)
+			if err != nil {
+				return nil, err
+			}
+			stack = append(stack, v)
+		case 'b': // BUILD
+			st, err := pop()
+			if err != nil {
+				return nil, err
+			}
+			if len(stack) == 0 {
+				return nil, fmt.Errorf("%w: BUILD without an object at byte %d", ErrFormat, pos)
+			}
+			if err := pickleBuild(stack[len(stack)-1], st); err != nil {
+				return nil, err
+			}
+		case 0x81, 0x92, 'i', 'o': // NEWOBJ, NEWOBJ_EX, INST, OBJ
 			return nil, fmt.Errorf("%w: %w (opcode %#x at byte %d)", ErrFormat, errPickleObject, op, pos-1)
 		default:
 			return nil, fmt.Errorf("%w: unsupported pickle opcode %#x at byte %d", ErrFormat, op, pos-1)

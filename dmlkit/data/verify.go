@@ -106,9 +106,10 @@ type BinPairs struct {
 }
 
 // LoadInsightfaceBin reads an insightface .bin file: a pickle of the tuple (bins, issame_list)
-// where bins are Python 2 str or Python 3 bytes and issame_list are bools. Files whose bins are
-// NumPy arrays are rejected with an explanatory error (no code is executed). Each image is
-// checked for JPEG/PNG start and end markers (and fully decoded with CheckDecode).
+// where bins are Python 2 str, Python 3 bytes or 1-D uint8 NumPy arrays of the encoded images,
+// and issame_list is a list of bools or a bool array (no pickle code is executed; see
+// pickle.go). Each image is checked for JPEG/PNG start and end markers (and fully decoded with
+// CheckDecode).
 func LoadInsightfaceBin(path string, opt LoadOptions) (*BinPairs, error) {
 	const ds = "insightface-bin"
 	b, err := os.ReadFile(path)
@@ -126,32 +127,22 @@ func LoadInsightfaceBin(path string, opt LoadOptions) (*BinPairs, error) {
 	if !ok || len(t) != 2 {
 		return nil, ferr(ds, path, 0, ErrFormat, "pickle holds %T, want the tuple (bins, issame_list)", v)
 	}
-	bins, ok1 := t[0].(*pickleList)
-	same, ok2 := t[1].(*pickleList)
-	if !ok1 || !ok2 {
-		return nil, ferr(ds, path, 0, ErrFormat, "pickle holds (%T, %T), want two lists", t[0], t[1])
+	bins, ok := t[0].(*pickleList)
+	if !ok {
+		return nil, ferr(ds, path, 0, ErrFormat, "bins is %T, want a list", t[0])
 	}
-	out := &BinPairs{Name: filepath.Base(path)}
-	if len(bins.items) != 2*len(same.items) {
-		return nil, ferr(ds, path, 0, ErrFormat, "%d images for %d pairs, want 2 per pair", len(bins.items), len(same.items))
+	same, err := boolsOf(t[1])
+	if err != nil {
+		return nil, ferr(ds, path, 0, ErrFormat, "issame_list: %v", err)
 	}
-	for i, x := range same.items {
-		switch s := x.(type) {
-		case bool:
-			out.Same = append(out.Same, s)
-		case int64:
-			if s != 0 && s != 1 {
-				return nil, ferr(ds, path, 0, ErrFormat, "issame_list[%d] = %d", i, s)
-			}
-			out.Same = append(out.Same, s == 1)
-		default:
-			return nil, ferr(ds, path, 0, ErrFormat, "issame_list[%d] is %T, want bool", i, x)
-		}
+	out := &BinPairs{Name: filepath.Base(path), Same: same}
+	if len(bins.items) != 2*len(same) {
+		return nil, ferr(ds, path, 0, ErrFormat, "%d images for %d pairs, want 2 per pair", len(bins.items), len(same))
 	}
 	for i, x := range bins.items {
-		im, ok := x.([]byte)
+		im, ok := bytesOf(x)
 		if !ok {
-			return nil, ferr(ds, path, 0, ErrFormat, "bins[%d] is %T, want bytes", i, x)
+			return nil, ferr(ds, path, 0, ErrFormat, "bins[%d] is %T, want bytes or a 1-D uint8 array", i, x)
 		}
 		if opt.Check != CheckNone && opt.Check != CheckExists {
 			if err := checkImageBytes(im[:min(len(im), 8)], im[max(0, len(im)-64):]); err != nil {

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -144,7 +145,8 @@ func benchPy(t *testing.T, name string, emb []float32, labels []int64, b, d, rep
 // Sizes: RS@k+SiMix at DMLKIT_BENCH_RSK_B (default 1000; the paper's 4000 needs a [12000, 9, 12000]
 // rank tensor, ≈ 5 GB per float32 intermediate, beyond a shared 23 GB machine), contextual at 1024,
 // Smooth-AP with and without TCM at 384; D = 512, 4 samples per class. DMLKIT_BENCH_REPS (default 3)
-// timed runs after a warm-up; the median is reported.
+// timed runs after a warm-up; the median is reported. DMLKIT_BENCH_CASES (comma-separated:
+// rsk_simix, contextual, smoothap, smoothap_tcm) selects cases. On a loaded machine use -timeout 0.
 func TestBenchLosses(t *testing.T) {
 	if os.Getenv("DMLKIT_BENCH") != "1" {
 		t.Skip("benchmark: set DMLKIT_BENCH=1")
@@ -169,9 +171,19 @@ func TestBenchLosses(t *testing.T) {
 	}
 	goTimes := map[string]time.Duration{}
 	pyTimes := map[string]float64{}
+	only := map[string]bool{}
+	for _, n := range strings.Split(os.Getenv("DMLKIT_BENCH_CASES"), ",") {
+		if n != "" {
+			only[n] = true
+		}
+	}
 	for _, c := range cases {
+		if len(only) > 0 && !only[c.name] {
+			continue
+		}
 		emb, labels := benchBatch(c.b, d, spc)
 		gt, gv := benchGo(t, c.loss, emb, labels, c.b, d, reps)
+		t.Logf("%-13s B=%-5d Go %8.3fs (loss %.6g); running PyTorch…", c.name, c.b, gt.Seconds(), gv)
 		py := benchPy(t, c.name, emb, labels, c.b, d, reps)
 		goTimes[c.name], pyTimes[c.name] = gt, py.Seconds
 		t.Logf("%-13s B=%-5d Go %8.3fs  PyTorch %8.3fs  ratio %.2f×  (loss Go %.6g, PyTorch %.6g)",
@@ -181,6 +193,9 @@ func TestBenchLosses(t *testing.T) {
 		}
 	}
 	base, with := goTimes["smoothap"], goTimes["smoothap_tcm"]
+	if base == 0 || with == 0 {
+		return
+	}
 	t.Logf("TCM overhead on Smooth-AP: Go %+.1f%%, PyTorch %+.1f%%",
 		100*(with.Seconds()/base.Seconds()-1), 100*(pyTimes["smoothap_tcm"]/pyTimes["smoothap"]-1))
 }

@@ -95,10 +95,15 @@ func (c *ContextualConfig) Build(in Inputs) *Node {
 	if c.K < 2 {
 		panic(fmt.Sprintf("losses: contextual: k = %d, want ≥ 2", c.K))
 	}
-	lctx := c.ContextTerm(in)
+	// One similarity matrix for all three terms (GoMLX does not merge repeated subgraphs, and the
+	// [B, D]×[D, B] product with its gradient is a large share of the cost).
 	s := CosineSim(in.Emb, in.Emb)
+	lctx := c.contextTerm(in, s)
 	reg := Square(Sub(ScalarLike(s, c.TargetSim), ReduceAllMean(s)))
-	contr := (&ContrastiveConfig{Distance: "cosine", PosMargin: c.PosMargin, NegMargin: c.NegMargin, AvgNonZero: true}).Build(in)
+	// Contrastive term on the same s: exactly ContrastiveConfig{Distance: "cosine", δ₊, δ₋, AvgNonZero}.
+	pos, neg := PairMasks(in)
+	contr := Add(reducePairs(relu(Sub(ScalarLike(s, c.PosMargin), s)), pos, true),
+		reducePairs(relu(AddScalar(s, -c.NegMargin)), neg, true))
 	wContr := 1 - c.Lambda
 	if c.CodeWeights {
 		wContr = 1 - c.Lambda - c.Gamma
@@ -108,9 +113,13 @@ func (c *ContextualConfig) Build(in Inputs) *Node {
 
 // ContextTerm returns L_ctx (Eq. 5) alone, the scalar (1/n²) Σ_{i≠j} (y_ij − w_ij)².
 func (c *ContextualConfig) ContextTerm(in Inputs) *Node {
-	g := in.Emb.Graph()
-	b := in.Emb.Shape().Dim(0)
-	s := CosineSim(in.Emb, in.Emb)
+	return c.contextTerm(in, CosineSim(in.Emb, in.Emb))
+}
+
+// contextTerm is L_ctx from the [B, B] cosine similarities s of the batch.
+func (c *ContextualConfig) contextTerm(in Inputs, s *Node) *Node {
+	g := s.Graph()
+	b := s.Shape().Dim(0)
 	dt := s.DType()
 	y := SameLabel(in.Labels, in.Labels)
 	d := Sub(ScalarLike(s, 2), MulScalar(s, 2)) // D = 2 − 2s
@@ -124,12 +133,14 @@ func (c *ContextualConfig) ContextTerm(in Inputs) *Node {
 	thrK, thrHalf := contextualKthDistances(StopGradient(d), k, max(k/2, 1))
 	nK := c.contextualNeighbours(d, thrK)
 	nH := c.contextualNeighbours(d, thrHalf)
-	notK := OneMinus(nK)
-	one := OnesLike(ReduceSum(nK, 1))
-	rowK := InsertAxes(StopGradient(Max(ReduceSum(nK, 1), one)), 1)
-	rowNot := InsertAxes(StopGradient(Max(ReduceSum(notK, 1), one)), 1)
+	sumK := ReduceSum(nK, 1) // |N(i)| (live)
+	one := OnesLike(sumK)
+	rowK := InsertAxes(StopGradient(Max(sumK, one)), 1)
+	rowNot := InsertAxes(StopGradient(Max(Sub(Scalar(g, dt, float64(b)), sumK), one)), 1) // |Nᶜ(i)| = n − |N(i)|
 	mPlus := MatMul(nK, Transpose(nK, 0, 1))
-	mMinus := MatMul(notK, Transpose(notK, 0, 1))
+	// M₋ = (1−N)(1−N)ᵀ = n − |N(i)| − |N(j)| + M₊: an identity in N (so also for its gradient) that
+	// saves one B³ product forward and two backward.
+	mMinus := Add(Sub(Sub(Scalar(g, dt, float64(b)), InsertAxes(sumK, 1)), InsertAxes(sumK, 0)), mPlus)
 	wTilde := Mul(MulScalar(Add(Div(mPlus, rowK), Div(mMinus, rowNot)), 0.5), nK)
 	r := Mul(nH, Transpose(nH, 0, 1))
 	rowR := ReduceSum(r, 1)

@@ -277,6 +277,18 @@ func TestContextualOptionsDiffer(t *testing.T) {
 	if v1 != v2 || diff < 1e-6 {
 		t.Errorf("clamp: values %v vs %v (want equal), max gradient change %.3g (want > 1e-6)", v1, v2, diff)
 	}
+	// Detaching |R(i)| (paper prose) vs not (Eq. 27 and the code): same value, different gradient
+	// (each variant's gradient is checked against brute force in TestContextualStraightThroughGradient).
+	detached := losses.DefaultContextual()
+	detached.DetachQENorm = true
+	v3, g3 := losstest.Value(t, detached, b, losses.EvalOptions{})
+	diff = 0
+	for i := range g0 {
+		diff = math.Max(diff, math.Abs(g0[i]-g3[i]))
+	}
+	if v1 != v3 || diff < 1e-6 {
+		t.Errorf("detach_qe_norm: values %v vs %v (want equal), max gradient change %.3g (want > 1e-6)", v1, v3, diff)
+	}
 }
 
 func TestContextualDegenerate(t *testing.T) {

@@ -59,6 +59,7 @@ type RSKConfig struct {
 	MaxClassSize    int       `yaml:"max_class_size" doc:"upper bound on batch samples per label (0 = batch size; NaN loss if exceeded)"`
 	SiMix           bool      `yaml:"simix" doc:"similarity mixup: add virtual positives mixed from all same-class pairs (Eq. 8-10)"`
 	SiMixAlpha      float64   `yaml:"simix_alpha" doc:"fixed mixing coefficient in [0,1]; negative = α ~ U(0,1) per pair from the Scope RNG"`
+	ChunkQueries    int       `yaml:"chunk_queries" doc:"queries per chunk of the [N, P, N] rank computation (0 = auto, about 16M elements)"`
 	SiMixAlphaTable []float64 `yaml:"-"` // tests: [B·B] row-major, α of pair (i, j), i < j, v = α e_i + (1−α) e_j
 }
 
@@ -206,6 +207,10 @@ func (c *RSKConfig) rskCore(s, pos, valid *Node, numSlots int) *Node {
 	if numSlots < 1 {
 		numSlots = 1
 	}
+	if elems := float64(n) * float64(n) * float64(numSlots); elems > 1<<36 {
+		panic(fmt.Sprintf("losses: rsk: the rank computation needs %d×%d×%d = %.3g sigmoid evaluations; set max_class_size "+
+			"to the number of samples per class of the batch sampler", n, numSlots, n, elems))
+	}
 	var validF *Node
 	if valid != nil {
 		pos = LogicalAnd(pos, LogicalAnd(InsertAxes(valid, 1), InsertAxes(valid, 0)))
@@ -232,14 +237,8 @@ func (c *RSKConfig) rskCore(s, pos, valid *Node, numSlots int) *Node {
 	rows := BroadcastToDims(InsertAxes(rowIota, 1), n, numSlots)
 	// Rank: everything in units of 1/τ₂ before the big broadcast.
 	sT := DivScalar(s, c.TauSim)
-	sxT := Gather(sT, Stack([]*Node{rows, posIdx}, -1))                              // [N, P]: s_qx/τ₂
-	sig := Sigmoid(ClipScalar(Sub(InsertAxes(sT, 1), InsertAxes(sxT, -1)), -50, 50)) // [N, P, N]
-	var total *Node
-	if validF == nil {
-		total = ReduceSum(sig, 2)
-	} else {
-		total = Reshape(MatMul(Reshape(sig, n*numSlots, n), InsertAxes(validF, 1)), n, numSlots)
-	}
+	sxT := Gather(sT, Stack([]*Node{rows, posIdx}, -1)) // [N, P]: s_qx/τ₂
+	total := c.rskRankSum(sT, sxT, validF)
 	rank := AddScalar(total, 0.5) // 1 + Σ − σ(0) for z = x
 	if !c.QueryInRanking {
 		sqqT := InsertAxes(Gather(sT, Stack([]*Node{rowIota, rowIota}, -1)), 1)
@@ -263,6 +262,65 @@ func (c *RSKConfig) rskCore(s, pos, valid *Node, numSlots int) *Node {
 	loss := MaskedMean(lossK, hasPos)
 	overflow := GreaterThan(ReduceMax(numPos), Scalar(g, dt, float64(numSlots)))
 	return Where(overflow, Scalar(g, dt, math.NaN()), loss)
+}
+
+// rskRankSum returns Σ_z w_z σ(clip(sT[q,z] − sxT[q,p], ±50)) as [N, P] for the [N, N] scaled
+// similarities sT = s/τ₂ and the [N, P] scaled positive similarities sxT (w_z = validF[z], or 1 when
+// validF is nil). The [N, P, N] sigmoid tensor is never held whole: the forward pass runs over
+// chunks of queries under a stop-gradient, and a custom gradient recomputes each chunk's σ in the
+// backward pass (rematerialisation), so memory is O(chunk·P·N) instead of O(N·P·N) — what makes
+// the paper's batch of 4000 (N = 12000 items with SiMix) fit on a CPU machine.
+func (c *RSKConfig) rskRankSum(sT, sxT, validF *Node) *Node {
+	n, p := sT.Shape().Dim(0), sxT.Shape().Dim(1)
+	chunk := c.ChunkQueries
+	if chunk <= 0 {
+		chunk = max(1, (1<<24)/(p*n)) // ≈ 16M elements per chunk
+	}
+	chunk = min(chunk, n)
+	// sigmoidChunk returns σ and the clip mask for queries [a, b): [b−a, P, N].
+	sigmoidChunk := func(sTv, sxTv *Node, a, b int) (sig, inside *Node) {
+		rowsS := Slice(sTv, AxisRange(a, b), AxisRange())
+		rowsX := Slice(sxTv, AxisRange(a, b), AxisRange())
+		diff := Sub(InsertAxes(rowsS, 1), InsertAxes(rowsX, -1))
+		return Sigmoid(ClipScalar(diff, -50, 50)), LogicalAnd(GreaterThan(diff, ScalarLike(diff, -50)), LessThan(diff, ScalarLike(diff, 50)))
+	}
+	weighted := func(x *Node, rows int) *Node { // Σ_z w_z x[·,·,z]
+		if validF == nil {
+			return ReduceSum(x, 2)
+		}
+		return Reshape(MatMul(Reshape(x, rows*p, n), InsertAxes(validF, 1)), rows, p)
+	}
+	sTs, sxTs := StopGradient(sT), StopGradient(sxT)
+	var parts []*Node
+	for a := 0; a < n; a += chunk {
+		b := min(a+chunk, n)
+		sig, _ := sigmoidChunk(sTs, sxTs, a, b)
+		parts = append(parts, weighted(sig, b-a))
+	}
+	value := StopGradient(Concatenate(parts, 0))
+	// Gradient carrier: packed [N, N+P] = (sT | sxT) through an identity with the hand-written VJP
+	// ∂/∂sT[q,z] = Σ_p g[q,p] w_z σ'(Δ), ∂/∂sxT[q,p] = −Σ_z g[q,p] w_z σ'(Δ), σ' = σ(1−σ) inside the
+	// clip range and 0 outside. Its value enters as x − sg(x) = 0 exactly.
+	packed := IdentityWithCustomGradient(Concatenate([]*Node{sT, sxT}, 1), func(x, v *Node) *Node {
+		sTv := Slice(x, AxisRange(), AxisRange(0, n))
+		sxTv := Slice(x, AxisRange(), AxisRange(n, n+p))
+		gAll := Slice(v, AxisRange(), AxisRange(n, n+p)) // adjoint of the rank sums, [N, P]
+		var dS, dX []*Node
+		for a := 0; a < n; a += chunk {
+			b := min(a+chunk, n)
+			sig, inside := sigmoidChunk(sTv, sxTv, a, b)
+			d := Where(inside, Mul(sig, OneMinus(sig)), ZerosLike(sig))
+			if validF != nil {
+				d = Mul(d, Reshape(validF, 1, 1, n))
+			}
+			gz := Mul(InsertAxes(Slice(gAll, AxisRange(a, b), AxisRange()), -1), d) // [C, P, N]
+			dS = append(dS, ReduceSum(gz, 1))
+			dX = append(dX, Neg(ReduceSum(gz, 2)))
+		}
+		return Concatenate([]*Node{Concatenate(dS, 0), Concatenate(dX, 0)}, 1)
+	})
+	carrier := Slice(packed, AxisRange(), AxisRange(n, n+p))
+	return Add(value, Sub(carrier, StopGradient(carrier)))
 }
 
 // rskSigmoid is σ_τ(u) with the exponent u/τ clamped to [−50, 50], as in the authors' code.

@@ -239,6 +239,9 @@ func kmeansPlusPlusInit(x []float64, n, d, k int, rng *rand.Rand, workers int) [
 }
 
 // kmeansAssign sets assign/dist to the nearest centroid and its squared distance; returns how many changed.
+// Rows are processed in blocks of kmeansRowBlock against centroid blocks of kmeansCentroidBlock (so a centroid
+// block stays in cache while a row block is scored), with a 2×2 register-blocked dot product. Centroids are
+// scanned in increasing index order with a strict comparison, so ties go to the smaller index.
 func kmeansAssign(x, c []float64, n, d, k int, assign []int, dist []float64, workers int) int {
 	cn := make([]float64, k)
 	for j := range k {
@@ -248,20 +251,63 @@ func kmeansAssign(x, c []float64, n, d, k int, assign []int, dist []float64, wor
 	chunk := (n + workers - 1) / workers
 	kmeansParallel(n, workers, func(lo, hi int) {
 		w := lo / chunk
-		for i := lo; i < hi; i++ {
-			xi := x[i*d : (i+1)*d]
-			best, bestV := 0, math.Inf(1)
-			for j := range k {
-				// ||x−c||² − ||x||² = ||c||² − 2 x·c: the ranking criterion.
-				if v := cn[j] - 2*kmeansDot(xi, c[j*d:(j+1)*d]); v < bestV {
-					best, bestV = j, v
+		var best [kmeansRowBlock]int
+		var bestV [kmeansRowBlock]float64
+		for r0 := lo; r0 < hi; r0 += kmeansRowBlock {
+			r1 := min(r0+kmeansRowBlock, hi)
+			for r := range r1 - r0 {
+				best[r], bestV[r] = 0, math.Inf(1)
+			}
+			for c0 := 0; c0 < k; c0 += kmeansCentroidBlock {
+				c1 := min(c0+kmeansCentroidBlock, k)
+				r := r0
+				for ; r+2 <= r1; r += 2 {
+					u0, u1 := x[r*d:(r+1)*d], x[(r+1)*d:(r+2)*d]
+					b0, b1 := r-r0, r-r0+1
+					j := c0
+					for ; j+2 <= c1; j += 2 {
+						s00, s01, s10, s11 := kmeansDot2x2(u0, u1, c[j*d:(j+1)*d], c[(j+1)*d:(j+2)*d])
+						if v := cn[j] - 2*s00; v < bestV[b0] {
+							best[b0], bestV[b0] = j, v
+						}
+						if v := cn[j+1] - 2*s01; v < bestV[b0] {
+							best[b0], bestV[b0] = j+1, v
+						}
+						if v := cn[j] - 2*s10; v < bestV[b1] {
+							best[b1], bestV[b1] = j, v
+						}
+						if v := cn[j+1] - 2*s11; v < bestV[b1] {
+							best[b1], bestV[b1] = j+1, v
+						}
+					}
+					for ; j < c1; j++ {
+						cj := c[j*d : (j+1)*d]
+						if v := cn[j] - 2*kmeansDotSeq(u0, cj); v < bestV[b0] {
+							best[b0], bestV[b0] = j, v
+						}
+						if v := cn[j] - 2*kmeansDotSeq(u1, cj); v < bestV[b1] {
+							best[b1], bestV[b1] = j, v
+						}
+					}
+				}
+				for ; r < r1; r++ {
+					u := x[r*d : (r+1)*d]
+					for j := c0; j < c1; j++ {
+						// ||x−c||² − ||x||² = ||c||² − 2 x·c: the ranking criterion.
+						if v := cn[j] - 2*kmeansDotSeq(u, c[j*d:(j+1)*d]); v < bestV[r-r0] {
+							best[r-r0], bestV[r-r0] = j, v
+						}
+					}
 				}
 			}
-			if assign[i] != best {
-				changed[w]++
-				assign[i] = best
+			for r := r0; r < r1; r++ {
+				b := best[r-r0]
+				if assign[r] != b {
+					changed[w]++
+					assign[r] = b
+				}
+				dist[r] = kmeansSqDist(x[r*d:(r+1)*d], c[b*d:(b+1)*d])
 			}
-			dist[i] = kmeansSqDist(xi, c[best*d:(best+1)*d])
 		}
 	})
 	total := 0
@@ -269,6 +315,35 @@ func kmeansAssign(x, c []float64, n, d, k int, assign []int, dist []float64, wor
 		total += v
 	}
 	return total
+}
+
+const (
+	kmeansRowBlock      = 32
+	kmeansCentroidBlock = 64
+)
+
+// kmeansDotSeq is u·v summed in index order with one accumulator: bit-identical to each output of kmeansDot2x2,
+// so a row's scores do not depend on which path (paired or tail) handled it.
+func kmeansDotSeq(u, v []float64) float64 {
+	v = v[:len(u)]
+	var s float64
+	for k, a := range u {
+		s += a * v[k]
+	}
+	return s
+}
+
+// kmeansDot2x2 returns the four dot products u0·v0, u0·v1, u1·v0, u1·v1 in one pass.
+func kmeansDot2x2(u0, u1, v0, v1 []float64) (s00, s01, s10, s11 float64) {
+	u1, v0, v1 = u1[:len(u0)], v0[:len(u0)], v1[:len(u0)]
+	for k, a := range u0 {
+		b, p, q := u1[k], v0[k], v1[k]
+		s00 += a * p
+		s01 += a * q
+		s10 += b * p
+		s11 += b * q
+	}
+	return
 }
 
 // kmeansUpdate moves the centroids to the means; returns the number of re-seeded empty clusters.

@@ -208,3 +208,20 @@ func TestKNNProgress(t *testing.T) {
 		t.Fatalf("progress ended at %d after %d calls", last, calls)
 	}
 }
+
+// Queries may be the first rows of the references (same backing slice) with ExcludeSelf.
+func TestKNNQueriesArePrefixOfReferences(t *testing.T) {
+	// 1-D inner product, references 5,4,3,2,1; queries = first two rows (5 and 4).
+	r := []float32{5, 4, 3, 2, 1}
+	nb, err := KNN(r[:2], 2, r, 5, 1, KNNOptions{K: 2, Similarity: InnerProduct, ExcludeSelf: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// query 0 (5): scores 25,20,15,… → self 0 dropped → 1, 2; query 1 (4): 20,16,… → self 1 dropped → 0, 2
+	want := []int32{1, 2, 0, 2}
+	for i, w := range want {
+		if nb.Index[i] != w {
+			t.Fatalf("Index = %v, want %v", nb.Index, want)
+		}
+	}
+}

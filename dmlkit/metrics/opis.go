@@ -36,7 +36,9 @@ type OPISSampling int
 const (
 	// OPISSampleNegatives (default): all positive pairs of every class plus, for each class, NegPerPos times as many
 	// random negative pairs whose anchor is a member of the class (the iNaturalist/SOP protocol of seed 000 §5,
-	// "negative-to-positive ratio of 10-to-1 for each class"). Deterministic given OPISOptions.Seed.
+	// "negative-to-positive ratio of 10-to-1 for each class"). A class with P positive pairs gets
+	// max(1, round(NegPerPos·P)) distinct negatives drawn uniformly without replacement (all of them when fewer
+	// exist). Deterministic given OPISOptions.Seed and the row order.
 	OPISSampleNegatives OPISSampling = iota
 	// OPISExhaustive: all unordered pairs (the CUB/Cars protocol of seed 000 §5).
 	OPISExhaustive
@@ -115,11 +117,11 @@ type OPISResult struct {
 	UtilityEpsBest   []float64 // U_εbest(d_j), [N]
 	UtilityEpsWorst  []float64 // U_εworst(d_j), [N]
 
-	NumPos       int   // positive pairs used (each unordered pair once)
-	NumNeg       int   // negative pairs used (each pair once); the pooled set of the calibration
-	ClassNumPos  []int // positive pairs per class, [T]
-	ClassNumNeg  []int // negative pairs per class, [T] (exhaustive: a pair counts for both of its classes)
-	SkippedClass []int64
+	NumPos         int     // positive pairs used (each unordered pair once)
+	NumNeg         int     // negative pairs in the pooled calibration set (see OPIS)
+	ClassNumPos    []int   // positive pairs per class, [T]
+	ClassNumNeg    []int   // negative pairs per class, [T] (exhaustive: a pair counts for both of its classes)
+	SkippedClasses []int64 // labels dropped by SkipClassesWithoutPositives
 }
 
 // OPIS computes OPIS and ε-OPIS (seed 000, Eq. 1–4, Algorithm 1) for embeddings emb (row-major [n, d]) with class
@@ -133,8 +135,9 @@ type OPISResult struct {
 //     element is not. Exhaustive sampling takes every unordered pair once; a negative pair (x, y) then counts for
 //     the classes of x and of y (it is the anchor-in-class reading over ordered pairs, which counts every positive
 //     twice and leaves the rates unchanged). Sampled negatives count for the class they were drawn for only.
-//   - Calibration range: FAR(d) of the pooled negatives (every negative pair once) is the fraction with distance
-//     ≤ d. d_min (d_max) is the smallest negative distance with FAR ≥ FARMin (FARMax), i.e. the ⌈f·M⌉-th smallest
+//   - Calibration range: FAR(d) of the pooled negatives is the fraction with distance ≤ d. The pooled negatives
+//     are every negative pair once (exhaustive) or all sampled negatives (sampled: a pair drawn for two classes
+//     counts twice; the pool is weighted like the per-class samples, i.e. by each class's positive count). d_min (d_max) is the smallest negative distance with FAR ≥ FARMin (FARMax), i.e. the ⌈f·M⌉-th smallest
 //     of the M pooled negative distances. Error if M < 1/FARMin (the FAR resolution does not reach FARMin) or if
 //     d_max ≤ d_min.
 //   - Grid: d_j = d_min + j·(d_max−d_min)/N, j = 1..N.
@@ -146,8 +149,8 @@ type OPISResult struct {
 //     pooled over the pairs of its classes (micro-average: Σ accepted / Σ pairs, choice). ε-OPIS is the grid mean
 //     of (U_εworst − U_εbest)² (OPISNormIntegral) or its grid sum divided by d_max−d_min (OPISNormAlgorithm1).
 //
-// Cost: sampled mode computes (1+NegPerPos)·Σ_c n_c(n_c−1)/2 distances (SOP test set at 10:1: ≈1.4 M) and keeps
-// them; exhaustive mode computes n(n−1)/2 distances twice and keeps the negative ones (8 bytes each).
+// Cost: sampled mode computes (1+NegPerPos)·Σ_c n_c(n_c−1)/2 distances (SOP test set at 10:1: ≈1.5 M) and keeps
+// them; exhaustive mode computes n(n−1)/2 distances once and keeps them (8 bytes each; at most 2^28 pairs).
 func OPIS(emb []float32, n, d int, labels []int64, opt OPISOptions) (*OPISResult, error) {
 	opt, err := opisFillDefaults(opt)
 	if err != nil {
@@ -208,8 +211,13 @@ func OPIS(emb []float32, n, d int, labels []int64, opt OPISOptions) (*OPISResult
 	if err != nil {
 		return nil, fmt.Errorf("metrics.OPIS: %w", err)
 	}
-	res.SkippedClass = skipped
+	res.SkippedClasses = skipped
 	return res, nil
+}
+
+// Metrics returns the scalar results under the keys the paper uses: "OPIS" and "<100ε>%-OPIS" (e.g. "10%-OPIS").
+func (r *OPISResult) Metrics() map[string]float64 {
+	return map[string]float64{"OPIS": r.OPIS, fmt.Sprintf("%g%%-OPIS", 100*r.Epsilon): r.EpsOPIS}
 }
 
 // OPISClassDistances are the distances of the positive and negative pairs of one class, for OPISFromDistances.
@@ -292,8 +300,11 @@ func opisFillDefaults(opt OPISOptions) (OPISOptions, error) {
 	if opt.NegPerPos == 0 {
 		opt.NegPerPos = OPISDefaultNegPerPos
 	}
-	if opt.FARMin == 0 && opt.FARMax == 0 {
-		opt.FARMin, opt.FARMax = OPISDefaultFARMin, OPISDefaultFARMax
+	if opt.FARMin == 0 {
+		opt.FARMin = OPISDefaultFARMin
+	}
+	if opt.FARMax == 0 {
+		opt.FARMax = OPISDefaultFARMax
 	}
 	if opt.GridN == 0 {
 		opt.GridN = OPISDefaultGridN
@@ -409,7 +420,19 @@ type opisCal struct {
 
 // opisCalibrate sorts pooledNeg in place and derives [d_min, d_max] and the grid.
 func opisCalibrate(pooledNeg []float64, opt OPISOptions) (opisCal, error) {
-	m := len(pooledNeg)
+	slices.Sort(pooledNeg)
+	return opisCalibrateKth(len(pooledNeg), func(ks []int) []float64 {
+		out := make([]float64, len(ks))
+		for t, k := range ks {
+			out[t] = pooledNeg[k-1]
+		}
+		return out
+	}, opt)
+}
+
+// opisCalibrateKth derives [d_min, d_max] and the grid from m pooled negatives; kth returns the ks[t]-th
+// smallest (1-indexed) pooled negative distances.
+func opisCalibrateKth(m int, kth func(ks []int) []float64, opt OPISOptions) (opisCal, error) {
 	if m == 0 {
 		return opisCal{}, fmt.Errorf("no negative pairs: cannot calibrate the FAR range")
 	}
@@ -419,13 +442,12 @@ func opisCalibrate(pooledNeg []float64, opt OPISOptions) (opisCal, error) {
 			"a FAR resolution of %.3g > FARMin=%g (need at least %d negatives)", opt.FARMin, opt.FARMax, m,
 			1/float64(m), opt.FARMin, int(math.Ceil(1/opt.FARMin-1e-9)))
 	}
-	slices.Sort(pooledNeg)
-	q := func(f float64) float64 {
+	rank := func(f float64) int {
 		k := int(math.Ceil(f*float64(m) - 1e-9))
-		k = max(1, min(k, m))
-		return pooledNeg[k-1]
+		return max(1, min(k, m))
 	}
-	c := opisCal{farMin: opt.FARMin, farMax: opt.FARMax, dmin: q(opt.FARMin), dmax: q(opt.FARMax)}
+	q := kth([]int{rank(opt.FARMin), rank(opt.FARMax)})
+	c := opisCal{farMin: opt.FARMin, farMax: opt.FARMax, dmin: q[0], dmax: q[1]}
 	if !(c.dmax > c.dmin) {
 		return opisCal{}, fmt.Errorf("calibration range degenerate: FAR %g and %g both map to distance %g "+
 			"(ties among the %d pooled negative distances)", opt.FARMin, opt.FARMax, c.dmin, m)
@@ -436,6 +458,42 @@ func opisCalibrate(pooledNeg []float64, opt OPISOptions) (opisCal, error) {
 		c.thresholds[j-1] = c.dmin + float64(j)*(c.dmax-c.dmin)/float64(n)
 	}
 	return c, nil
+}
+
+// opisKthSmallest returns the ks[t]-th smallest (1-indexed, 1 ≤ k ≤ m) of the m values that each produces,
+// exactly, in O(m) time and O(bins) memory: a histogram over [min, max] locates the bin holding each rank (the
+// bin index is monotone in the value), then only that bin's values are gathered and sorted.
+func opisKthSmallest(each func(f func(v float64)), ks []int) []float64 {
+	lo, hi := math.Inf(1), math.Inf(-1)
+	each(func(v float64) { lo, hi = min(lo, v), max(hi, v) })
+	out := make([]float64, len(ks))
+	if !(hi > lo) {
+		for t := range out {
+			out[t] = lo
+		}
+		return out
+	}
+	const bins = 1 << 20
+	cnt := make([]int64, bins)
+	scale := bins / (hi - lo)
+	bin := func(v float64) int { return min(max(int((v-lo)*scale), 0), bins-1) }
+	each(func(v float64) { cnt[bin(v)]++ })
+	for t, k := range ks {
+		var below int64
+		b := 0
+		for ; b < bins-1 && below+cnt[b] < int64(k); b++ {
+			below += cnt[b]
+		}
+		var vals []float64
+		each(func(v float64) {
+			if bin(v) == b {
+				vals = append(vals, v)
+			}
+		})
+		slices.Sort(vals)
+		out[t] = vals[k-1-int(below)]
+	}
+	return out
 }
 
 // opisBin returns b in 0..N such that a pair with distance v is accepted at thresholds[j] for all j ≥ b
@@ -605,59 +663,81 @@ func opisFinish(classes []int64, cal opisCal, h opisHist, opt OPISOptions) (*OPI
 	return res, nil
 }
 
-// opisExhaustive uses every unordered pair: pass 1 collects the negative distances for the calibration, pass 2
-// recomputes the distances and bins them (memory: 8 bytes per negative pair, plus one histogram per worker).
+// opisMaxExhaustivePairs bounds the exhaustive mode (8 bytes are kept per pair): 2^28 pairs = 2 GiB, about
+// 23,000 samples. Larger sets must use OPISSampleNegatives, as the paper does for SOP and iNaturalist.
+const opisMaxExhaustivePairs = 1 << 28
+
+// opisExhaustive uses every unordered pair. The distances are computed once (rows interleaved across workers
+// for balance) and kept in enumeration order, 8 bytes per pair (CUB test set: 17.5 M pairs, 140 MB); the
+// calibration quantiles are selected exactly from them without a sorted copy, then the pairs are binned.
 func opisExhaustive(x []float64, n, d int, g opisClassGroups, opt OPISOptions, workers int) (*OPISResult, error) {
+	if pairs := int64(n) * int64(n-1) / 2; pairs > opisMaxExhaustivePairs {
+		return nil, fmt.Errorf("exhaustive sampling of %d samples needs %d pairs (> %d kept in memory); "+
+			"use OPISSampleNegatives", n, pairs, opisMaxExhaustivePairs)
+	}
 	T := len(g.classes)
 	lab := g.labelIx
-	// Pass 1: pooled negatives, rows interleaved across workers for balance.
-	parts := make([][]float64, workers)
+	parts := make([][]float64, workers) // distances of rows i ≡ w (mod workers), pairs (i, j > i) in order
 	var wg sync.WaitGroup
 	for w := range workers {
 		wg.Add(1)
 		go func(w int) {
 			defer wg.Done()
-			var out []float64
+			size := 0
+			for i := w; i < n; i += workers {
+				size += n - 1 - i
+			}
+			out := make([]float64, 0, size)
 			for i := w; i < n; i += workers {
 				for j := i + 1; j < n; j++ {
-					if lab[i] != lab[j] {
-						out = append(out, opisL2(x, d, i, j))
-					}
+					out = append(out, opisL2(x, d, i, j))
 				}
 			}
 			parts[w] = out
 		}(w)
 	}
 	wg.Wait()
-	total := 0
-	for _, p := range parts {
-		total += len(p)
+	numNeg := 0
+	for _, m := range g.members {
+		numNeg += len(m) * (n - len(m))
 	}
-	pooled := make([]float64, 0, total)
-	for w := range parts {
-		pooled = append(pooled, parts[w]...)
-		parts[w] = nil
+	numNeg /= 2
+	eachNeg := func(f func(v float64)) {
+		for w := range workers {
+			k := 0
+			p := parts[w]
+			for i := w; i < n; i += workers {
+				li := lab[i]
+				for j := i + 1; j < n; j++ {
+					if lab[j] != li {
+						f(p[k])
+					}
+					k++
+				}
+			}
+		}
 	}
-	cal, err := opisCalibrate(pooled, opt)
+	cal, err := opisCalibrateKth(numNeg, func(ks []int) []float64 { return opisKthSmallest(eachNeg, ks) }, opt)
 	if err != nil {
 		return nil, err
 	}
-	numNeg := len(pooled)
-	pooled = nil
-	// Pass 2: bin.
 	hs := make([]opisHist, workers)
 	for w := range workers {
 		wg.Add(1)
 		go func(w int) {
 			defer wg.Done()
 			h := opisNewHist(T, opt.GridN)
+			k := 0
+			p := parts[w]
 			for i := w; i < n; i += workers {
+				li := lab[i]
 				for j := i + 1; j < n; j++ {
-					b := opisBin(cal.thresholds, opisL2(x, d, i, j))
-					if lab[i] == lab[j] {
-						h.pos[lab[i]][b]++
+					b := opisBin(cal.thresholds, p[k])
+					k++
+					if lab[j] == li {
+						h.pos[li][b]++
 					} else {
-						h.neg[lab[i]][b]++
+						h.neg[li][b]++
 						h.neg[lab[j]][b]++
 					}
 				}

@@ -75,6 +75,9 @@ func TestOPISToyByHand(t *testing.T) {
 	}
 	opisNear(t, "OPIS(integral)", r.OPIS, 34477.0/705600, tol)
 	opisNear(t, "ε-OPIS(integral)", r.EpsOPIS, 34477.0/176400, tol)
+	if m := r.Metrics(); m["OPIS"] != r.OPIS || m["10%-OPIS"] != r.EpsOPIS || len(m) != 2 {
+		t.Errorf("Metrics() = %v", m)
+	}
 	if r.Convention != OPISNormIntegral {
 		t.Errorf("Convention = %q", r.Convention)
 	}
@@ -426,8 +429,8 @@ func TestOPISInputErrors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !slices.Equal(r.SkippedClass, []int64{999}) || len(r.Classes) != 6 {
-		t.Errorf("SkippedClass %v, classes %v", r.SkippedClass, r.Classes)
+	if !slices.Equal(r.SkippedClasses, []int64{999}) || len(r.Classes) != 6 {
+		t.Errorf("SkippedClasses %v, classes %v", r.SkippedClasses, r.Classes)
 	}
 }
 
@@ -505,4 +508,47 @@ func TestOPISSOPScale(t *testing.T) {
 	}
 	t.Logf("SOP-scale OPIS: %v, OPIS=%.4g ε-OPIS=%.4g, %d pos, %d neg, range [%.4f, %.4f]",
 		time.Since(start), r.OPIS, r.EpsOPIS, r.NumPos, r.NumNeg, r.DMin, r.DMax)
+
+	// CUB test-set size, exhaustive pairs (5,924 × 512, 100 classes: 17.5 M pairs, computed twice).
+	n = 5924
+	e2, l2 := opisRandomClustered(rng, n, d, 100, 1.0)
+	start = time.Now()
+	r, err = OPIS(e2, n, d, l2, OPISOptions{Sampling: OPISExhaustive})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("CUB-scale exhaustive OPIS: %v, OPIS=%.4g ε-OPIS=%.4g, %d pos, %d neg",
+		time.Since(start), r.OPIS, r.EpsOPIS, r.NumPos, r.NumNeg)
+}
+
+// opisKthSmallest (histogram selection) agrees with sorting, with ties and with values that share a bin.
+func TestOPISKthSmallest(t *testing.T) {
+	rng := rand.New(rand.NewPCG(81, 82))
+	for trial := range 30 {
+		m := 1 + rng.IntN(5000)
+		vals := make([]float64, m)
+		for i := range vals {
+			switch trial % 3 {
+			case 0:
+				vals[i] = rng.Float64() * 2
+			case 1:
+				vals[i] = float64(rng.IntN(5)) / 4 // heavy ties
+			default:
+				vals[i] = 1 + rng.Float64()*1e-13 // all within a few bins
+			}
+		}
+		sorted := slices.Clone(vals)
+		slices.Sort(sorted)
+		ks := []int{1, 1 + rng.IntN(m), m}
+		got := opisKthSmallest(func(f func(float64)) {
+			for _, v := range vals {
+				f(v)
+			}
+		}, ks)
+		for q, k := range ks {
+			if got[q] != sorted[k-1] {
+				t.Fatalf("trial %d: %d-th smallest of %d = %v, want %v", trial, k, m, got[q], sorted[k-1])
+			}
+		}
+	}
 }

@@ -72,8 +72,9 @@ type VerificationResult struct {
 	Metrics map[string]float64
 	ROC     *ROCCurve
 	AUC     float64
-	TAR     []TARAtFARPoint
-	KFold   TenFoldResult
+	// TAR per target FAR; here Threshold is a distance (accept dist ≤ Threshold; −Inf when nothing is accepted).
+	TAR   []TARAtFARPoint
+	KFold TenFoldResult
 }
 
 // PairSquaredL2 returns, for every pair, the squared L2 distance between the L2-normalised rows I and J of emb

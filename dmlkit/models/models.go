@@ -98,6 +98,9 @@ func (c *Config) Validate(prefix string) error {
 			return fmt.Errorf("%s[%d]: %d: want > 0", f("projector"), i, p)
 		}
 	}
+	if c.DualHead && len(c.Projector) > 0 {
+		return fmt.Errorf("%s: the IDML dual head cannot be combined with a projector", f("dual_head"))
+	}
 	if c.DualHead && c.Head == "identity" {
 		return fmt.Errorf("%s: the IDML dual head needs a linear or mlp head", f("dual_head"))
 	}

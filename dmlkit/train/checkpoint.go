@@ -29,8 +29,13 @@ type State struct {
 type savedVar struct {
 	Path      string
 	Trainable bool
+	DType     string
 	Dims      []int
-	Data      []float32
+	F32       []float32
+	F64       []float64
+	I32       []int32
+	I64       []int64
+	U64       []uint64
 }
 
 type checkpointFile struct {
@@ -50,7 +55,7 @@ func saveCheckpoint(dir string, store *model.Store, st State, keep int) error {
 	if err := os.MkdirAll(cd, 0o755); err != nil {
 		return fmt.Errorf("train: checkpoint: %w", err)
 	}
-	cf := checkpointFile{Version: 1, State: st}
+	cf := checkpointFile{Version: 2, State: st}
 	for v := range store.IterVariables() {
 		if strings.HasPrefix(v.Path(), "/"+accScope+"/") {
 			continue // accumulators are zero between steps
@@ -59,11 +64,22 @@ func saveCheckpoint(dir string, store *model.Store, st State, keep int) error {
 		if err != nil {
 			return fmt.Errorf("train: checkpoint: variable %s: %w", v.Path(), err)
 		}
-		if t.DType() != dtypes.Float32 {
-			return fmt.Errorf("train: checkpoint: variable %s is %s, only float32 is saved", v.Path(), t.DType())
+		sv := savedVar{Path: v.Path(), Trainable: v.Trainable, DType: t.DType().String(), Dims: v.Shape().Dimensions}
+		switch t.DType() {
+		case dtypes.Float32:
+			sv.F32 = tensors.MustCopyFlatData[float32](t)
+		case dtypes.Float64:
+			sv.F64 = tensors.MustCopyFlatData[float64](t)
+		case dtypes.Int32:
+			sv.I32 = tensors.MustCopyFlatData[int32](t)
+		case dtypes.Int64:
+			sv.I64 = tensors.MustCopyFlatData[int64](t)
+		case dtypes.Uint64:
+			sv.U64 = tensors.MustCopyFlatData[uint64](t)
+		default:
+			return fmt.Errorf("train: checkpoint: variable %s has dtype %s, which checkpoints do not support", v.Path(), t.DType())
 		}
-		vals := tensors.MustCopyFlatData[float32](t)
-		cf.Vars = append(cf.Vars, savedVar{Path: v.Path(), Trainable: v.Trainable, Dims: v.Shape().Dimensions, Data: vals})
+		cf.Vars = append(cf.Vars, sv)
 	}
 	sort.Slice(cf.Vars, func(i, j int) bool { return cf.Vars[i].Path < cf.Vars[j].Path })
 	final := filepath.Join(cd, checkpointName(st.Step))
@@ -123,11 +139,25 @@ func loadCheckpoint(path string, store *model.Store) (State, error) {
 	if err := gob.NewDecoder(f).Decode(&cf); err != nil {
 		return State{}, fmt.Errorf("train: checkpoint %s: %w", path, err)
 	}
-	if cf.Version != 1 {
-		return State{}, fmt.Errorf("train: checkpoint %s: version %d, want 1", path, cf.Version)
+	if cf.Version != 2 {
+		return State{}, fmt.Errorf("train: checkpoint %s: version %d, want 2", path, cf.Version)
 	}
 	for _, sv := range cf.Vars {
-		t := tensors.FromFlatDataAndDimensions(sv.Data, sv.Dims...)
+		var t *tensors.Tensor
+		switch {
+		case sv.F32 != nil:
+			t = tensors.FromFlatDataAndDimensions(sv.F32, sv.Dims...)
+		case sv.F64 != nil:
+			t = tensors.FromFlatDataAndDimensions(sv.F64, sv.Dims...)
+		case sv.I32 != nil:
+			t = tensors.FromFlatDataAndDimensions(sv.I32, sv.Dims...)
+		case sv.I64 != nil:
+			t = tensors.FromFlatDataAndDimensions(sv.I64, sv.Dims...)
+		case sv.U64 != nil:
+			t = tensors.FromFlatDataAndDimensions(sv.U64, sv.Dims...)
+		default:
+			return State{}, fmt.Errorf("train: checkpoint %s: variable %s (%s) has no data", path, sv.Path, sv.DType)
+		}
 		if v := store.GetVariable(sv.Path); v != nil {
 			if !v.Shape().Equal(t.Shape()) {
 				return State{}, fmt.Errorf("train: checkpoint %s: variable %s has shape %s, model wants %s", path, sv.Path, t.Shape(), v.Shape())

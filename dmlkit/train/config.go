@@ -81,6 +81,7 @@ type EvalConfig struct {
 	Patience int    `yaml:"patience" doc:"early stop after this many evaluations without validation improvement"`
 	Metric   string `yaml:"metric" doc:"metric watched for early stopping"`
 	Initial  bool   `yaml:"initial" doc:"evaluate the untrained model at step 0"`
+	OPIS     bool   `yaml:"opis" doc:"also compute OPIS and ε-OPIS (seed 000)"`
 }
 
 // CheckpointConfig controls checkpoints.

@@ -45,6 +45,13 @@ func newEngine(cfg *Config, b compute.Backend, store *model.Store, nClasses, h, 
 	}
 	e := &engine{cfg: cfg, backend: b, store: store, terms: terms, nClass: nClasses, h: h, w: w, c: c}
 	models.SetInitSeed(store, cfg.Seed)
+	if store.GetVariable("/"+model.RNGStateVariableName) == nil {
+		// Graph-side randomness (e.g. proxy initialisation in losses) is seeded by the run seed;
+		// a resumed run restores the saved state instead.
+		if err := store.SetRNGStateFromSeed(cfg.Seed); err != nil {
+			return nil, fmt.Errorf("train: seeding the graph RNG: %w", err)
+		}
+	}
 	mk := func(fn any) (*model.Exec, error) {
 		switch f := fn.(type) {
 		case func(*model.Scope, *Node, *Node, *Node, *Node) *Node:

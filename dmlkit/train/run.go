@@ -23,10 +23,21 @@ import (
 type Evaluator func(emb []float32, n, d int, labels []int64) (map[string]float64, error)
 
 // RetrievalEvaluator returns the default evaluator: self-retrieval (leave-one-out) with cosine
-// similarity through the metrics engine: R@k for ks, Recall@k, MAP@R, R-Precision.
-func RetrievalEvaluator(ks []int) Evaluator {
+// similarity through the metrics engine: R@k for ks, Recall@k, MAP@R, R-Precision; with opis
+// also OPIS and ε-OPIS (seed 000, the paper's defaults: sampled negatives at 10:1 drawn with
+// seed, FAR range [1e-2, 1e-1], 100 thresholds, ε = 10%; classes with one sample skipped).
+func RetrievalEvaluator(ks []int, opis bool, seed uint64) Evaluator {
 	return func(emb []float32, n, d int, labels []int64) (map[string]float64, error) {
-		return metrics.Retrieval(emb, n, d, labels, metrics.Options{K: ks})
+		m, err := metrics.Retrieval(emb, n, d, labels, metrics.Options{K: ks})
+		if err != nil || !opis {
+			return m, err
+		}
+		o, err := metrics.OPIS(emb, n, d, labels, metrics.OPISOptions{Seed: seed, SkipClassesWithoutPositives: true})
+		if err != nil {
+			return nil, err
+		}
+		m["OPIS"], m["eps-OPIS"] = o.OPIS, o.EpsOPIS
+		return m, nil
 	}
 }
 
@@ -113,24 +124,28 @@ func RunWithOptions(ctx context.Context, cfg Config, outDir string, opt Options)
 	}
 	eval := opt.Evaluator
 	if eval == nil {
-		eval = RetrievalEvaluator(cfg.Eval.Ks)
+		eval = RetrievalEvaluator(cfg.Eval.Ks, cfg.Eval.OPIS, uint64(cfg.Seed))
+	}
+	store := model.NewStore()
+	var st State
+	ck, err := LatestCheckpoint(outDir)
+	if err != nil {
+		return nil, fmt.Errorf("train: %w", err)
+	}
+	switch {
+	case ck != "" && opt.Resume:
+		if st, err = loadCheckpoint(ck, store); err != nil {
+			return nil, err
+		}
+	case ck != "":
+		return nil, fmt.Errorf("train: %s already holds a run (%s); resume it or choose another directory", outDir, filepath.Base(ck))
+	default:
+		if err := os.Remove(filepath.Join(outDir, "metrics.jsonl")); err != nil && !os.IsNotExist(err) {
+			return nil, fmt.Errorf("train: %w", err)
+		}
 	}
 	if err := writeRunFiles(outDir, &cfg); err != nil {
 		return nil, err
-	}
-
-	store := model.NewStore()
-	var st State
-	if opt.Resume {
-		ck, err := LatestCheckpoint(outDir)
-		if err != nil {
-			return nil, fmt.Errorf("train: %w", err)
-		}
-		if ck != "" {
-			if st, err = loadCheckpoint(ck, store); err != nil {
-				return nil, err
-			}
-		}
 	}
 	tr := split.train
 	h, w, c := tr.Dims()
@@ -215,7 +230,7 @@ func (r *runner) loop(ctx context.Context, sampler *Sampler) error {
 				pix, labels, _ = Mixup(mr, cfg.Mixup.Alpha, pix, labels, size)
 				n *= 2
 			}
-			lr := cfg.Optimizer.LR * cfg.Schedule.Factor(r.st.Step, r.spe, float64(r.epochs))
+			lr := cfg.Optimizer.LR * cfg.Schedule.Factor(r.st.Step, r.spe, float64(r.total)/float64(r.spe))
 			r.lastLR = lr
 			loss, err := r.eng.trainStep(pix, n, labels, setSize, lr, r.st.Step)
 			if err != nil {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"image"
 	"image/jpeg"
+	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -58,8 +59,8 @@ func WriteSyntheticJPEGs(dir string, n, w, h int, seed uint64) ([]string, error)
 		for y := 0; y < h; y++ {
 			for x := 0; x < w; x++ {
 				p := (y*w + x) * 4
-				im.Pix[p] = uint8(128 + 100*sinApprox(fx*float64(x)+float64(i)) + float64(r.IntN(24)))
-				im.Pix[p+1] = uint8(128 + 100*sinApprox(fy*float64(y)) + float64(r.IntN(24)))
+				im.Pix[p] = uint8(128 + 100*math.Sin(fx*float64(x)+float64(i)) + float64(r.IntN(24)))
+				im.Pix[p+1] = uint8(128 + 100*math.Sin(fy*float64(y)) + float64(r.IntN(24)))
 				im.Pix[p+2] = uint8((x + y + i) % 200)
 				im.Pix[p+3] = 255
 			}
@@ -77,28 +78,11 @@ func WriteSyntheticJPEGs(dir string, n, w, h int, seed uint64) ([]string, error)
 	return paths, nil
 }
 
-// sinApprox is a cheap smooth periodic function in [−1, 1] (a triangle wave smoothed by x(2−|x|)).
-func sinApprox(t float64) float64 {
-	t -= 2 * float64(int(t/2))
-	if t < 0 {
-		t += 2
-	}
-	x := t - 1 // [−1, 1)
-	return x * (2 - abs(x)) * -1
-}
-
-func abs(x float64) float64 {
-	if x < 0 {
-		return -x
-	}
-	return x
-}
-
 // PythonBaseline is a Pillow + NumPy re-implementation of the torchvision-style pipeline
 // (Image.open().convert("RGB"), Resize(256) bilinear, RandomCrop(224), RandomHorizontalFlip,
 // ToTensor + Normalize) for the same measurement. Usage:
 //
-//	python3 -c "$PythonBaseline" LISTFILE WORKERS EPOCHS
+//	python3 baseline.py LISTFILE WORKERS EPOCHS
 //
 // It prints one JSON object with cold_per_s and crop_per_s. Workers are processes
 // (multiprocessing.Pool), as torch DataLoader workers are.

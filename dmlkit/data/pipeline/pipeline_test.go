@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"reflect"
 	"testing"
+
+	"github.com/dmlkit/dmlkit/dmlkit/data"
 )
 
 // bruteResize is an independent, unoptimised float64 version of the antialiased triangle
@@ -211,5 +213,25 @@ func TestLoader(t *testing.T) {
 	l2.Close()
 	if _, err := NewLoader(c, Config{Crop: 13, BatchSize: 2}, nil, 0); err == nil {
 		t.Error("crop larger than the images accepted")
+	}
+}
+
+// TestLoadImages: a 40×30 PNG becomes a 10×10 centre crop of its 13×10 resize.
+func TestLoadImages(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "a.png")
+	writePNG(t, p, 40, 30)
+	f := &data.Files{Name: "x", Paths: []string{p, p}, Labels: []int32{3, 1}, ClassNames: map[int32]string{3: "three"}}
+	im, err := LoadImages(f, 10, 2, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if im.N != 2 || im.H != 10 || im.C != 3 || im.Labels[0] != 3 || im.ClassNames[3] != "three" {
+		t.Fatalf("%+v", im)
+	}
+	dec, _ := DecodeFile(p)
+	r := ResizeShort(dec, 10) // 13×10; centre crop starts at x = 1
+	if r.W != 13 || !bytes.Equal(im.Image(0)[:30], r.Pix[3:33]) {
+		t.Errorf("crop row 0 = %v, want %v", im.Image(0)[:30], r.Pix[3:33])
 	}
 }

@@ -1,0 +1,218 @@
+package main
+
+// The adapter between the experiments workbench and the trainer: it registers the trainer as the
+// runner of `dmlkit run` / `dmlkit reproduce` and its configuration check as the validator every
+// planned run passes before anything trains.
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/dmlkit/dmlkit/dmlkit/experiments"
+	"github.com/dmlkit/dmlkit/dmlkit/metrics"
+	"github.com/dmlkit/dmlkit/dmlkit/npy"
+	"github.com/dmlkit/dmlkit/dmlkit/train"
+)
+
+func init() {
+	experiments.SetValidator(validateTrainConfig)
+	experiments.SetRunner(trainRunner)
+}
+
+// trainConfig turns a resolved spec configuration (a nested map with train.Config's YAML field
+// names, e.g. {loss: {name: combo, set: {expr: "smoothap+tcm"}}, sampler: {batch_size: 64}}) into
+// a train.Config: train.Default() with every leaf assigned through Config.Apply, so that loss.set.*,
+// data.options.* and loss.terms.* reach their maps and lists, and unknown fields or wrongly typed
+// values fail with their dotted path.
+func trainConfig(cfg map[string]any) (train.Config, error) {
+	c := train.Default()
+	if err := c.Apply(experiments.Flatten(cfg)); err != nil {
+		return c, err
+	}
+	return c, nil
+}
+
+// validateTrainConfig is the experiments.Validator of the trainer: the configuration must map onto
+// train.Config and pass train.Config.Validate (known dataset, loss, model, sampler, ...).
+func validateTrainConfig(cfg map[string]any) error {
+	c, err := trainConfig(cfg)
+	if err != nil {
+		return err
+	}
+	return c.Validate()
+}
+
+// opisOptions are the OPIS settings of every run: the paper's protocol for its large open-set
+// benchmarks (seed 000 §5.1): all positive pairs, 10 random negatives per positive for each class,
+// calibration range 1e-2 ≤ FAR ≤ 1e-1, N = 100 thresholds, ε = 10 %, convention
+// metrics.OPISNormIntegral (the Eq. 2 integral; Algorithm 1's sum is N/(d_max−d_min) times larger).
+// Classes with a single test image have no positive pair and are skipped.
+func opisOptions(seed int64) metrics.OPISOptions {
+	return metrics.OPISOptions{Seed: uint64(seed), SkipClassesWithoutPositives: true}
+}
+
+// trainRunner is the experiments.Runner of the trainer. It trains rs.Config in rs.Dir with
+// train.Run, then computes OPIS and ε-OPIS on the final test embeddings the trainer wrote.
+//
+// Outcome:
+//   - Metrics: the last evaluation's metrics with the "test/" prefix removed ("R@1", "MAP@R", ...,
+//     fractions in [0, 1]; "val/…" and "train/…" keep their prefix); "OPIS" and "10%-OPIS" (raw
+//     values, see opisOptions); "opis/d_min", "opis/d_max" (the calibration range, L2 distance);
+//     "steps", "epochs", "final_loss", "stopped_early" (0 or 1).
+//   - Series: per evaluation, "curve/epoch", "curve/loss" (mean training loss since the previous
+//     evaluation; NaN where none) and "curve/<metric>" for each metric of the evaluation (e.g.
+//     "curve/test/R@1"); and OPIS curves over the N thresholds: "opis/thresholds",
+//     "opis/mean_utility", "opis/utility_eps_best", "opis/utility_eps_worst", plus
+//     "opis/class_mean_utility" (one value per test class: its utility averaged over the
+//     calibration range, seed 000 Fig. 2's per-class curves reduced to one number per class).
+//   - Timings: "train_s" (train.Run, including its evaluations) and "opis_s".
+func trainRunner(ctx context.Context, rs experiments.RunSpec, progress func(string)) (*experiments.Outcome, error) {
+	cfg, err := trainConfig(rs.Config)
+	if err != nil {
+		return nil, err
+	}
+	t0 := time.Now()
+	res, err := train.Run(ctx, cfg, rs.Dir, progressReporter(progress))
+	if err != nil {
+		return nil, err
+	}
+	trainS := time.Since(t0).Seconds()
+	out := &experiments.Outcome{
+		Metrics: map[string]float64{},
+		Series:  map[string][]float64{},
+		Timings: map[string]float64{"train_s": trainS},
+	}
+	for k, v := range res.Metrics {
+		out.Metrics[strings.TrimPrefix(k, "test/")] = v
+	}
+	out.Metrics["steps"] = float64(res.Steps)
+	out.Metrics["epochs"] = float64(res.Epochs)
+	out.Metrics["final_loss"] = res.FinalLoss
+	out.Metrics["stopped_early"] = 0
+	if res.StoppedEarly {
+		out.Metrics["stopped_early"] = 1
+	}
+	historySeries(res.History, out.Series)
+
+	t1 := time.Now()
+	op, err := finalOPIS(rs.Dir, cfg.Seed)
+	if err != nil {
+		return nil, err
+	}
+	out.Timings["opis_s"] = time.Since(t1).Seconds()
+	out.Metrics["OPIS"] = op.OPIS
+	out.Metrics["10%-OPIS"] = op.EpsOPIS
+	out.Metrics["opis/d_min"] = op.DMin
+	out.Metrics["opis/d_max"] = op.DMax
+	out.Series["opis/thresholds"] = op.Thresholds
+	out.Series["opis/mean_utility"] = op.MeanUtility
+	out.Series["opis/utility_eps_best"] = op.UtilityEpsBest
+	out.Series["opis/utility_eps_worst"] = op.UtilityEpsWorst
+	out.Series["opis/class_mean_utility"] = op.ClassMeanUtility
+	return out, nil
+}
+
+// finalOPIS computes OPIS on the test embeddings and labels the trainer wrote into dir.
+func finalOPIS(dir string, seed int64) (*metrics.OPISResult, error) {
+	embPath := filepath.Join(dir, "test_embeddings.npy")
+	emb, shape, err := npy.ReadFloat32(embPath)
+	if err != nil {
+		return nil, err
+	}
+	if len(shape) != 2 {
+		return nil, fmt.Errorf("%s: shape %v, want [N, D]", embPath, shape)
+	}
+	labels, lshape, err := npy.ReadInt64(filepath.Join(dir, "test_labels.npy"))
+	if err != nil {
+		return nil, err
+	}
+	if len(lshape) != 1 || lshape[0] != shape[0] {
+		return nil, fmt.Errorf("%s: labels of shape %v for %d embeddings", filepath.Join(dir, "test_labels.npy"), lshape, shape[0])
+	}
+	op, err := metrics.OPIS(emb, shape[0], shape[1], labels, opisOptions(seed))
+	if err != nil {
+		return nil, fmt.Errorf("OPIS of the final test embeddings: %w", err)
+	}
+	return op, nil
+}
+
+// historySeries stores the evaluation history as per-evaluation curves.
+func historySeries(h []train.EvalRecord, dst map[string][]float64) {
+	if len(h) == 0 {
+		return
+	}
+	keys := map[string]bool{}
+	for _, r := range h {
+		for k := range r.Metrics {
+			keys[k] = true
+		}
+	}
+	names := make([]string, 0, len(keys))
+	for k := range keys {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	epoch := make([]float64, len(h))
+	loss := make([]float64, len(h))
+	for i, r := range h {
+		epoch[i] = r.Epoch
+		loss[i] = math.NaN()
+		if r.Loss != nil {
+			loss[i] = *r.Loss
+		}
+	}
+	dst["curve/epoch"] = epoch
+	dst["curve/loss"] = loss
+	for _, k := range names {
+		v := make([]float64, len(h))
+		for i, r := range h {
+			x, ok := r.Metrics[k]
+			if !ok {
+				x = math.NaN()
+			}
+			v[i] = x
+		}
+		dst["curve/"+k] = v
+	}
+}
+
+// progressReporter turns the trainer's progress into short messages: every evaluation, and the
+// training step about every tenth of the run.
+func progressReporter(progress func(string)) func(train.Progress) {
+	if progress == nil {
+		return nil
+	}
+	last := -1
+	return func(p train.Progress) {
+		switch p.Phase {
+		case "eval":
+			keys := make([]string, 0, len(p.Metrics))
+			for k := range p.Metrics {
+				if strings.HasSuffix(k, "/R@1") || strings.HasSuffix(k, "/MAP@R") {
+					keys = append(keys, k)
+				}
+			}
+			sort.Strings(keys)
+			var b strings.Builder
+			fmt.Fprintf(&b, "eval step %d/%d", p.Step, p.TotalSteps)
+			for _, k := range keys {
+				fmt.Fprintf(&b, " %s=%.4f", k, p.Metrics[k])
+			}
+			progress(b.String())
+		default:
+			if p.TotalSteps <= 0 {
+				return
+			}
+			tenth := p.Step * 10 / p.TotalSteps
+			if tenth != last {
+				last = tenth
+				progress(fmt.Sprintf("step %d/%d epoch %d/%d loss %.4f eta %s", p.Step, p.TotalSteps, p.Epoch+1, p.Epochs, p.Loss, p.ETA.Round(time.Second)))
+			}
+		}
+	}
+}
