@@ -29,6 +29,8 @@ import (
 
 	"github.com/gomlx/compute"
 	_ "github.com/gomlx/compute/gobackend" // registers "go"
+	// Linked so that the binary's build info always carries the GoMLX version Describe reports.
+	_ "github.com/gomlx/gomlx/core/graph"
 )
 
 // EnvVar is the environment variable GoMLX reads the backend configuration from.
