@@ -13,7 +13,10 @@
 #   5. check that env.json, the executed notebooks and the figures (valid PNGs) are on the volume.
 #
 #   scripts/podman-build.sh                 # work dir /var/tmp/dmlkit-podman
-#   PODMAN_WORK=/big/disk PAPER=tcm scripts/podman-build.sh
+#   PODMAN_WORK=/big/disk PAPER=tcm DMLKIT_DATA_HOST=/data scripts/podman-build.sh
+#
+# The benchmarks are mounted read-only at /data from $DMLKIT_DATA_HOST (default ../shared/data
+# beside the checkout) when that directory exists.
 #
 # Needs root (debootstrap, rootful podman) and installs podman, buildah, debootstrap, runc and
 # fuse-overlayfs with apt-get when missing. Measured on the 2-core CI machine type: see
@@ -107,7 +110,11 @@ step "built $image in $(($(date +%s) - tb)) s, $((size / 1000000)) MB"
 # --- 4. run -----------------------------------------------------------------------------------
 results=$work/results
 rm -rf "$results" && mkdir -p "$results" && chmod 0777 "$results" # the image runs as uid 1000
-run=("${pm[@]}" run --rm --network none -v "$results:/results" -e SCALE=smoke "$image")
+# Benchmarks: the machine's shared copy (read-only), if there is one.
+data=${DMLKIT_DATA_HOST:-$repo/../shared/data}
+datamount=()
+[[ -d $data ]] && datamount=(-v "$(cd "$data" && pwd):/data:ro")
+run=("${pm[@]}" run --rm --network none -v "$results:/results" "${datamount[@]}" -e SCALE=smoke "$image")
 step "reproduce env"
 "${run[@]}" reproduce env
 step "reproduce notebooks (SCALE=smoke)"

@@ -385,6 +385,7 @@ func writeFig7(stem string) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
+	p.Legend.Left = true // the curves are flat near 0 on the left; the top right holds the maxima
 	return plots.Save(p, st, stem)
 }
 

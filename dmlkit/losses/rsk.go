@@ -51,6 +51,11 @@ func init() {
 // number of batch samples sharing a label (the samples-per-class of a PK sampler); 0 means c = B, exact
 // for any batch but cubic in B. If a batch has a class larger than c the loss is NaN (loud, not
 // silently wrong). References (Inputs.RefEmb) are not supported: RS@k ranks within the batch.
+//
+// Memory: the [N, P, N] sigmoid tensor is computed in chunks of ChunkQueries queries (default: about
+// 16M elements each) and recomputed chunk by chunk in the backward pass (a custom gradient), so
+// peak memory is O(chunk·P·N) — the in-graph equivalent of the paper's multistage idea for the loss
+// itself. The value and gradient do not depend on the chunking.
 type RSKConfig struct {
 	TauRank         float64   `yaml:"tau1" doc:"τ1: temperature of the sigmoid on ranks"`
 	TauSim          float64   `yaml:"tau2" doc:"τ2: temperature of the sigmoid on similarity differences"`
@@ -83,6 +88,9 @@ func (c *RSKConfig) Validate() error {
 		if k < 1 {
 			return fmt.Errorf("k: cut-off %d must be ≥ 1", k)
 		}
+	}
+	if c.ChunkQueries < 0 {
+		return fmt.Errorf("chunk_queries %d: must be ≥ 0", c.ChunkQueries)
 	}
 	if c.MaxClassSize < 0 {
 		return fmt.Errorf("max_class_size %d: must be ≥ 0", c.MaxClassSize)

@@ -135,6 +135,9 @@ func TestRSKMatchesBruteForce(t *testing.T) {
 		losses.DefaultRSK(),
 		{TauRank: 1, TauSim: 0.01, K: []int{1, 2, 4, 8, 16}, QueryInRanking: true, SiMixAlpha: -1},
 		{TauRank: 0.5, TauSim: 0.1, K: []int{1, 2, 3}, MaxClassSize: 3, SiMixAlpha: -1},
+		// Several query chunks (3 + 3 + 2): the chunked forward and the rematerialising custom
+		// gradient must give the same value and gradient as one chunk.
+		{TauRank: 1, TauSim: 0.05, K: []int{1, 2, 4}, SiMixAlpha: -1, ChunkQueries: 3},
 	} {
 		b := losstest.Random(21, 5, labels)
 		got, _ := losstest.Value(t, c, b, losses.EvalOptions{})
@@ -187,10 +190,17 @@ func TestRSKSiMixMatchesMaterialisedMixing(t *testing.T) {
 			t.Errorf("simix (qir=%v): graph %.15g, materialised brute force %.15g", c.QueryInRanking, got, want)
 		}
 	}
-	// Gradient through the mixed similarities (τ2 = 0.05 for a smoother surface), small batch.
+	// Gradient through the mixed similarities (τ2 = 0.05 for a smoother surface), small batch, in one
+	// chunk and in chunks of 4 queries (N = 6 + 6·1 = 12 items, 3 of them invalid slots).
 	small := losstest.Random(3, 3, []int64{0, 1, 0, 1, 0, 2})
-	gc := &losses.RSKConfig{TauRank: 1, TauSim: 0.05, K: []int{1, 2, 4}, SiMix: true, SiMixAlphaTable: alpha[:36]}
-	losstest.CheckGradient(t, gc, small, losses.EvalOptions{}, 1e-6)
+	for _, chunk := range []int{0, 4} {
+		gc := &losses.RSKConfig{TauRank: 1, TauSim: 0.05, K: []int{1, 2, 4}, SiMix: true, SiMixAlphaTable: alpha[:36],
+			MaxClassSize: 3, ChunkQueries: chunk}
+		if got, _ := losstest.Value(t, gc, small, losses.EvalOptions{}); math.Abs(got-bruteRSK(small, gc, alpha[:36])) > 1e-12 {
+			t.Errorf("simix chunk %d: graph %.15g, brute force %.15g", chunk, got, bruteRSK(small, gc, alpha[:36]))
+		}
+		losstest.CheckGradient(t, gc, small, losses.EvalOptions{}, 1e-6)
+	}
 	// α = 0.5 mixes symmetrically, so the loss must not depend on the batch order.
 	half := &losses.RSKConfig{TauRank: 1, TauSim: 0.01, K: []int{1, 2, 4}, SiMix: true, SiMixAlpha: 0.5}
 	losstest.CheckPermutationInvariant(t, half, b, losses.EvalOptions{}, 1e-12)

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"syscall"
@@ -23,11 +24,13 @@ import (
 //
 // Data: 60,502 × 512 float32 rows in 11,318 classes of 2–12 images (the SOP test split's shape), made
 // deterministically from Gaussian class centres plus noise, L2-normalised. It prints, for the Go engine
-// (KNNSelf with K = 100, then Retrieval with R@{1,10,100} and MAP@R) and for faiss IndexFlatIP
+// (KNNSelf with K = 100, then Retrieval with R@{1,10,100}, MAP@R and HR@k, optionally the exact full mAP
+// with DMLKIT_BENCH_FULLMAP=1, then OPIS) and for faiss IndexFlatIP
 // (benchref/faiss_knn.py run by /usr/bin/python3 with Debian python3-faiss, OpenBLAS tuned with
 // OPENBLAS_CORETYPE=Cooperlake OMP_WAIT_POLICY=PASSIVE OMP_NUM_THREADS=T and faiss.omp_set_num_threads(T)),
-// the wall time, the peak resident memory (VmHWM, reset before each phase through /proc/self/clear_refs)
-// and the Go/faiss time ratio. T is GOMAXPROCS. DMLKIT_BENCH_N overrides the number of rows. If faiss is
+// the wall time, the process CPU time (user+system, all threads — the fairer measure on a shared machine),
+// the peak resident memory (VmHWM, reset before each phase through /proc/self/clear_refs)
+// and the Go/faiss ratios (wall and CPU). T is GOMAXPROCS. DMLKIT_BENCH_N overrides the number of rows. If faiss is
 // not importable the faiss side is reported as skipped.
 func TestSOPBench(t *testing.T) {
 	if os.Getenv("DMLKIT_BENCH") != "1" {
@@ -42,7 +45,7 @@ func TestSOPBench(t *testing.T) {
 	t.Logf("data: n=%d d=%d classes=%d kernel=%s GOMAXPROCS=%d", n, d, int(labels[n-1])+1, KNNKernelName(), threads)
 
 	// Go: kNN only.
-	knnBenchResetHWM()
+	knnBenchFree()
 	runtime.GC()
 	var ms0 runtime.MemStats
 	runtime.ReadMemStats(&ms0)
@@ -58,7 +61,7 @@ func TestSOPBench(t *testing.T) {
 		k, goKNN.Seconds(), goKNNCPU, knnBenchHWM(), float64(ms1.TotalAlloc-ms0.TotalAlloc)/(1<<20))
 
 	// Go: full evaluation.
-	knnBenchResetHWM()
+	knnBenchFree()
 	t0, c0 = time.Now(), knnBenchCPU()
 	res, err := Retrieval(emb, n, d, labels, Options{K: []int{1, 10, 100}, Coarse: coarse})
 	if err != nil {
@@ -68,7 +71,7 @@ func TestSOPBench(t *testing.T) {
 	t.Logf("go   Retrieval R@{1,10,100}+MAP@R+HR@k: %.2fs wall, %.2fs CPU  VmHWM %.0f MiB  R@1=%.4f R@10=%.4f R@100=%.4f MAP@R=%.4f HR@1=%.4f",
 		goEval.Seconds(), goEvalCPU, knnBenchHWM(), res["R@1"], res["R@10"], res["R@100"], res["MAP@R"], res["HR@1"])
 	if os.Getenv("DMLKIT_BENCH_FULLMAP") == "1" {
-		knnBenchResetHWM()
+		knnBenchFree()
 		t0, c0 = time.Now(), knnBenchCPU()
 		res2, err := Retrieval(emb, n, d, labels, Options{K: []int{1}, FullMAP: true})
 		if err != nil {
@@ -76,6 +79,16 @@ func TestSOPBench(t *testing.T) {
 		}
 		t.Logf("go   Retrieval + exact full mAP: %.2fs wall, %.2fs CPU  VmHWM %.0f MiB  mAP=%.4f",
 			time.Since(t0).Seconds(), knnBenchCPU()-c0, knnBenchHWM(), res2["mAP"])
+	}
+
+	// OPIS (opis.go, another file of this package) on the same data, for the record.
+	knnBenchFree()
+	t0, c0 = time.Now(), knnBenchCPU()
+	if op, err := OPIS(emb, n, d, labels, OPISOptions{}); err != nil {
+		t.Logf("go   OPIS: %v", err)
+	} else {
+		t.Logf("go   OPIS: %.2fs wall, %.2fs CPU  VmHWM %.0f MiB  OPIS=%.4g ε-OPIS=%.4g",
+			time.Since(t0).Seconds(), knnBenchCPU()-c0, knnBenchHWM(), op.OPIS, op.EpsOPIS)
 	}
 
 	// faiss on the same (already normalised) data.
@@ -187,6 +200,13 @@ func knnBenchCPU() float64 {
 		return 0
 	}
 	return float64(ru.Utime.Nano()+ru.Stime.Nano()) / 1e9
+}
+
+// knnBenchFree returns freed memory to the OS and resets VmHWM, so the next phase's peak is its own (plus the
+// live data: the embeddings and the previous phase's results).
+func knnBenchFree() {
+	debug.FreeOSMemory()
+	knnBenchResetHWM()
 }
 
 func knnBenchResetHWM() { _ = os.WriteFile("/proc/self/clear_refs", []byte("5"), 0) }

@@ -3,6 +3,9 @@ package models
 import (
 	"fmt"
 
+	"github.com/gomlx/compute/shapes"
+	"github.com/gomlx/gomlx/core/tensors"
+
 	. "github.com/gomlx/gomlx/core/graph"
 	"github.com/gomlx/gomlx/ml/model"
 )
@@ -41,12 +44,20 @@ func Dense(scope *model.Scope, x *Node, out int, bias bool) *Node {
 	return y
 }
 
+// Im2colMode selects how [Conv] builds its patch matrix: "gather" (default) or "slice". Both give
+// identical values; they differ only in speed on the Go backend.
+var Im2colMode = "gather"
+
 // Conv is a k×k convolution with the given stride and "same"-style zero padding (k/2 on each
-// side) written as im2col: k² strided Slices of the padded input, Concatenate along channels,
-// one MatMul with W [k·k·C, out] and a bias. x is [B, H, W, C]; the output is
-// [B, ⌈H/stride⌉, ⌈W/stride⌉, out]. This is ~30× faster than the Go backend's native
-// convolution (toolchain.md §4). The patch layout matches PyTorch's weight [out, C, kh, kw]
-// permuted to [kh, kw, C, out].
+// side), written as im2col + one MatMul with W [k·k·C, out] plus a bias: x is [B, H, W, C]; the
+// output is [B, ⌈H/stride⌉, ⌈W/stride⌉, out] (PyTorch's Conv2d(padding=k/2) for odd k). The patch
+// layout matches PyTorch's weight [out, C, kh, kw] permuted to [kh, kw, C, out].
+//
+// The patch matrix [B·Ho·Wo, k·k·C] is gathered with one Gather of C-long rows from x (plus a
+// zero row standing for the padding); its gradient is one scatter-add. The alternative
+// ([Im2colMode] "slice") is k² strided Slices of the padded input and a Concatenate, which the Go
+// backend copies element by element. Both are ~30× faster than the Go backend's native
+// convolution (toolchain.md §4).
 func Conv(scope *model.Scope, x *Node, out, k, stride int, bias bool) *Node {
 	if x.Rank() != 4 {
 		panic(fmt.Sprintf("models: Conv needs [B, H, W, C], got %s", x.Shape()))
@@ -54,24 +65,16 @@ func Conv(scope *model.Scope, x *Node, out, k, stride int, bias bool) *Node {
 	b, h, w, c := x.Shape().Dim(0), x.Shape().Dim(1), x.Shape().Dim(2), x.Shape().Dim(3)
 	ho, wo := (h+stride-1)/stride, (w+stride-1)/stride
 	var cols *Node
-	if k == 1 {
+	switch {
+	case k == 1:
 		cols = x
 		if stride > 1 {
 			cols = Slice(x, AxisRange(), AxisRange().Stride(stride), AxisRange().Stride(stride), AxisRange())
 		}
-	} else {
-		p := k / 2
-		xp := Pad(x, ScalarZero(x.Graph(), x.DType()), PadAxis{}, PadAxis{Start: p, End: p}, PadAxis{Start: p, End: p}, PadAxis{})
-		patches := make([]*Node, 0, k*k)
-		for dy := 0; dy < k; dy++ {
-			for dx := 0; dx < k; dx++ {
-				patches = append(patches, Slice(xp, AxisRange(),
-					AxisRange(dy, dy+(ho-1)*stride+1).Stride(stride),
-					AxisRange(dx, dx+(wo-1)*stride+1).Stride(stride),
-					AxisRange()))
-			}
-		}
-		cols = Concatenate(patches, -1)
+	case Im2colMode == "slice":
+		cols = im2colSlices(x, k, stride, ho, wo)
+	default:
+		cols = im2colGather(x, k, stride, ho, wo)
 	}
 	wt := Param(scope, "weights", []int{k, k, c, out}, HeNormal).NodeValue(x.Graph())
 	y := MatMul(Reshape(cols, b*ho*wo, k*k*c), Reshape(ConvertDType(wt, x.DType()), k*k*c, out))
@@ -80,6 +83,52 @@ func Conv(scope *model.Scope, x *Node, out, k, stride int, bias bool) *Node {
 		y = Add(y, InsertAxes(ConvertDType(bv, x.DType()), 0))
 	}
 	return Reshape(y, b, ho, wo, out)
+}
+
+// im2colSlices returns the [B, Ho, Wo, k·k·C] patches as k² strided slices of the zero-padded
+// input, concatenated along channels.
+func im2colSlices(x *Node, k, stride, ho, wo int) *Node {
+	p := k / 2
+	xp := Pad(x, ScalarZero(x.Graph(), x.DType()), PadAxis{}, PadAxis{Start: p, End: p}, PadAxis{Start: p, End: p}, PadAxis{})
+	patches := make([]*Node, 0, k*k)
+	for dy := 0; dy < k; dy++ {
+		for dx := 0; dx < k; dx++ {
+			patches = append(patches, Slice(xp, AxisRange(),
+				AxisRange(dy, dy+(ho-1)*stride+1).Stride(stride),
+				AxisRange(dx, dx+(wo-1)*stride+1).Stride(stride),
+				AxisRange()))
+		}
+	}
+	return Concatenate(patches, -1)
+}
+
+// im2colGather returns the [B·Ho·Wo·k·k, C] patch rows gathered from x viewed as [B·H·W, C] with
+// a zero row appended (index B·H·W) for positions in the padding.
+func im2colGather(x *Node, k, stride, ho, wo int) *Node {
+	b, h, w, c := x.Shape().Dim(0), x.Shape().Dim(1), x.Shape().Dim(2), x.Shape().Dim(3)
+	p := k / 2
+	zero := b * h * w
+	idx := make([]int32, b*ho*wo*k*k)
+	n := 0
+	for bi := 0; bi < b; bi++ {
+		for i := 0; i < ho; i++ {
+			for j := 0; j < wo; j++ {
+				for dy := 0; dy < k; dy++ {
+					for dx := 0; dx < k; dx++ {
+						yy, xx := i*stride+dy-p, j*stride+dx-p
+						if yy < 0 || yy >= h || xx < 0 || xx >= w {
+							idx[n] = int32(zero)
+						} else {
+							idx[n] = int32((bi*h+yy)*w + xx)
+						}
+						n++
+					}
+				}
+			}
+		}
+	}
+	flat := Concatenate([]*Node{Reshape(x, b*h*w, c), Zeros(x.Graph(), shapes.Make(x.DType(), 1, c))}, 0)
+	return Gather(flat, Const(x.Graph(), tensors.FromFlatDataAndDimensions(idx, len(idx), 1)))
 }
 
 // MaxPool2 is 2×2 max pooling with stride 2 on [B, H, W, C] (H and W even), written as

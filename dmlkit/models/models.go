@@ -37,6 +37,9 @@ type Config struct {
 	// Projector lists the widths of an MLP applied after the embedding for the loss only; it is
 	// discarded at evaluation (seed 004's 512→2048 projector). Empty: none.
 	Projector []int `yaml:"projector" doc:"loss-only projector widths (discarded at eval)"`
+	// Pretrained is an ONNX file with torchvision-named ResNet weights ([LoadTorchResNet]) that
+	// initialises a resnet18/resnet50 backbone; the weights stay trainable.
+	Pretrained string `yaml:"pretrained" doc:"ONNX file with torchvision ResNet weights for the backbone"`
 	// DualHead adds IDML's uncertainty head: a second head of width Dim on the same features
 	// (seed 002). The uncertainty embedding is not normalised (the idml loss normalises where
 	// its metric does); the loss sees concat(semantic, uncertainty) [B, 2·Dim], evaluation the
@@ -97,6 +100,9 @@ func (c *Config) Validate(prefix string) error {
 		if p <= 0 {
 			return fmt.Errorf("%s[%d]: %d: want > 0", f("projector"), i, p)
 		}
+	}
+	if c.Pretrained != "" && c.Backbone != "resnet18" && c.Backbone != "resnet50" {
+		return fmt.Errorf("%s: pretrained weights are supported for resnet18 and resnet50 backbones, not %q", f("pretrained"), c.Backbone)
 	}
 	if c.DualHead && len(c.Projector) > 0 {
 		return fmt.Errorf("%s: the IDML dual head cannot be combined with a projector", f("dual_head"))
@@ -211,4 +217,20 @@ func SmallCNN(scope *model.Scope, cfg Config, x *Node, mode Mode) *Node {
 		}
 	}
 	return GlobalPool(h, cfg.Pool, cfg.GeMP)
+}
+
+// LoadPretrained initialises the backbone variables under scope (the scope passed to [Build])
+// from cfg.Pretrained, if set. Call it on a fresh store before the first graph is built.
+func LoadPretrained(scope *model.Scope, cfg Config) error {
+	if cfg.Pretrained == "" {
+		return nil
+	}
+	w, err := ReadONNXWeights(cfg.Pretrained)
+	if err != nil {
+		return err
+	}
+	if err := LoadTorchResNet(scope.At("backbone"), strings.TrimPrefix(cfg.Backbone, "resnet"), w); err != nil {
+		return fmt.Errorf("model.pretrained: %s: %w", cfg.Pretrained, err)
+	}
+	return nil
 }

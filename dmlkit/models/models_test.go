@@ -53,6 +53,14 @@ func varData(t *testing.T, store *model.Store, path string) []float32 {
 // float64 (zero padding k/2, stride s); float32 accumulation over k·k·C ≤ 75 terms of size ≤ 1
 // keeps the error below 1e-5.
 func TestConvMatchesDirect(t *testing.T) {
+	defer func(m string) { Im2colMode = m }(Im2colMode)
+	for _, mode := range []string{"gather", "slice"} {
+		Im2colMode = mode
+		testConvMatchesDirect(t)
+	}
+}
+
+func testConvMatchesDirect(t *testing.T) {
 	for _, tc := range []struct{ k, stride, h, w, c, out int }{
 		{3, 1, 6, 5, 2, 4}, {3, 2, 7, 6, 3, 2}, {1, 2, 6, 6, 3, 5}, {7, 2, 9, 9, 1, 2}, {1, 1, 4, 4, 2, 3},
 	} {
@@ -91,7 +99,7 @@ func TestConvMatchesDirect(t *testing.T) {
 			}
 		}
 		if worst > 1e-5 {
-			t.Errorf("k=%d stride=%d: max |im2col − direct| = %g", tc.k, tc.stride, worst)
+			t.Errorf("%s: k=%d stride=%d: max |im2col − direct| = %g", Im2colMode, tc.k, tc.stride, worst)
 		}
 	}
 }

@@ -75,6 +75,13 @@ func goStepMS(tb testing.TB, bc benchCase, steps, reps int) float64 {
 	return ms[len(ms)/2]
 }
 
+func init() {
+	// DMLKIT_IM2COL=slice benchmarks the slice-based im2col instead of the gather-based one.
+	if m := os.Getenv("DMLKIT_IM2COL"); m != "" {
+		models.Im2colMode = m
+	}
+}
+
 func BenchmarkHeadContrastive(b *testing.B) {
 	bc := benchCases()[0]
 	eng, pix, labels := newBenchEngine(b, bc)

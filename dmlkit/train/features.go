@@ -86,7 +86,7 @@ func ReadFeatures(featPath, labelPath string) (*Features, error) {
 // of cfg.Data and writes {train,val,test}_{features,labels}.npy into outDir: the cache of
 // precomputed-feature mode (seed 004 Fig. 8–9), read back by the "npy-features" dataset with
 // model.backbone: features. Weights come from the newest checkpoint of runDir when runDir is not
-// empty, else from the seeded initialisation.
+// empty, else from model.pretrained (an ONNX ResNet) or the seeded initialisation.
 func ExtractFeatures(cfg Config, runDir, outDir string) error {
 	if err := cfg.Validate(); err != nil {
 		return fmt.Errorf("train: config: %w", err)
@@ -100,7 +100,11 @@ func ExtractFeatures(cfg Config, runDir, outDir string) error {
 	}
 	store := model.NewStore()
 	models.SetInitSeed(store, cfg.Seed)
-	if runDir != "" {
+	if runDir == "" {
+		if err := models.LoadPretrained(store.RootScope().At(modelScope), cfg.Model); err != nil {
+			return err
+		}
+	} else {
 		ck, err := LatestCheckpoint(runDir)
 		if err != nil {
 			return fmt.Errorf("train: %w", err)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/dmlkit/dmlkit/dmlkit/backend"
 	"github.com/dmlkit/dmlkit/dmlkit/metrics"
+	"github.com/dmlkit/dmlkit/dmlkit/models"
 	"github.com/dmlkit/dmlkit/dmlkit/npy"
 	"github.com/gomlx/compute"
 	"github.com/gomlx/gomlx/ml/model"
@@ -142,6 +143,9 @@ func RunWithOptions(ctx context.Context, cfg Config, outDir string, opt Options)
 	default:
 		if err := os.Remove(filepath.Join(outDir, "metrics.jsonl")); err != nil && !os.IsNotExist(err) {
 			return nil, fmt.Errorf("train: %w", err)
+		}
+		if err := models.LoadPretrained(store.RootScope().At(modelScope), cfg.Model); err != nil {
+			return nil, err
 		}
 	}
 	if err := writeRunFiles(outDir, &cfg); err != nil {

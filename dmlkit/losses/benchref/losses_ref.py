@@ -10,7 +10,8 @@ class-contiguous with equal class counts, as the authors' codes need). It prints
 warm-up. The formulas are the papers' (same defaults and options as the Go side of the benchmark):
 
   rsk_simix   RS@k (seed 003 Eq. 4-7, query excluded, clipping, exponent clamp ±50) with SiMix
-              (Eq. 8-10) by similarity mixing, α = 0.5, K = {1,2,4,8,12,...,32}, τ1 = 1, τ2 = 0.01.
+              (Eq. 8-10) by similarity mixing, α = 0.5, K = {1,2,4,8,12,...,32}, τ1 = 1, τ2 = 0.01;
+              the [N, P, N] rank tensor in query chunks of ~16M elements with checkpointing.
   contextual  seed 004 Eq. 1-7 as in the paper's pseudocode (topk, straight-through step with
               gradient α = 10), k = 4, ε = 0.05, λ = 0.4, γ = 0.1, δ± = 0.75/0.6, s̃ = 0.3.
   smoothap    Smooth-AP (τ = 0.01, query excluded) alone.
@@ -24,12 +25,17 @@ import time
 import numpy as np
 import torch
 import torch.nn.functional as F
+from torch.utils.checkpoint import checkpoint
 
 torch.set_num_threads(2)
 
 
 def sig_clamped(x, tau):
     return 1.0 / (1.0 + torch.exp(torch.clamp(-x / tau, -50, 50)))
+
+
+def _rank_chunk(rows, sx_rows, tau2):
+    return sig_clamped(rows[:, None, :] - sx_rows[:, :, None], float(tau2)).sum(-1)
 
 
 def rsk_simix(emb, labels, spc, ks=(1, 2, 4, 8, 12, 16, 20, 24, 28, 32), tau1=1.0, tau2=0.01, alpha=0.5):
@@ -55,10 +61,14 @@ def rsk_simix(emb, labels, spc, ks=(1, 2, 4, 8, 12, 16, 20, 24, 28, 32), tau1=1.
     off = torch.arange(per - 1)[None]
     pos = blk[:, None] + off + (off >= (q % per)[:, None]).long()   # skip q itself
     sx = sall.gather(1, pos)                                        # [N, P]
-    sig = sig_clamped(sall[:, None, :] - sx[:, :, None], tau2)      # [N, P, N]
+    # Σ_z σ((s_qz − s_qx)/τ2) over all z, by chunks of queries under activation checkpointing so the
+    # [N, P, N] tensor is never held whole (same memory scheme as the Go side).
+    chunk = max(1, (1 << 24) // (sx.shape[1] * n))
+    total = torch.cat([checkpoint(_rank_chunk, sall[a:a + chunk], sx[a:a + chunk], torch.tensor(tau2))
+                       for a in range(0, n, chunk)])
     # Ω = B ∖ {q}, z ≠ x: subtract the z = x term (σ(0)) and the z = q term.
     self_q = sig_clamped(sall[q, q][:, None] - sx, tau2)
-    rank = 1 + sig.sum(-1) - 0.5 - self_q
+    rank = 1 + total - 0.5 - self_q
     npos = per - 1
     loss = 0
     for k in ks:
