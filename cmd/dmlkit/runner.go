@@ -56,6 +56,15 @@ func opisOptions(seed int64) metrics.OPISOptions {
 	return metrics.OPISOptions{Seed: uint64(seed), SkipClassesWithoutPositives: true}
 }
 
+// opisRanges are the calibration ranges (FAR intervals of the pooled negative pairs) at which every
+// run also reports OPIS, for seed 000 Fig. 8 (the ranking of losses under several calibration
+// ranges; the paper names 1e-3 < FAR < 5e-2 and its default 1e-2 < FAR < 1e-1). Each is stored as
+// the metric opisRangeKey(min, max).
+var opisRanges = [][2]float64{{1e-3, 1e-2}, {1e-3, 5e-2}, {1e-2, 1e-1}, {5e-2, 2e-1}}
+
+// opisRangeKey names the metric of OPIS over the FAR range [lo, hi], e.g. "OPIS_far_1e-03_5e-02".
+func opisRangeKey(lo, hi float64) string { return fmt.Sprintf("OPIS_far_%.0e_%.0e", lo, hi) }
+
 // trainRunner is the experiments.Runner of the trainer. It trains rs.Config in rs.Dir with
 // train.Run, then computes OPIS and ε-OPIS on the final test embeddings the trainer wrote.
 //
@@ -63,7 +72,7 @@ func opisOptions(seed int64) metrics.OPISOptions {
 //   - Metrics: the last evaluation's metrics with the "test/" prefix removed ("R@1", "MAP@R", ...,
 //     fractions in [0, 1]; "val/…" and "train/…" keep their prefix); "OPIS" and "10%-OPIS" (raw
 //     values, see opisOptions); "opis/d_min", "opis/d_max" (the calibration range, L2 distance);
-//     "steps", "epochs", "final_loss", "stopped_early" (0 or 1).
+//     OPIS at every range of opisRanges ("OPIS_far_1e-03_5e-02", ...); "steps", "epochs", "final_loss", "stopped_early" (0 or 1).
 //   - Series: per evaluation, "curve/epoch", "curve/loss" (mean training loss since the previous
 //     evaluation; NaN where none) and "curve/<metric>" for each metric of the evaluation (e.g.
 //     "curve/test/R@1"); and OPIS curves over the N thresholds: "opis/thresholds",
@@ -100,11 +109,24 @@ func trainRunner(ctx context.Context, rs experiments.RunSpec, progress func(stri
 	historySeries(res.History, out.Series)
 
 	t1 := time.Now()
-	op, err := finalOPIS(rs.Dir, cfg.Seed)
+	emb, n, d, labels, err := finalEmbeddings(rs.Dir)
 	if err != nil {
 		return nil, err
 	}
+	op, err := metrics.OPIS(emb, n, d, labels, opisOptions(cfg.Seed))
+	if err != nil {
+		return nil, fmt.Errorf("OPIS of the final test embeddings: %w", err)
+	}
 	out.Timings["opis_s"] = time.Since(t1).Seconds()
+	for _, r := range opisRanges {
+		o := opisOptions(cfg.Seed)
+		o.FARMin, o.FARMax = r[0], r[1]
+		ro, err := metrics.OPIS(emb, n, d, labels, o)
+		if err != nil {
+			return nil, fmt.Errorf("OPIS of the final test embeddings at %g ≤ FAR ≤ %g: %w", r[0], r[1], err)
+		}
+		out.Metrics[opisRangeKey(r[0], r[1])] = ro.OPIS
+	}
 	out.Metrics["OPIS"] = op.OPIS
 	out.Metrics["10%-OPIS"] = op.EpsOPIS
 	out.Metrics["opis/d_min"] = op.DMin
@@ -117,28 +139,25 @@ func trainRunner(ctx context.Context, rs experiments.RunSpec, progress func(stri
 	return out, nil
 }
 
-// finalOPIS computes OPIS on the test embeddings and labels the trainer wrote into dir.
-func finalOPIS(dir string, seed int64) (*metrics.OPISResult, error) {
+// finalEmbeddings reads the test embeddings [n, d] and labels [n] the trainer wrote into dir.
+func finalEmbeddings(dir string) (emb []float32, n, d int, labels []int64, err error) {
 	embPath := filepath.Join(dir, "test_embeddings.npy")
 	emb, shape, err := npy.ReadFloat32(embPath)
 	if err != nil {
-		return nil, err
+		return nil, 0, 0, nil, err
 	}
 	if len(shape) != 2 {
-		return nil, fmt.Errorf("%s: shape %v, want [N, D]", embPath, shape)
+		return nil, 0, 0, nil, fmt.Errorf("%s: shape %v, want [N, D]", embPath, shape)
 	}
-	labels, lshape, err := npy.ReadInt64(filepath.Join(dir, "test_labels.npy"))
+	labPath := filepath.Join(dir, "test_labels.npy")
+	labels, lshape, err := npy.ReadInt64(labPath)
 	if err != nil {
-		return nil, err
+		return nil, 0, 0, nil, err
 	}
 	if len(lshape) != 1 || lshape[0] != shape[0] {
-		return nil, fmt.Errorf("%s: labels of shape %v for %d embeddings", filepath.Join(dir, "test_labels.npy"), lshape, shape[0])
+		return nil, 0, 0, nil, fmt.Errorf("%s: labels of shape %v for %d embeddings", labPath, lshape, shape[0])
 	}
-	op, err := metrics.OPIS(emb, shape[0], shape[1], labels, opisOptions(seed))
-	if err != nil {
-		return nil, fmt.Errorf("OPIS of the final test embeddings: %w", err)
-	}
-	return op, nil
+	return emb, shape[0], shape[1], labels, nil
 }
 
 // historySeries stores the evaluation history as per-evaluation curves.

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"encoding/json"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -17,21 +18,6 @@ import (
 	"github.com/dmlkit/dmlkit/dmlkit/npy"
 	"github.com/dmlkit/dmlkit/dmlkit/plots"
 )
-
-// TestMain runs this package's tests without the trainer's validator that runner.go registers:
-// run_test.go drives the experiment commands with a toy spec (keys loss.margin, train.epochs that
-// are not train.Config fields) and a fake runner. Tests of the trainer wiring install the
-// validator themselves with useTrainerValidator.
-func TestMain(m *testing.M) {
-	experiments.SetValidator(nil)
-	os.Exit(m.Run())
-}
-
-// useTrainerValidator registers the trainer's validator for the duration of the test.
-func useTrainerValidator(t *testing.T) {
-	experiments.SetValidator(validateTrainConfig)
-	t.Cleanup(func() { experiments.SetValidator(nil) })
-}
 
 // tcmSpecPath is reproductions/tcm/spec.yaml seen from this package's directory.
 var tcmSpecPath = filepath.Join("..", "..", "reproductions", "tcm", "spec.yaml")
@@ -182,7 +168,6 @@ func TestTCMPaperNumbers(t *testing.T) {
 
 // TestTCMSpecPlans resolves every scale through the trainer's validator (registered by runner.go).
 func TestTCMSpecPlans(t *testing.T) {
-	useTrainerValidator(t)
 	s := loadTCMSpec(t)
 	for _, c := range []struct {
 		scale string
@@ -256,7 +241,6 @@ func TestTCMSmokeEndToEnd(t *testing.T) {
 	if _, err := data.FindOmniglot(""); err != nil {
 		t.Skipf("Omniglot not available: %v", err)
 	}
-	useTrainerValidator(t)
 	tmp := t.TempDir()
 	results, work := filepath.Join(tmp, "results"), filepath.Join(tmp, "runs")
 	code, stdout, stderr := runCLI("run", tcmSpecPath, "--scale", "smoke", "--only", "loss.set.expr=rsk+tcm",
@@ -340,11 +324,44 @@ func TestTCMSmokeEndToEnd(t *testing.T) {
 	if o := rec.Metrics["OPIS"]; !(o > 0 && o <= 0.25) {
 		t.Errorf("OPIS %v outside (0, 1/4]", o)
 	}
+	// Fig. 8 ranges: the default range 1e-2..1e-1 must reproduce OPIS itself; every range gives a value.
+	if a, b := rec.Metrics["OPIS_far_1e-02_1e-01"], rec.Metrics["OPIS"]; a != b {
+		t.Errorf("OPIS_far_1e-02_1e-01 = %v, OPIS = %v", a, b)
+	}
+	for _, k := range []string{"OPIS_far_1e-03_1e-02", "OPIS_far_1e-03_5e-02", "OPIS_far_5e-02_2e-01"} {
+		if o, ok := rec.Metrics[k]; !ok || !(o > 0 && o <= 0.25) {
+			t.Errorf("%s = %v (stored %v)", k, o, ok)
+		}
+	}
 	if c := rec.Series["curve/test/R@1"]; len(c) == 0 || c[len(c)-1] != rec.Metrics["R@1"] {
 		t.Errorf("curve/test/R@1 %v does not end at R@1 %v", c, rec.Metrics["R@1"])
 	}
 	if rec.Timings["train_s"] <= 0 || rec.Metrics["steps"] <= 0 {
 		t.Errorf("timings %v, steps %v", rec.Timings, rec.Metrics["steps"])
+	}
+
+	// The spec's tables and figures find the runner's metric and series names: the small-scale tables
+	// render our number beside the paper's (R@1 of RS@k + TCM: 72.2, seed 000 Table 2).
+	code, stdout, stderr = runCLI("tables", tcmSpecPath, "--scale", "smoke", "--results", results, "--out", filepath.Join(tmp, "tables"))
+	if code != 0 {
+		t.Fatalf("tables: code %d: %s", code, stderr)
+	}
+	stdout = strings.ReplaceAll(stdout, "**", "") // a single row is bolded as the best
+	r1 := fmt.Sprintf("| rsk+tcm | %.2f | 72.20 [", 100*rec.Metrics["R@1"])
+	opis := fmt.Sprintf("| rsk+tcm | %.3f | 0.110 [", 1000*rec.Metrics["OPIS"])
+	for _, want := range []string{r1, opis, "FAR 1e-2..1e-1 (default)"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("tables output lacks %q:\n%s", want, stdout)
+		}
+	}
+	code, _, stderr = runCLI("figures", tcmSpecPath, "--scale", "smoke", "--results", results, "--out", filepath.Join(tmp, "figures"), "--formats", "png")
+	if code != 0 {
+		t.Fatalf("figures: code %d: %s", code, stderr)
+	}
+	for _, f := range []string{"fig2_class_utility", "fig3_tradeoff", "r1_curve", "opis_by_loss"} {
+		if st, err := os.Stat(filepath.Join(tmp, "figures", f+".png")); err != nil || st.Size() == 0 {
+			t.Errorf("figure %s: %v", f, err)
+		}
 	}
 }
 

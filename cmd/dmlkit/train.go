@@ -35,6 +35,8 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 	resume := fs.Bool("resume", false, "continue from the newest checkpoint in --out")
 	printCfg := fs.Bool("print-config", false, "print the resolved configuration and exit")
 	quiet := fs.Bool("quiet", false, "no progress bar")
+	extract := fs.String("extract-features", "", "instead of training, run the backbone once over the dataset and write {train,val,test}_{features,labels}.npy into this directory (precomputed-feature mode: train a head on them with data.name=npy-features, data.options.dir=DIR, model.backbone=features)")
+	weights := fs.String("weights", "", "with --extract-features: take the backbone weights from the newest checkpoint of this run directory (default: model.pretrained or the seeded initialisation)")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "usage: dmlkit train --config run.yaml [--set key=value ...] --out DIR\n\n")
 		fs.PrintDefaults()
@@ -71,6 +73,13 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 	}
 	if err := cfg.Validate(); err != nil {
 		return fmt.Errorf("train: config: %w", err)
+	}
+	if *extract != "" {
+		if err := train.ExtractFeatures(cfg, *weights, *extract); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "features written to %s\n", *extract)
+		return nil
 	}
 	if *out == "" {
 		fmt.Fprintln(stderr, "train: --out DIR is required")

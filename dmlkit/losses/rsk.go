@@ -114,20 +114,21 @@ func (c *RSKConfig) Build(in Inputs) *Node {
 	s := CosineSim(in.Emb, in.Emb)
 	if !c.SiMix {
 		pos := LogicalAnd(SameLabel(in.Labels, in.Labels), LogicalNot(Diagonal(s.Graph(), b)))
-		return c.rskCore(s, pos, nil, maxClass-1)
+		posIdx, slotF, numPos := rskCompactSlots(ConvertDType(pos, s.DType()), nil, maxClass-1)
+		overflow := GreaterThan(ReduceMax(numPos), Scalar(s.Graph(), s.DType(), float64(maxClass-1)))
+		return c.rskCore(s, nil, posIdx, slotF, numPos, overflow)
 	}
 	if in.Labels.Rank() != 1 {
 		panic(fmt.Sprintf("losses: rsk with simix needs [B] labels, got shape %s", in.Labels.Shape()))
 	}
-	sAll, same, valid := c.rskSiMix(in, s, maxClass)
-	pos := LogicalAnd(same, LogicalNot(Diagonal(s.Graph(), sAll.Shape().Dim(0))))
-	return c.rskCore(sAll, pos, valid, maxClass-1+maxClass*(maxClass-1)/2)
+	return c.rskSiMix(in, s, maxClass)
 }
 
-// rskSiMix expands the [B, B] similarities s with the virtual examples of every same-class pair.
-// It returns the [N, N] similarities, the [N, N] same-label mask and the [N] validity of each item
-// (N = B + B·O, O = ⌊c/2⌋ pair slots per sample, see rskPairSlots; invalid slots are ignored).
-func (c *RSKConfig) rskSiMix(in Inputs, s *Node, maxClass int) (sAll, same, valid *Node) {
+// rskSiMix expands the [B, B] similarities s with the virtual examples of every same-class pair and
+// evaluates RS@k on the N = B + B·O items (O = ⌊c/2⌋ pair slots per sample, see rskPairSlots;
+// invalid slots are ignored). The positives of every item are enumerated from its class's members
+// (originals and their pair slots) rather than by masking an [N, N] matrix.
+func (c *RSKConfig) rskSiMix(in Inputs, s *Node, maxClass int) *Node {
 	g := s.Graph()
 	dt := s.DType()
 	b := s.Shape().Dim(0)
@@ -164,11 +165,56 @@ func (c *RSKConfig) rskSiMix(in Inputs, s *Node, maxClass int) (sAll, same, vali
 	a := Add(Mul(InsertAxes(w1, -1), Gather(s, idx1)), Mul(InsertAxes(w2, -1), Gather(s, idx2)))
 	// S_all = A Mᵀ (Eq. 10 for virtual–virtual pairs), [N, N].
 	at := Transpose(a, 0, 1)
-	sAll = Transpose(Add(Mul(InsertAxes(w1, -1), Gather(at, idx1)), Mul(InsertAxes(w2, -1), Gather(at, idx2))), 0, 1)
-	lab := Gather(in.Labels, idx1)
-	same = Equal(InsertAxes(lab, 1), InsertAxes(lab, 0))
-	valid = Concatenate([]*Node{BroadcastToDims(Const(g, true), b), Reshape(slotValid, v)}, 0)
-	return sAll, same, valid
+	sAll := Transpose(Add(Mul(InsertAxes(w1, -1), Gather(at, idx1)), Mul(InsertAxes(w2, -1), Gather(at, idx2))), 0, 1)
+	valid := Concatenate([]*Node{BroadcastToDims(Const(g, true), b), Reshape(slotValid, v)}, 0)
+	// Candidates for the positives of item a with anchor original i = i1[a]: the c class members
+	// m of i (originals, from c ArgMax rounds on the [B, B] same-label mask) and their pair slots
+	// B + m·O + o. A candidate counts if the member exists, the item is valid and it is not a itself
+	// (and only for valid a: invalid slots are not queries).
+	sameF := ConvertDType(sameB, dt)
+	members, memberOK, classSize := rskCompactSlots(sameF, nil, maxClass) // [B, c], [B, c], [B]
+	slotIdx := Add(AddScalar(MulScalar(InsertAxes(members, -1), float64(o)), float64(b)),
+		Iota(g, shapes.Make(dtypes.Int32, 1, 1, o), 2)) // [B, c, O]
+	slotIdx = Reshape(slotIdx, b, maxClass*o)
+	candB := Concatenate([]*Node{members, slotIdx}, 1) // [B, c(1+O)] item indices
+	okB := Concatenate([]*Node{memberOK, Reshape(Mul(InsertAxes(memberOK, -1),
+		Reshape(ConvertDType(Gather(valid, InsertAxes(slotIdx, -1)), dt), b, maxClass, o)), b, maxClass*o)}, 1)
+	cand := Gather(candB, idx1) // [N, c(1+O)]
+	notSelf := ConvertDType(LogicalAnd(NotEqual(cand, InsertAxes(Iota(g, shapes.Make(dtypes.Int32, b+v), 0), 1)), InsertAxes(valid, 1)), dt)
+	okCand := Mul(Gather(okB, idx1), notSelf) // invalid slots are no queries either
+	numSlots := maxClass - 1 + maxClass*(maxClass-1)/2
+	posIdx, slotF, numPos := rskCompactSlots(okCand, cand, numSlots)
+	overflow := GreaterThan(ReduceMax(classSize), Scalar(g, dt, float64(maxClass)))
+	return c.rskCore(sAll, valid, posIdx, slotF, numPos, overflow)
+}
+
+// rskCompactSlots gathers, per row of the [N, M] 0/1 matrix ok, the positions of its ones into
+// numSlots slots by repeated ArgMax (first one first). It returns the [N, numSlots] int32 indices
+// (cand[row, position] when cand is given, else the column positions), the [N, numSlots] 0/1 slot
+// indicators and the [N] count of ones. Rows with more than numSlots ones lose the rest (callers
+// check the count).
+func rskCompactSlots(ok, cand *Node, numSlots int) (idx, slotF, count *Node) {
+	g := ok.Graph()
+	n, m := ok.Shape().Dim(0), ok.Shape().Dim(1)
+	numSlots = max(numSlots, 1)
+	cols := Iota(g, shapes.Make(dtypes.Int32, 1, m), 1)
+	rowIota := Iota(g, shapes.Make(dtypes.Int32, n), 0)
+	remaining := ok
+	var idxs, oks []*Node
+	for p := 0; p < numSlots; p++ {
+		at := ArgMax(remaining, 1, dtypes.Int32)
+		rc := Stack([]*Node{rowIota, at}, -1)
+		oks = append(oks, Gather(remaining, rc)) // 1 if a one was left
+		if cand != nil {
+			idxs = append(idxs, Gather(cand, rc))
+		} else {
+			idxs = append(idxs, at)
+		}
+		if p+1 < numSlots {
+			remaining = Where(Equal(cols, InsertAxes(at, 1)), ZerosLike(remaining), remaining)
+		}
+	}
+	return Stack(idxs, 1), Stack(oks, 1), ReduceSum(ok, 1)
 }
 
 // rskPairSlots enumerates every unordered same-class pair exactly once without sorting or
@@ -199,49 +245,30 @@ func rskPairSlots(sameB *Node, numSlots int) (partners, valid *Node) {
 	return Stack(ps, 1), Stack(vs, 1)
 }
 
-// rskCore evaluates RS@k on the [N, N] similarities s of N items with the [N, N] positive mask pos
-// (diagonal false) and the [N] validity of each item (nil: all valid); numSlots bounds the
-// positives per query.
+// rskCore evaluates RS@k on the [N, N] similarities s of N items, given the [N] validity of each
+// item (nil: all valid), each query's positives gathered into P slots (posIdx [N, P] int32, slotF
+// [N, P] 0/1), their count numPos [N] and a scalar overflow flag (a class larger than the slots:
+// the loss is then NaN).
 //
 // The [N, P, N] rank tensor dominates the cost, so it is built with as few full passes as possible:
 // no per-element mask. Every z is summed (weighted by validity only when some items are invalid),
 // then the two excluded terms are subtracted on [N, P]: z = x contributes σ(0) = 1/2 exactly (and
 // its two gradient paths cancel exactly), and z = q (unless QueryInRanking) contributes
 // σ_τ₂(s_qq − s_qx), recomputed on [N, P] so that its gradient cancels as well.
-func (c *RSKConfig) rskCore(s, pos, valid *Node, numSlots int) *Node {
+func (c *RSKConfig) rskCore(s, valid, posIdx, slotF, numPos, overflow *Node) *Node {
 	g := s.Graph()
 	n := s.Shape().Dim(0)
 	dt := s.DType()
-	if numSlots < 1 {
-		numSlots = 1
-	}
+	numSlots := posIdx.Shape().Dim(1)
 	if elems := float64(n) * float64(n) * float64(numSlots); elems > 1<<36 {
 		panic(fmt.Sprintf("losses: rsk: the rank computation needs %d×%d×%d = %.3g sigmoid evaluations; set max_class_size "+
 			"to the number of samples per class of the batch sampler", n, numSlots, n, elems))
 	}
 	var validF *Node
 	if valid != nil {
-		pos = LogicalAnd(pos, LogicalAnd(InsertAxes(valid, 1), InsertAxes(valid, 0)))
 		validF = ConvertDType(valid, dt)
 	}
-	posF := ConvertDType(pos, dt)
-	numPos := ReduceSum(posF, 1) // |P_q|
-	// Gather each query's positives into numSlots slots: repeated ArgMax on the remaining mask
-	// (3 passes over [N, N] per slot, negligible beside the rank tensor).
-	cols := Iota(g, shapes.Make(dtypes.Int32, 1, n), 1)
-	remaining := posF
 	rowIota := Iota(g, shapes.Make(dtypes.Int32, n), 0)
-	var idxs, oks []*Node
-	for p := 0; p < numSlots; p++ {
-		idx := ArgMax(remaining, 1, dtypes.Int32)
-		idxs = append(idxs, idx)
-		oks = append(oks, Gather(remaining, Stack([]*Node{rowIota, idx}, -1))) // 1 if a positive was left
-		if p+1 < numSlots {
-			remaining = Where(Equal(cols, InsertAxes(idx, 1)), ZerosLike(remaining), remaining)
-		}
-	}
-	posIdx := Stack(idxs, 1) // [N, P]
-	slotF := Stack(oks, 1)   // [N, P]: 1 where the slot holds a positive
 	rows := BroadcastToDims(InsertAxes(rowIota, 1), n, numSlots)
 	// Rank: everything in units of 1/τ₂ before the big broadcast.
 	sT := DivScalar(s, c.TauSim)
@@ -268,7 +295,6 @@ func (c *RSKConfig) rskCore(s, pos, valid *Node, numSlots int) *Node {
 	lossK = DivScalar(lossK, float64(len(c.K))) // [N]
 	hasPos := GreaterThan(numPos, ZerosLike(numPos))
 	loss := MaskedMean(lossK, hasPos)
-	overflow := GreaterThan(ReduceMax(numPos), Scalar(g, dt, float64(numSlots)))
 	return Where(overflow, Scalar(g, dt, math.NaN()), loss)
 }
 

@@ -245,6 +245,14 @@ func TestRSKMaxClassSize(t *testing.T) {
 	if got, _ := losstest.Value(t, bound, b, losses.EvalOptions{}); !math.IsNaN(got) {
 		t.Errorf("class larger than max_class_size gave %v, want NaN", got)
 	}
+	bound.SiMix, bound.SiMixAlpha = true, 0.5 // the same with SiMix (pairs of the 3rd member would be lost)
+	if got, _ := losstest.Value(t, bound, b, losses.EvalOptions{}); !math.IsNaN(got) {
+		t.Errorf("simix: class larger than max_class_size gave %v, want NaN", got)
+	}
+	bound.MaxClassSize = 3
+	if got, _ := losstest.Value(t, bound, b, losses.EvalOptions{}); math.IsNaN(got) || math.Abs(got-bruteRSK(b, bound, rskHalfTable(b.B))) > 1e-12 {
+		t.Errorf("simix max_class_size 3: %v, brute force %v", got, bruteRSK(b, bound, rskHalfTable(b.B)))
+	}
 	// Degenerate: all distinct labels -> no query has a positive -> 0.
 	if got, g := losstest.Value(t, exact, losstest.Random(6, 3, []int64{0, 1, 2}), losses.EvalOptions{}); got != 0 || math.IsNaN(g[0]) {
 		t.Errorf("no positives: %v", got)
@@ -252,4 +260,13 @@ func TestRSKMaxClassSize(t *testing.T) {
 	if _, err := losses.New("rsk", map[string]any{"tau2": 0}); err == nil {
 		t.Error("tau2 0 accepted")
 	}
+}
+
+// rskHalfTable is an α table with every α = 0.5.
+func rskHalfTable(b int) []float64 {
+	t := make([]float64, b*b)
+	for i := range t {
+		t[i] = 0.5
+	}
+	return t
 }

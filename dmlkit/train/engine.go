@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/dmlkit/dmlkit/dmlkit/losses"
 	"github.com/dmlkit/dmlkit/dmlkit/models"
@@ -29,7 +30,9 @@ type engine struct {
 	msLoss    *model.Exec // stage 2: (E, y) → (loss, ∂L/∂E), accumulates loss-variable grads
 	msBack    *model.Exec // stage 3: (x, G) → Σ emb⊙G, accumulates model grads
 	msApply   *model.Exec // (lr, t) → optimiser step from accumulators, zeroes them
-	accPrefix string
+
+	// stageTimes are the wall times of the three stages of the last multistage step.
+	stageTimes [3]time.Duration
 }
 
 const (
@@ -280,6 +283,7 @@ func (e *engine) trainStep(pix []float32, n int, labels []int64, setSize int, lr
 func (e *engine) multistageAccumulate(pix []float32, n int, y *tensors.Tensor) (float64, error) {
 	chunk := e.cfg.Multistage.Chunk
 	size := e.h * e.w * e.c
+	t0 := time.Now()
 	var embs []float32
 	d := 0
 	for s := 0; s < n; s += chunk {
@@ -291,18 +295,21 @@ func (e *engine) multistageAccumulate(pix []float32, n int, y *tensors.Tensor) (
 		d = out[0].Shape().Dim(1)
 		embs = append(embs, tensors.MustCopyFlatData[float32](out[0])...)
 	}
+	t1 := time.Now()
 	out, err := e.msLoss.Call(tensors.FromFlatDataAndDimensions(embs, n, d), y)
 	if err != nil {
 		return 0, err
 	}
 	loss := scalarValue(out[0])
 	G := tensors.MustCopyFlatData[float32](out[1])
+	t2 := time.Now()
 	for s := 0; s < n; s += chunk {
 		m := min(chunk, n-s)
 		if _, err := e.msBack.Call(e.imageTensor(pix[s*size:(s+m)*size], m), tensors.FromFlatDataAndDimensions(G[s*d:(s+m)*d], m, d)); err != nil {
 			return 0, err
 		}
 	}
+	e.stageTimes = [3]time.Duration{t1.Sub(t0), t2.Sub(t1), time.Since(t2)}
 	return loss, nil
 }
 

@@ -202,3 +202,20 @@ func TestIDMLDualHeadRun(t *testing.T) {
 		t.Error("no proxies or uncertainty head in the checkpoint")
 	}
 }
+
+// TestRSKSiMixMultistageRun: the RS@k loss with embedding-level SiMix (seed 003) trains through
+// multistage backprop (chunks of 6 over batches of 16, frozen BN), as in the paper's setting.
+func TestRSKSiMixMultistageRun(t *testing.T) {
+	cfg := testConfig()
+	cfg.Loss = LossConfig{Name: "rsk", Set: map[string]any{"simix": true, "simix_alpha": 0.5, "k": []any{1, 2, 4}}}
+	cfg.Model.FrozenBN = true
+	cfg.Multistage.Chunk = 6
+	cfg.Epochs, cfg.Steps = 0, 3
+	res, err := Run(context.Background(), cfg, t.TempDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Steps != 3 || math.IsNaN(res.FinalLoss) || res.FinalLoss <= 0 {
+		t.Fatalf("steps %d, loss %v", res.Steps, res.FinalLoss)
+	}
+}
