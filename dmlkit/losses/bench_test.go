@@ -142,8 +142,8 @@ func benchPy(t *testing.T, name string, emb []float32, labels []int64, b, d, rep
 // 1.13 (Debian python3-torch, 2 threads, tuned OpenBLAS) on the same float32 batch, and prints
 // the ratios. It is a benchmark, not a test: it runs only with DMLKIT_BENCH=1.
 //
-// Sizes (the brief's): RS@k+SiMix at 4000 (N = 12000 items with the virtual examples; ≈ 95 s per
-// forward+backward and ≈ 14.5 GB resident for the Go side on the 2-core development machine, ≈ 210 s
+// Default sizes: RS@k+SiMix at 4000 (N = 12000 items with the virtual slots; ≈ 32 s per
+// forward+backward and ≈ 11.5 GB resident for the Go side on the 2-core development machine, ≈ 210 s
 // for PyTorch), contextual at 1024, Smooth-AP with and without TCM at 384; D = 512, 4 samples per
 // class. Override with DMLKIT_BENCH_RSK_B, DMLKIT_BENCH_CTX_B, DMLKIT_BENCH_SAP_B. DMLKIT_BENCH_REPS
 // (default 3) timed runs after a warm-up; the median is reported. DMLKIT_BENCH_CASES (comma-separated:

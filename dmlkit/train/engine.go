@@ -23,13 +23,13 @@ type engine struct {
 	nClass  int
 	h, w, c int // image shape
 
-	step      *model.Exec // direct step: (x, y, lr, t) → loss
-	grads     *model.Exec // direct gradients, no update (tests)
-	embed     *model.Exec // inference embedding (x) → emb
-	msEmbed   *model.Exec // multistage stage 1: (x) → loss embedding, no stats update
-	msLoss    *model.Exec // stage 2: (E, y) → (loss, ∂L/∂E), accumulates loss-variable grads
-	msBack    *model.Exec // stage 3: (x, G) → Σ emb⊙G, accumulates model grads
-	msApply   *model.Exec // (lr, t) → optimiser step from accumulators, zeroes them
+	step    *model.Exec // direct step: (x, y, lr, t) → loss
+	grads   *model.Exec // direct gradients, no update (tests)
+	embed   *model.Exec // inference embedding (x) → emb
+	msEmbed *model.Exec // multistage stage 1: (x) → loss embedding, no stats update
+	msLoss  *model.Exec // stage 2: (E, y) → (loss, ∂L/∂E), accumulates loss-variable grads
+	msBack  *model.Exec // stage 3: (x, G) → Σ emb⊙G, accumulates model grads
+	msApply *model.Exec // (lr, t) → optimiser step from accumulators, zeroes them
 
 	// stageTimes are the wall times of the three stages of the last multistage step.
 	stageTimes [3]time.Duration
