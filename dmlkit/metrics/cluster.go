@@ -17,7 +17,11 @@ type KMeansInit int
 
 const (
 	// KMeansPlusPlus (default): k-means++ (Arthur & Vassilvitskii 2007), plain D² sampling, one trial per centre.
-	// Costs K·n·d like one Lloyd iteration.
+	// Up to n·K·d = 2³² multiply-adds it runs sequentially (one float64 distance update per centre, K·n·d
+	// in all, like one float64 Lloyd iteration). Beyond (e.g. SOP: 60,502 × 512, K = 11,316) it runs the lazy
+	// blocked variant: the same D² distribution, drawn by rejection from a stale D² that is refreshed for
+	// blocks of up to 256 new centres at a time through the float32 kNN kernel (see KMeansResult.InitMethod).
+	// The two variants consume the random stream differently, so one seed gives different centres in each.
 	KMeansPlusPlus KMeansInit = iota
 	// KMeansRandomInit: K distinct points drawn uniformly (faiss's default, as used by PML's NMI).
 	KMeansRandomInit
@@ -47,6 +51,14 @@ type KMeansResult struct {
 	Inertia    float64   // Σ squared L2 distance of every row to its centroid
 	Iterations int       // Lloyd iterations run
 	Reseeded   int       // empty clusters re-seeded during the iterations
+	// InitMethod is the initialisation actually run: "k-means++" (sequential), "k-means++ (lazy, blocked)"
+	// (same distribution, for n·K·d > 2³²) or "random".
+	InitMethod string
+	// Float32Passes counts the nearest-centroid passes (assignment passes and lazy k-means++ flushes) that
+	// used the float32 kNN engine; Float64Rows counts the rows in those passes whose float32 candidates could
+	// not be certified and were scanned over all centroids in float64. Diagnostics only: the assignment is
+	// the float64 one either way.
+	Float32Passes, Float64Rows int
 }
 
 // KMeans clusters the rows of emb ([n, d] row-major) into opt.K clusters with Lloyd's algorithm in float64.
@@ -54,6 +66,14 @@ type KMeansResult struct {
 // over rows) and moves every centroid to the mean of its rows. An empty cluster is re-seeded at the row farthest
 // from its own centroid (rows already used for re-seeding in that iteration excluded). After the last update the
 // rows are assigned once more to the final centroids (as PML does with faiss: train, then search).
+//
+// Precision. Centroids, the update step, distances and inertia are float64. The assignment is defined by the
+// float64 criterion ‖c_j‖² − 2 x·c_j (ties → smaller index). For K > 4 the search runs through the float32 kNN
+// engine (KNN, InnerProduct on the augmented centred vectors [x−m, 1]·[c−m, −‖c−m‖²/2], top 4 candidates),
+// and the float32 candidates are certified with an a-priori rounding bound and re-scored in float64; rows
+// whose candidates cannot be certified (near-ties) are scanned in float64 over all centroids. The assignment
+// is therefore exactly the float64 one, independent of the number of workers, at the speed of the float32
+// kernel (K ≤ 4, or vectors too large for float32, use the float64 loop directly).
 func KMeans(emb []float32, n, d int, opt KMeansOptions) (*KMeansResult, error) {
 	x, err := kmeansRows(emb, n, d, opt.L2Normalize)
 	if err != nil {
@@ -74,29 +94,37 @@ func KMeans(emb []float32, n, d int, opt KMeansOptions) (*KMeansResult, error) {
 	}
 	k := opt.K
 	rng := rand.New(rand.NewPCG(opt.Seed, 0x6b6d65616e73))
+	as := newKMeansAssigner(x, n, d, workers)
+	res := &KMeansResult{}
 	var c []float64
 	switch opt.Init {
 	case KMeansPlusPlus:
-		c = kmeansPlusPlusInit(x, n, d, k, rng, workers)
+		if float64(n)*float64(k)*float64(d) <= kmeansPlusPlusSequentialLimit {
+			c = kmeansPlusPlusInit(x, n, d, k, rng, workers)
+			res.InitMethod = "k-means++"
+		} else {
+			c = kmeansPlusPlusLazyInit(as, k, rng)
+			res.InitMethod = "k-means++ (lazy, blocked)"
+		}
 	case KMeansRandomInit:
 		c = make([]float64, k*d)
 		for ci, r := range rng.Perm(n)[:k] {
 			copy(c[ci*d:(ci+1)*d], x[r*d:(r+1)*d])
 		}
+		res.InitMethod = "random"
 	default:
 		return nil, fmt.Errorf("metrics.KMeans: unknown Init %d", int(opt.Init))
 	}
 	if opt.Progress != nil {
 		opt.Progress(0, opt.Iterations)
 	}
-	res := &KMeansResult{}
 	assign := make([]int, n)
 	dist := make([]float64, n)
 	for i := range assign {
 		assign[i] = -1
 	}
 	for it := 1; it <= opt.Iterations; it++ {
-		changed := kmeansAssign(x, c, n, d, k, assign, dist, workers)
+		changed := as.assign(c, k, assign, dist)
 		res.Iterations = it
 		if changed == 0 && it > 1 {
 			if opt.Progress != nil {
@@ -109,11 +137,12 @@ func KMeans(emb []float32, n, d int, opt KMeansOptions) (*KMeansResult, error) {
 			opt.Progress(it, opt.Iterations)
 		}
 	}
-	kmeansAssign(x, c, n, d, k, assign, dist, workers)
+	as.assign(c, k, assign, dist)
 	for _, v := range dist {
 		res.Inertia += v
 	}
 	res.Assign, res.Centroids = assign, c
+	res.Float32Passes, res.Float64Rows = as.passes32, as.rows64
 	return res, nil
 }
 
@@ -321,6 +350,291 @@ const (
 	kmeansRowBlock      = 32
 	kmeansCentroidBlock = 64
 )
+
+// kmeansCandidates is the number of float32 candidates the kNN engine returns per row in a certified
+// assignment pass (see kmeansAssigner.nearest).
+const kmeansCandidates = 4
+
+// kmeansPlusPlusSequentialLimit: k-means++ runs the plain sequential algorithm (one O(n·d) float64 distance
+// update per centre) while n·K·d is at most this many multiply-adds, and the lazy blocked one beyond.
+// A variable so that tests can force the lazy path.
+var kmeansPlusPlusSequentialLimit = float64(1 << 32)
+
+// kmeansLazyBlock caps the number of centres the lazy k-means++ initialisation keeps pending between two
+// distance flushes.
+const kmeansLazyBlock = 256
+
+// kmeansAssigner runs assignment passes of one data set: it keeps float32 copies of the centred rows,
+// augmented with a constant 1, for the kNN engine.
+type kmeansAssigner struct {
+	x        []float64 // [n, d] rows (float64)
+	n, d     int
+	workers  int
+	mean     []float64 // [d] column means: the float32 path works on centred rows (distances are unchanged)
+	q32      []float32 // [n, d+1]: float32(x_i − mean), 1
+	xn, xn64 []float64 // ‖x_i − mean‖ and ‖x_i‖
+	passes32 int       // nearest-centroid passes that used the float32 engine
+	rows64   int       // rows whose float32 candidates could not be certified (full float64 scan)
+}
+
+func newKMeansAssigner(x []float64, n, d, workers int) *kmeansAssigner {
+	return &kmeansAssigner{x: x, n: n, d: d, workers: workers}
+}
+
+// prepare builds the centred float32 rows on first use.
+func (a *kmeansAssigner) prepare() {
+	if a.q32 != nil {
+		return
+	}
+	n, d, x := a.n, a.d, a.x
+	a.mean = make([]float64, d)
+	for i := range n {
+		for t, v := range x[i*d : (i+1)*d] {
+			a.mean[t] += v
+		}
+	}
+	for t := range a.mean {
+		a.mean[t] /= float64(n)
+	}
+	a.q32 = make([]float32, n*(d+1))
+	a.xn, a.xn64 = make([]float64, n), make([]float64, n)
+	kmeansParallel(n, a.workers, func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			row, q := x[i*d:(i+1)*d], a.q32[i*(d+1):(i+1)*(d+1)]
+			var s, s64 float64
+			for t, v := range row {
+				e := v - a.mean[t]
+				q[t] = float32(e)
+				s += e * e
+				s64 += v * v
+			}
+			q[d] = 1
+			a.xn[i], a.xn64[i] = math.Sqrt(s), math.Sqrt(s64)
+		}
+	})
+}
+
+// assign is kmeansAssign (same results, bit for bit) with the centroid search done by nearest.
+func (a *kmeansAssigner) assign(c []float64, k int, assign []int, dist []float64) int {
+	best := a.nearest(c, k)
+	if best == nil {
+		return kmeansAssign(a.x, c, a.n, a.d, k, assign, dist, a.workers)
+	}
+	x, d := a.x, a.d
+	kmeansParallel(a.n, a.workers, func(lo, hi int) {
+		for r := lo; r < hi; r++ {
+			b := best[r]
+			dist[r] = kmeansSqDist(x[r*d:(r+1)*d], c[b*d:(b+1)*d])
+		}
+	})
+	changed := 0
+	for r, b := range best {
+		if assign[r] != b {
+			changed++
+			assign[r] = b
+		}
+	}
+	return changed
+}
+
+// nearest returns, for every row, the centroid (of the k in c, [k, d]) that minimises the float64 criterion
+// of kmeansAssign, ‖c_j‖² − 2 x·c_j (kmeansDot, kmeansDotSeq), ties → smaller index: the same index
+// kmeansAssign picks, bit for bit. It returns nil when k ≤ kmeansCandidates (nothing to prune) or when the
+// float32 engine rejects the augmented vectors (values too large for float32); the caller then runs the
+// float64 loop.
+//
+// Method. The kNN engine (exact float32 top-kmeansCandidates, InnerProduct) scores the augmented centred
+// vectors q_i = [x_i − m, 1] against r_j = [c_j − m, −‖c_j − m‖²/2]: s_ij ≈ T_ij = (x_i−m)·(c_j−m) −
+// ‖c_j−m‖²/2 = −‖x_i − c_j‖²/2 + (terms of i only), the same ranking as the float64 criterion t_ij =
+// −(‖c_j‖² − 2 x_i·c_j)/2 up to a constant per row. Rounding is bounded a priori:
+//
+//	|s_ij − T_ij| ≤ ε32 (‖x_i−m‖ C + C²/2),  ε32 = 1.01 (d+4) 2⁻²⁴ / (1 − (d+4) 2⁻²⁴)
+//
+// (an FMA chain of d+1 terms plus the float32 rounding of both inputs; C = max_j ‖c_j − m‖), and
+// |t_ij − exact| ≤ ε64 (‖x_i‖ C64 + C64²) with ε64 = 1.01·2(d+4) 2⁻⁵³, C64 = max_j ‖c_j‖. With E_i the sum,
+// every centroid outside the candidate list has s ≤ s_(K) (the engine's top-K is exact for its own scores;
+// it breaks equal float32 scores by the smaller reference index, but nothing here depends on that), so if s_(1) − s_(K) > 2 E_i no such centroid can reach the float64 optimum:
+// the float64 winner is among the candidates. By the same argument only the candidates with s ≥ s_(1) − 2 E_i
+// can win; they are re-scored with the float64 criterion itself (usually there is one, which wins). A row
+// that fails this test (near-ties within 2 E_i ≈ 2·10⁻⁵ relative at d = 512) is scanned over all k
+// centroids in float64. Hence the result equals the float64 loop exactly, for any worker count.
+func (a *kmeansAssigner) nearest(c []float64, k int) []int {
+	if k <= kmeansCandidates {
+		return nil
+	}
+	a.prepare()
+	n, d, dA, x := a.n, a.d, a.d+1, a.x
+	cn := make([]float64, k)
+	r32 := make([]float32, k*dA)
+	var cmax2, cmax64sq float64
+	for j := range k {
+		cj, rj := c[j*d:(j+1)*d], r32[j*dA:(j+1)*dA]
+		cn[j] = kmeansDot(cj, cj)
+		var s float64
+		for t, v := range cj {
+			e := v - a.mean[t]
+			rj[t] = float32(e)
+			s += e * e
+		}
+		rj[d] = float32(-s / 2)
+		cmax2, cmax64sq = max(cmax2, s), max(cmax64sq, cn[j])
+	}
+	nb, err := KNN(a.q32, n, r32, k, dA, KNNOptions{K: kmeansCandidates, Similarity: InnerProduct, Workers: a.workers})
+	if err != nil {
+		return nil
+	}
+	const u32, u64 = 0x1p-24, 0x1p-53
+	fd := float64(d + 4)
+	eps32 := 1.01 * fd * u32 / (1 - fd*u32)
+	eps64 := 1.01 * 2 * fd * u64 / (1 - 2*fd*u64)
+	cmax, cmax64 := math.Sqrt(cmax2), math.Sqrt(cmax64sq)
+	best := make([]int, n)
+	full := make([]int, a.workers)
+	chunk := (n + a.workers - 1) / a.workers
+	kmeansParallel(n, a.workers, func(lo, hi int) {
+		w := lo / chunk
+		for i := lo; i < hi; i++ {
+			u := x[i*d : (i+1)*d]
+			idx, sc := nb.Row(i)
+			e := eps32*(a.xn[i]*cmax+cmax2/2) + eps64*(a.xn64[i]*cmax64+cmax64sq)
+			b, bv := -1, math.Inf(1)
+			if s1 := float64(sc[0]); s1-float64(sc[len(sc)-1]) > 2*e {
+				// Certified. A candidate with s < s_(1) − 2E cannot be the float64 winner either, so only
+				// candidates inside the window are re-scored (usually one: no float64 work at all).
+				if len(idx) < 2 || s1-float64(sc[1]) > 2*e {
+					best[i] = int(idx[0])
+					continue
+				}
+				for r, j32 := range idx {
+					if s1-float64(sc[r]) > 2*e {
+						break // scores are best-first
+					}
+					j := int(j32)
+					if v := cn[j] - 2*kmeansDotSeq(u, c[j*d:(j+1)*d]); v < bv || (v == bv && j < b) {
+						b, bv = j, v
+					}
+				}
+			} else {
+				full[w]++
+				for j := range k {
+					if v := cn[j] - 2*kmeansDotSeq(u, c[j*d:(j+1)*d]); v < bv {
+						b, bv = j, v
+					}
+				}
+			}
+			best[i] = b
+		}
+	})
+	a.passes32++
+	for _, v := range full {
+		a.rows64 += v
+	}
+	return best
+}
+
+// kmeansPlusPlusLazyInit draws K centres from exactly the k-means++ distribution (first centre uniform, each
+// next one with probability ∝ D², the squared distance to the nearest centre chosen so far, chosen rows
+// excluded) without an O(n·d) pass per centre. The D² array is brought up to date only in "flushes" that
+// fold a block of up to kmeansLazyBlock pending centres in at once through kmeansAssigner.nearest (the
+// float32 kNN kernel, certified in float64). Between flushes the stale D²_old ≥ D² is sampled by rejection:
+// draw i ∝ D²_old(i) (binary search in the prefix sums), compute D²(i) = min(D²_old(i), distances to the
+// pending centres) in float64 and accept with probability D²(i)/D²_old(i); accepted rows are distributed ∝
+// D²(i), exactly as in kmeansPlusPlusInit. A flush also happens after 32 consecutive rejections. When every
+// remaining D² is 0 (duplicates) the next not-yet-chosen row of a random order is taken, as in the
+// sequential version. Total work ≈ one assignment pass through the float32 kernel plus
+// O(K · kmeansLazyBlock · d) float64 for the rejection tests. The draws consume the random stream
+// differently from kmeansPlusPlusInit, so a seed gives other centres than the sequential version.
+func kmeansPlusPlusLazyInit(a *kmeansAssigner, k int, rng *rand.Rand) []float64 {
+	x, n, d, workers := a.x, a.n, a.d, a.workers
+	c := make([]float64, k*d)
+	chosen := make([]bool, n)
+	first := rng.IntN(n)
+	copy(c[:d], x[first*d:(first+1)*d])
+	chosen[first] = true
+	d2 := make([]float64, n)
+	kmeansParallel(n, workers, func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			d2[i] = kmeansSqDist(x[i*d:(i+1)*d], c[:d])
+		}
+	})
+	cum := make([]float64, n)
+	var total float64
+	rebuild := func() {
+		total = 0
+		for i := range d2 {
+			if chosen[i] {
+				d2[i] = 0
+			}
+			total += d2[i]
+			cum[i] = total
+		}
+	}
+	rebuild()
+	flushed := 1 // centres [0, flushed) are folded into d2
+	flush := func(upto int) {
+		block, m := c[flushed*d:upto*d], upto-flushed
+		best := a.nearest(block, m)
+		kmeansParallel(n, workers, func(lo, hi int) {
+			for i := lo; i < hi; i++ {
+				u := x[i*d : (i+1)*d]
+				if best != nil {
+					b := best[i]
+					d2[i] = min(d2[i], kmeansSqDist(u, block[b*d:(b+1)*d]))
+					continue
+				}
+				for p := range m {
+					d2[i] = min(d2[i], kmeansSqDist(u, block[p*d:(p+1)*d]))
+				}
+			}
+		})
+		flushed = upto
+		rebuild()
+	}
+	for ci := 1; ci < k; ci++ {
+		limit := min(kmeansLazyBlock, max(1, ci/2))
+		pick, rejects := -1, 0
+		for pick < 0 {
+			if ci > flushed && (ci-flushed >= limit || rejects >= 32 || total <= 0) {
+				flush(ci)
+				rejects = 0
+			}
+			if total <= 0 {
+				for _, i := range rng.Perm(n) {
+					if !chosen[i] {
+						pick = i
+						break
+					}
+				}
+				break
+			}
+			r := rng.Float64() * total
+			i, _ := slices.BinarySearchFunc(cum, r, func(v, r float64) int {
+				if v <= r {
+					return -1
+				}
+				return 1
+			})
+			if i >= n || chosen[i] {
+				rejects++
+				continue
+			}
+			stale := d2[i]
+			tr := stale
+			u := x[i*d : (i+1)*d]
+			for p := flushed; p < ci; p++ {
+				tr = min(tr, kmeansSqDist(u, c[p*d:(p+1)*d]))
+			}
+			if tr == stale || rng.Float64()*stale < tr {
+				pick = i
+			} else {
+				rejects++
+			}
+		}
+		chosen[pick] = true
+		copy(c[ci*d:(ci+1)*d], x[pick*d:(pick+1)*d])
+	}
+	return c
+}
 
 // kmeansDotSeq is u·v summed in index order with one accumulator: bit-identical to each output of kmeansDot2x2,
 // so a row's scores do not depend on which path (paired or tail) handled it.

@@ -4,7 +4,9 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
+	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -370,8 +372,7 @@ func TestKMeansAssignmentBlockedVsPlain(t *testing.T) {
 }
 
 // TestClusterScale times KMeans + NMI/AMI at CUB test scale (5,924 × 512, 100 classes). Heavy: DMLKIT_HEAVY=1.
-// (SOP scale, K = 11,316, is out of reach of this float64 Go kernel: one assignment pass is n·K·d ≈ 3.5e11
-// multiply-adds; 2 passes took 12.8 min on the shared 2-core machine.)
+// SOP scale is TestClusterScaleSOP.
 func TestClusterScale(t *testing.T) {
 	if os.Getenv("DMLKIT_HEAVY") != "1" {
 		t.Skip("set DMLKIT_HEAVY=1")
@@ -386,4 +387,433 @@ func TestClusterScale(t *testing.T) {
 	}
 	t.Logf("CUB-scale k-means++ (K=100, %d iterations) + NMI/AMI: %v, NMI %.4f AMI %.4f", r.KMeans.Iterations,
 		time.Since(start), r.NMI, r.AMI)
+}
+
+// kmeansBruteNearest is the plain float64 nearest-centroid search by squared distance (ties → smaller index).
+func kmeansBruteNearest(x, c []float64, n, d, k int) (best []int, bestD, secondD []float64) {
+	best, bestD, secondD = make([]int, n), make([]float64, n), make([]float64, n)
+	for i := range n {
+		b, bv, sv := -1, math.Inf(1), math.Inf(1)
+		for j := range k {
+			var s float64
+			for q := range d {
+				e := x[i*d+q] - c[j*d+q]
+				s += e * e
+			}
+			if s < bv {
+				b, bv, sv = j, s, bv
+			} else if s < sv {
+				sv = s
+			}
+		}
+		best[i], bestD[i], secondD[i] = b, bv, sv
+	}
+	return
+}
+
+// The certified float32 search (kmeansAssigner.nearest) returns exactly the index of the float64 loop
+// (kmeansAssign) for every row and worker count, and the nearest centroid of a brute-force float64 loop on
+// squared distances except where the two nearest distances agree to 1e-12 relative (there the two float64
+// formulas, ‖c‖² − 2x·c and Σ(x−c)², may round either way). Covers random data, clustered data, and planted
+// near-ties (duplicated centroids, rows on the bisector of two centroids, a large common offset) that force the
+// float64 fallback.
+func TestKMeansCertifiedFloat32VsFloat64(t *testing.T) {
+	rng := rand.New(rand.NewPCG(81, 82))
+	type tc struct {
+		name    string
+		n, d, k int
+		x, c    []float64
+	}
+	var cases []tc
+	// Random Gaussian rows, random centroids.
+	for _, sh := range [][3]int{{500, 33, 60}, {301, 7, 5}, {257, 130, 97}, {64, 1, 9}, {40, 3, 4}} {
+		n, d, k := sh[0], sh[1], sh[2]
+		x, c := make([]float64, n*d), make([]float64, k*d)
+		for i := range x {
+			x[i] = float64(float32(rng.NormFloat64()))
+		}
+		for i := range c {
+			c[i] = rng.NormFloat64() * 0.7
+		}
+		cases = append(cases, tc{"random", n, d, k, x, c})
+	}
+	// Clustered rows (float32 inputs) with centroids = class means: the Lloyd situation.
+	{
+		n, d, k := 600, 64, 40
+		emb, labels := opisRandomClustered(rng, n, d, k, 0.8)
+		x := make([]float64, n*d)
+		for i, v := range emb {
+			x[i] = float64(v)
+		}
+		c := make([]float64, k*d)
+		cnt := make([]float64, k)
+		for i := range n {
+			j := int(labels[i]-100) / 3
+			cnt[j]++
+			for q := range d {
+				c[j*d+q] += x[i*d+q]
+			}
+		}
+		for j := range k {
+			for q := range d {
+				c[j*d+q] /= cnt[j]
+			}
+		}
+		cases = append(cases, tc{"clustered", n, d, k, x, c})
+	}
+	// Planted ties: centroids 3, 5, 7 and 9 are copies of centroid 0 (five equal scores: more than the 4
+	// candidates, so rows near centroid 0 need the float64 fallback), rows on the bisector of centroids 1 and 2,
+	// all with an offset of 1e3.
+	{
+		n, d, k := 200, 16, 12
+		x, c := make([]float64, n*d), make([]float64, k*d)
+		for i := range c {
+			c[i] = rng.NormFloat64() + 1000
+		}
+		for _, j := range []int{3, 5, 7, 9} {
+			copy(c[j*d:(j+1)*d], c[:d])
+		}
+		for i := range n {
+			row := x[i*d : (i+1)*d]
+			switch i % 3 {
+			case 0: // exactly between centroids 1 and 2 (midpoint): a true tie
+				for q := range d {
+					row[q] = (c[d+q] + c[2*d+q]) / 2
+				}
+			case 1: // a copy of a centroid
+				copy(row, c[(i%k)*d:(i%k+1)*d])
+			default:
+				for q := range d {
+					row[q] = c[q] + 0.01*rng.NormFloat64()
+				}
+			}
+		}
+		cases = append(cases, tc{"ties", n, d, k, x, c})
+	}
+	// Float32-blind near-ties: centroids in groups of 2, 3 and 6 around common bases, 1e-6 apart (below float32
+	// resolution of the scores, well above float64's): the groups of 2–3 are certified and decided by the
+	// float64 re-scoring of the window, the groups of 6 overflow the 4 candidates and need the fallback.
+	{
+		n, d := 400, 24
+		var c []float64
+		for g, size := range []int{2, 3, 6, 2, 3, 6, 3, 2} {
+			base := make([]float64, d)
+			for q := range base {
+				base[q] = rng.NormFloat64() + float64(g%3)
+			}
+			for range size {
+				for q := range d {
+					c = append(c, base[q]+1e-6*rng.NormFloat64())
+				}
+			}
+		}
+		k := len(c) / d
+		x := make([]float64, n*d)
+		for i := range n {
+			j := rng.IntN(k)
+			for q := range d {
+				x[i*d+q] = float64(float32(c[j*d+q] + 0.05*rng.NormFloat64()))
+			}
+		}
+		cases = append(cases, tc{"float32-blind", n, d, k, x, c})
+	}
+	for _, cs := range cases {
+		n, d, k := cs.n, cs.d, cs.k
+		assign, dist := make([]int, n), make([]float64, n)
+		kmeansAssign(cs.x, cs.c, n, d, k, assign, dist, 1)
+		bf, bfD, bf2 := kmeansBruteNearest(cs.x, cs.c, n, d, k)
+		for _, w := range []int{1, 2, 5} {
+			a := newKMeansAssigner(cs.x, n, d, w)
+			got := a.nearest(cs.c, k)
+			if k <= kmeansCandidates {
+				if got != nil {
+					t.Errorf("%s: k=%d ≤ %d should use the float64 loop", cs.name, k, kmeansCandidates)
+				}
+				continue
+			}
+			if got == nil {
+				t.Fatalf("%s: float32 path refused", cs.name)
+			}
+			if !slices.Equal(got, assign) {
+				for i := range n {
+					if got[i] != assign[i] {
+						t.Fatalf("%s workers=%d: row %d → %d, float64 loop → %d", cs.name, w, i, got[i], assign[i])
+					}
+				}
+			}
+			nearTies := 0
+			for i := range n {
+				if got[i] != bf[i] {
+					if bf2[i]-bfD[i] > 1e-12*bfD[i]+1e-300 {
+						t.Fatalf("%s: row %d → %d, brute force → %d (d² %v vs second %v)", cs.name, i, got[i], bf[i], bfD[i], bf2[i])
+					}
+					nearTies++
+				}
+			}
+			if w == 1 {
+				t.Logf("%s n=%d d=%d k=%d: %d rows scanned in float64, %d near-tie differences with the Σ(x−c)² brute force",
+					cs.name, n, d, k, a.rows64, nearTies)
+			}
+			if (cs.name == "ties" || cs.name == "float32-blind") && a.rows64 == 0 {
+				t.Errorf("%s: planted near-ties did not reach the float64 fallback", cs.name)
+			}
+			if cs.name == "ties" {
+				for i := 0; i < n; i += 3 { // bisector rows: centroids 1 and 2 tie, smaller index wins
+					if got[i] != 1 && got[i] != 2 {
+						t.Errorf("ties: bisector row %d → %d", i, got[i])
+					}
+				}
+				for i := range n { // copies of centroid 0 (= 3 = 5 = 7 = 9) and rows near it → 0
+					if j := i % k; (i%3 == 2 || i%3 == 1 && slices.Contains([]int{0, 3, 5, 7, 9}, j)) && got[i] != 0 {
+						t.Errorf("ties: copy of centroid %d → %d, want 0", j, got[i])
+					}
+				}
+			}
+		}
+	}
+}
+
+// kmeansPlusPlusSetProbs enumerates the exact k-means++ probability of every set of chosen rows (sequential D²
+// sampling, chosen rows excluded) for a tiny data set.
+func kmeansPlusPlusSetProbs(x []float64, n, d, k int) map[string]float64 {
+	out := map[string]float64{}
+	var rec func(seq []int, p float64)
+	rec = func(seq []int, p float64) {
+		if len(seq) == k {
+			s := slices.Clone(seq)
+			slices.Sort(s)
+			key := ""
+			for _, v := range s {
+				key += string(rune('a' + v))
+			}
+			out[key] += p
+			return
+		}
+		w := make([]float64, n)
+		var tot float64
+		for i := range n {
+			if slices.Contains(seq, i) {
+				continue
+			}
+			w[i] = math.Inf(1)
+			for _, c := range seq {
+				w[i] = min(w[i], kmeansSqDist(x[i*d:(i+1)*d], x[c*d:(c+1)*d]))
+			}
+			tot += w[i]
+		}
+		for i := range n {
+			if w[i] > 0 {
+				rec(append(seq, i), p*w[i]/tot)
+			}
+		}
+	}
+	for i := range n {
+		rec([]int{i}, 1/float64(n))
+	}
+	return out
+}
+
+// The lazy blocked k-means++ draws from exactly the k-means++ distribution: on 8 points with K = 6 (the
+// pending-centre rejection step is exercised from the 5th centre on) the frequencies of the chosen sets over
+// 30,000 seeds match the enumerated probabilities (chi-square, 27 sets: the statistic has mean ≈ 26, and the
+// bound 80 is far in the tail). The sequential version is checked the same way as a control.
+func TestKMeansPlusPlusLazyDistribution(t *testing.T) {
+	n, d, k := 8, 2, 6
+	x := []float64{0, 0, 1, 0, 0, 1, 5, 5, 5, 6, 9, 0, 9, 1, 3, 3}
+	probs := kmeansPlusPlusSetProbs(x, n, d, k)
+	key := func(c []float64) string {
+		var idx []int
+		for j := range k {
+			for i := range n {
+				if c[j*d] == x[i*d] && c[j*d+1] == x[i*d+1] {
+					idx = append(idx, i)
+				}
+			}
+		}
+		slices.Sort(idx)
+		s := ""
+		for _, v := range idx {
+			s += string(rune('a' + v))
+		}
+		return s
+	}
+	const runs = 30000
+	for _, lazy := range []bool{true, false} {
+		counts := map[string]float64{}
+		for seed := range uint64(runs) {
+			rng := rand.New(rand.NewPCG(seed, 7))
+			var c []float64
+			if lazy {
+				c = kmeansPlusPlusLazyInit(newKMeansAssigner(x, n, d, 1), k, rng)
+			} else {
+				c = kmeansPlusPlusInit(x, n, d, k, rng, 1)
+			}
+			counts[key(c)]++
+		}
+		var chi2 float64
+		for s, p := range probs {
+			e := p * runs
+			chi2 += (counts[s] - e) * (counts[s] - e) / e
+		}
+		for s := range counts {
+			if _, ok := probs[s]; !ok {
+				t.Errorf("lazy=%v: impossible set %q drawn %v times", lazy, s, counts[s])
+			}
+		}
+		t.Logf("lazy=%v: chi² = %.1f over %d sets", lazy, chi2, len(probs))
+		if chi2 > 80 {
+			t.Errorf("lazy=%v: chi² = %.1f, the draws do not follow the k-means++ distribution", lazy, chi2)
+		}
+	}
+}
+
+// Forcing the lazy k-means++ (threshold 0) through KMeans: the blob classes are still recovered, the centres
+// are distinct rows, the flushes use the float32 engine (K = 40 > 4 pending centres at a time), and the result
+// does not depend on the number of workers.
+func TestKMeansLazyInitEndToEnd(t *testing.T) {
+	old := kmeansPlusPlusSequentialLimit
+	kmeansPlusPlusSequentialLimit = 0
+	defer func() { kmeansPlusPlusSequentialLimit = old }()
+	rng := rand.New(rand.NewPCG(91, 92))
+	n, d, c := 800, 12, 40
+	emb, labels := opisRandomClustered(rng, n, d, c, 0.01)
+	var ref *ClusterResult
+	for _, w := range []int{1, 3} {
+		r, err := ClusterScores(emb, n, d, labels, KMeansOptions{Seed: 4, Iterations: 50, Workers: w})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.KMeans.InitMethod != "k-means++ (lazy, blocked)" {
+			t.Fatalf("InitMethod %q", r.KMeans.InitMethod)
+		}
+		if r.KMeans.Float32Passes == 0 {
+			t.Error("no float32 pass")
+		}
+		if ref == nil {
+			ref = r
+			t.Logf("lazy init: NMI %.6f AMI %.6f, %d iterations, %d float32 passes, %d rows in float64",
+				r.NMI, r.AMI, r.KMeans.Iterations, r.KMeans.Float32Passes, r.KMeans.Float64Rows)
+			// With 40 tight blobs k-means++ essentially always seeds one centre per blob.
+			if r.NMI < 0.99 {
+				t.Errorf("NMI %v", r.NMI)
+			}
+		} else if !slices.Equal(r.KMeans.Assign, ref.KMeans.Assign) || !slices.Equal(r.KMeans.Centroids, ref.KMeans.Centroids) {
+			t.Errorf("workers=%d: result differs", w)
+		}
+	}
+	// Direct check that the lazy centres are distinct rows.
+	x := make([]float64, n*d)
+	for i, v := range emb {
+		x[i] = float64(v)
+	}
+	cs := kmeansPlusPlusLazyInit(newKMeansAssigner(x, n, d, 2), c, rand.New(rand.NewPCG(5, 6)))
+	seen := map[string]bool{}
+	for j := range c {
+		key := ""
+		for q := range d {
+			key += strconv.FormatFloat(cs[j*d+q], 'g', -1, 64) + ","
+		}
+		if seen[key] {
+			t.Fatalf("centre %d repeats an earlier one", j)
+		}
+		seen[key] = true
+	}
+}
+
+// TestClusterScaleSOP runs ClusterScores (up to 20 Lloyd iterations, NMI/AMI) at SOP test scale, once with the
+// default k-means++ (lazy blocked at this size) and once with random init (faiss/PML's default), on 60,502 × 512
+// L2-normalised rows in 11,316 classes of 2–12 (knnBenchSOPData), K = 11,316 (both converge in a few
+// iterations), then with k-means++ on structureless Gaussian rows of the same size (all 20 iterations), and
+// spot-checks the final assignment of 300 rows of each against a brute-force float64 scan. Heavy:
+// DMLKIT_HEAVY=1, e.g.
+//
+//	DMLKIT_HEAVY=1 go test -run TestClusterScaleSOP -v -timeout 60m ./dmlkit/metrics
+//
+// DMLKIT_HEAVY_N overrides the number of rows (classes scaled alike).
+func TestClusterScaleSOP(t *testing.T) {
+	if os.Getenv("DMLKIT_HEAVY") != "1" {
+		t.Skip("set DMLKIT_HEAVY=1")
+	}
+	n, d, classes := 60502, 512, 11316
+	if s := os.Getenv("DMLKIT_HEAVY_N"); s != "" {
+		n, _ = strconv.Atoi(s)
+		classes = 11316 * n / 60502
+	}
+	emb, labels, _ := knnBenchSOPData(n, d, classes)
+	t.Logf("data n=%d d=%d classes=%d kernel=%s GOMAXPROCS=%d", n, d, classes, KNNKernelName(), runtime.GOMAXPROCS(0))
+	start, cpu0 := time.Now(), knnBenchCPU()
+	last := start
+	r, err := ClusterScores(emb, n, d, labels, KMeansOptions{Seed: 1, Progress: func(done, total int) {
+		t.Logf("  step %d/%d: %.1fs (+%.1fs)", done, total, time.Since(start).Seconds(), time.Since(last).Seconds())
+		last = time.Now()
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	km := r.KMeans
+	t.Logf("SOP-scale %s (K=%d, %d iterations) + NMI/AMI: %.1fs wall, %.1fs CPU; NMI %.4f AMI %.4f; inertia %.6g; "+
+		"%d float32 passes, %d rows scanned in float64, %d re-seeded",
+		km.InitMethod, classes, km.Iterations, time.Since(start).Seconds(), knnBenchCPU()-cpu0, r.NMI, r.AMI,
+		km.Inertia, km.Float32Passes, km.Float64Rows, km.Reseeded)
+	clusterCheckSample(t, emb, n, d, km, 300)
+
+	// Random init (faiss's default, as in PML) usually runs all 20 iterations: the full-length timing.
+	start, cpu0 = time.Now(), knnBenchCPU()
+	r, err = ClusterScores(emb, n, d, labels, KMeansOptions{Seed: 1, Init: KMeansRandomInit})
+	if err != nil {
+		t.Fatal(err)
+	}
+	km = r.KMeans
+	t.Logf("SOP-scale %s (K=%d, %d iterations) + NMI/AMI: %.1fs wall, %.1fs CPU; NMI %.4f AMI %.4f; inertia %.6g; "+
+		"%d float32 passes, %d rows scanned in float64, %d re-seeded",
+		km.InitMethod, classes, km.Iterations, time.Since(start).Seconds(), knnBenchCPU()-cpu0, r.NMI, r.AMI,
+		km.Inertia, km.Float32Passes, km.Float64Rows, km.Reseeded)
+	clusterCheckSample(t, emb, n, d, km, 300)
+
+	// Worst case for the iteration count: structureless Gaussian rows (labels reused, meaningless), where Lloyd
+	// keeps moving rows between clusters for all 20 iterations.
+	rng := rand.New(rand.NewPCG(3, 4))
+	for i := range emb {
+		emb[i] = float32(rng.NormFloat64())
+	}
+	start, cpu0 = time.Now(), knnBenchCPU()
+	r, err = ClusterScores(emb, n, d, labels, KMeansOptions{Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	km = r.KMeans
+	t.Logf("SOP-size Gaussian noise, %s (K=%d, %d iterations) + NMI/AMI: %.1fs wall, %.1fs CPU; inertia %.6g; "+
+		"%d float32 passes, %d rows scanned in float64, %d re-seeded",
+		km.InitMethod, classes, km.Iterations, time.Since(start).Seconds(), knnBenchCPU()-cpu0,
+		km.Inertia, km.Float32Passes, km.Float64Rows, km.Reseeded)
+	clusterCheckSample(t, emb, n, d, km, 300)
+}
+
+// clusterCheckSample checks m evenly spaced rows against a brute-force float64 nearest-centroid scan of the final
+// centroids (allowing only near-ties at 1e-12 relative) and the inertia against a plain recomputation.
+func clusterCheckSample(t *testing.T, emb []float32, n, d int, km *KMeansResult, m int) {
+	t.Helper()
+	k := len(km.Centroids) / d
+	x := make([]float64, d)
+	for s := range m {
+		i := s * n / m
+		for q := range d {
+			x[q] = float64(emb[i*d+q])
+		}
+		_, bD, _ := kmeansBruteNearest(x, km.Centroids, 1, d, k)
+		a := km.Assign[i]
+		got := kmeansSqDist(x, km.Centroids[a*d:(a+1)*d])
+		if got > bD[0]*(1+1e-12) {
+			t.Fatalf("row %d: assigned centroid at d² %v, nearest at %v", i, got, bD[0])
+		}
+	}
+	var inertia float64
+	for i := range n {
+		a := km.Assign[i]
+		for q := range d {
+			x[q] = float64(emb[i*d+q])
+		}
+		inertia += kmeansSqDist(x, km.Centroids[a*d:(a+1)*d])
+	}
+	opisNear(t, "inertia", km.Inertia, inertia, 1e-9*inertia)
 }

@@ -140,7 +140,7 @@ func (c *Config) Validate() error {
 	if err := c.Model.Validate("model"); err != nil {
 		return err
 	}
-	if _, err := c.Losses(); err != nil {
+	if _, err := c.lossTerms(); err != nil {
 		return err
 	}
 	if err := c.Optimizer.Validate("optimizer"); err != nil {
@@ -194,8 +194,8 @@ type weightedLoss struct {
 	proxy  bool
 }
 
-// Losses creates the configured loss terms (validated by the losses package).
-func (c *Config) Losses() ([]weightedLoss, error) {
+// lossTerms creates the configured loss terms (validated by the losses package).
+func (c *Config) lossTerms() ([]weightedLoss, error) {
 	if c.Loss.Name != "" && len(c.Loss.Terms) > 0 {
 		return nil, fmt.Errorf("loss: set either name or terms, not both")
 	}

@@ -42,7 +42,7 @@ const (
 )
 
 func newEngine(cfg *Config, b compute.Backend, store *model.Store, nClasses, h, w, c int) (*engine, error) {
-	terms, err := cfg.Losses()
+	terms, err := cfg.lossTerms()
 	if err != nil {
 		return nil, err
 	}

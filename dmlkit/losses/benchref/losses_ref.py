@@ -16,6 +16,8 @@ warm-up. The formulas are the papers' (same defaults and options as the Go side 
               gradient α = 10), k = 4, ε = 0.05, λ = 0.4, γ = 0.1, δ± = 0.75/0.6, s̃ = 0.3.
   smoothap    Smooth-AP (τ = 0.01, query excluded) alone.
   smoothap_tcm  Smooth-AP + TCM (seed 000 Eq. 5, m± = 0.9/0.5, λ± = 1).
+  tcm_overhead  smoothap, smoothap_tcm and tcm alone, interleaved run by run (at least 5 rounds);
+              prints their medians as Base, Combined, TCM.
 """
 import json
 import statistics
@@ -156,6 +158,23 @@ def main():
     emb0 = torch.from_numpy(np.fromfile(emb_path, dtype="<f4").reshape(b, d).copy())
     labels = torch.from_numpy(np.fromfile(lab_path, dtype="<i8").copy())
     spc = int((labels == labels[0]).sum())
+    if case == "tcm_overhead":
+        fns = [lambda e: smoothap(e, labels), lambda e: smoothap(e, labels) + tcm(e, labels), lambda e: tcm(e, labels)]
+        ts, vals = [[] for _ in fns], [None] * len(fns)
+        for r in range(max(reps, 5) + 1):   # interleaved, first round is the warm-up
+            for i, f in enumerate(fns):
+                emb = emb0.clone().requires_grad_(True)
+                t0 = time.perf_counter()
+                loss = f(emb)
+                loss.backward()
+                dt = time.perf_counter() - t0
+                vals[i] = float(loss)
+                if r > 0:
+                    ts[i].append(dt)
+        med = [statistics.median(x) for x in ts]
+        print(json.dumps({"case": case, "value": vals[1], "seconds": med[1],
+                          "Base": med[0], "Combined": med[1], "TCM": med[2]}))
+        return
     fn = {
         "rsk_simix": lambda e: rsk_simix(e, labels, spc),
         "contextual": lambda e: contextual(e, labels),
