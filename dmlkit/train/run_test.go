@@ -91,20 +91,16 @@ func TestApplyAndLoad(t *testing.T) {
 	}
 }
 
+// readMetrics reads metrics.jsonl with ReadHistory, zeroing the wall times (they differ between
+// otherwise identical runs).
 func readMetrics(t *testing.T, dir string) []EvalRecord {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(dir, "metrics.jsonl"))
+	out, err := ReadHistory(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out []EvalRecord
-	for _, line := range bytes.Split(bytes.TrimSpace(b), []byte("\n")) {
-		var r EvalRecord
-		if err := json.Unmarshal(line, &r); err != nil {
-			t.Fatal(err)
-		}
-		r.WallTime = 0
-		out = append(out, r)
+	for i := range out {
+		out[i].WallTime = 0
 	}
 	return out
 }
@@ -285,5 +281,16 @@ func TestExampleConfig(t *testing.T) {
 	}
 	if c.Data.ValClasses != 0.1 || c.Schedule.Name != "cosine" || c.Eval.Metric != "MAP@R" || !c.Eval.OPIS {
 		t.Errorf("loaded %+v", c)
+	}
+}
+
+func TestReadHistoryErrors(t *testing.T) {
+	dir := t.TempDir()
+	if _, err := ReadHistory(dir); err == nil || !strings.Contains(err.Error(), "metrics.jsonl") {
+		t.Errorf("missing file: %v", err)
+	}
+	os.WriteFile(filepath.Join(dir, "metrics.jsonl"), []byte("{\"step\": 1, \"metrics\": {\"test/R@1\": 0.5}}\n{broken\n"), 0o644)
+	if _, err := ReadHistory(dir); err == nil || !strings.Contains(err.Error(), "metrics.jsonl:2") {
+		t.Errorf("broken line 2: %v", err)
 	}
 }
