@@ -144,8 +144,7 @@ func Run(in Inputs, opt Options) (*Result, error) {
 			return nil, fmt.Errorf("evaluate: OPIS: %w", err)
 		}
 		out.OPIS = r
-		out.Metrics["OPIS"] = r.OPIS
-		out.Metrics[fmt.Sprintf("%g%%-OPIS", 100*r.Epsilon)] = r.EpsOPIS
+		maps.Copy(out.Metrics, r.Metrics())
 		if opt.Progress != nil {
 			opt.Progress("OPIS", 1, 1)
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -37,7 +38,7 @@ func RetrievalEvaluator(ks []int, opis bool, seed uint64) Evaluator {
 		if err != nil {
 			return nil, err
 		}
-		m["OPIS"], m["eps-OPIS"] = o.OPIS, o.EpsOPIS
+		maps.Copy(m, o.Metrics()) // "OPIS", "10%-OPIS"
 		return m, nil
 	}
 }
