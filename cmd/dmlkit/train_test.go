@@ -1,0 +1,67 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/dmlkit/dmlkit/dmlkit/train"
+)
+
+// exampleConfig is the example run configuration shipped with the trainer.
+const exampleConfig = "../../dmlkit/train/testdata/omniglot-cnn.yaml"
+
+func TestTrainPrintConfigAndErrors(t *testing.T) {
+	var out, errb bytes.Buffer
+	if code := run([]string{"train", "--config", exampleConfig, "--set", "optimizer.lr=0.01", "--print-config"}, &out, &errb); code != 0 {
+		t.Fatalf("--print-config: exit %d: %s", code, errb.String())
+	}
+	if !strings.Contains(out.String(), "lr: 0.01") || !strings.Contains(out.String(), "name: omniglot-cnn") {
+		t.Errorf("resolved config lacks the override or the name:\n%s", out.String())
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"train", "--config", exampleConfig, "--set", "optimizer.lrr=1", "--out", t.TempDir()}, "optimizer.lrr"},
+		{[]string{"train", "--config", exampleConfig, "--set", "optimizer.lr=-1", "--out", t.TempDir()}, "optimizer.lr"},
+		{[]string{"train", "--config", "nosuch.yaml", "--out", t.TempDir()}, "nosuch.yaml"},
+	} {
+		out.Reset()
+		errb.Reset()
+		if code := run(tc.args, &out, &errb); code == 0 || !strings.Contains(errb.String(), tc.want) {
+			t.Errorf("%v: exit %d, stderr %q; want an error naming %q", tc.args[1:], code, errb.String(), tc.want)
+		}
+	}
+}
+
+// TestTrainCommandSmoke trains the example configuration for a few steps on 10 Omniglot
+// characters and checks the run directory the command promises.
+func TestTrainCommandSmoke(t *testing.T) {
+	if _, err := os.Stat("../../../shared/data/omniglot/images_background.npz"); err != nil {
+		t.Skip("no ../shared/data/omniglot")
+	}
+	dir := filepath.Join(t.TempDir(), "run")
+	var out, errb bytes.Buffer
+	code := run([]string{"train", "--config", exampleConfig, "--quiet", "--out", dir,
+		"--set", "data.max_train_classes=16", "--set", "data.max_test_classes=10", "--set", "data.val_classes=0",
+		"--set", "eval.patience=0", "--set", "eval.opis=false", "--set", "steps=4", "--set", "sampler.batch_size=32"}, &out, &errb)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	for _, f := range []string{"config.resolved.yaml", "env.json", "metrics.jsonl", "test_embeddings.npy", "test_labels.npy"} {
+		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+			t.Errorf("run directory lacks %s", f)
+		}
+	}
+	hist, err := train.ReadHistory(dir)
+	if err != nil || len(hist) == 0 {
+		t.Fatalf("metrics.jsonl: %v (%d records)", err, len(hist))
+	}
+	last := hist[len(hist)-1]
+	if last.Step != 4 || last.Metrics["test/R@1"] <= 0 || last.Metrics["test/R@1"] > 1 {
+		t.Errorf("last record %+v: want step 4 and a test R@1 in (0, 1]", last)
+	}
+}
