@@ -29,6 +29,10 @@ func TestEnvCommand(t *testing.T) {
 	if code := run([]string{"env"}, &out, &errb); code != 0 || !strings.Contains(out.String(), "simd:") {
 		t.Fatalf("env: exit %d, output %q", code, out.String())
 	}
+	out.Reset()
+	if code := run([]string{"help"}, &out, &errb); code != 0 || !strings.Contains(out.String(), "eval") || !strings.Contains(out.String(), "reproduce") {
+		t.Fatalf("help: exit %d, output %q", code, out.String())
+	}
 	if code := run([]string{"nosuchcommand"}, &out, &errb); code != 2 {
 		t.Fatalf("unknown command exit %d, want 2", code)
 	}
