@@ -58,6 +58,9 @@ func TestGoBackendComputes(t *testing.T) {
 		t.Fatalf("dot = %v, want 32", got)
 	}
 	info := Describe()
+	if info.SIMD != SIMD || (SIMD && !strings.Contains(info.GOEXPERIMENT, "simd")) {
+		t.Errorf("Describe().SIMD = %v with GOEXPERIMENT %q; the build says %v", info.SIMD, info.GOEXPERIMENT, SIMD)
+	}
 	if info.Backend != "go" || info.BackendName == "" || len(info.Devices) == 0 || info.GoVersion == "" || info.GoMLXVersion == "" {
 		t.Fatalf("Describe() = %+v, want backend go with at least one device", info)
 	}
