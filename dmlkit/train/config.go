@@ -52,6 +52,21 @@ type DataConfig struct {
 	// MaxTrainClasses / MaxTestClasses keep only the first n classes (0 = all), for quick runs.
 	MaxTrainClasses int `yaml:"max_train_classes" doc:"keep only the first n training classes (0 = all)"`
 	MaxTestClasses  int `yaml:"max_test_classes" doc:"keep only the first n test classes (0 = all)"`
+	// Corrupt corrupts the training set (seed 004 §4.4); the changed samples are recorded in the
+	// run directory's corruption.json.
+	Corrupt CorruptConfig `yaml:"corrupt"`
+}
+
+// CorruptConfig is the corruption harness of seed 004 §4.4, applied to the training images only
+// (after max_train_classes, before the validation split), deterministically from Seed (or the run
+// seed when Seed is 0). Limited data is data.max_train_classes.
+type CorruptConfig struct {
+	LabelNoise float64 `yaml:"label_noise" doc:"fraction of training images given a random other label"`
+	ImageNoise float64 `yaml:"image_noise" doc:"fraction of training images replaced by out-of-distribution images"`
+	// ImagePool names the registered image dataset whose training images replace them (e.g.
+	// mnist for Omniglot); they are resized to the training images' size.
+	ImagePool string `yaml:"image_pool" doc:"registered image dataset supplying the out-of-distribution images"`
+	Seed      uint64 `yaml:"seed" doc:"seed of the corruption (0: the run seed)"`
 }
 
 // LossConfig is the loss: either one named loss, or a weighted sum of terms.
@@ -133,6 +148,17 @@ func (c *Config) Validate() error {
 	}
 	if c.Data.ValClasses < 0 || c.Data.ValClasses >= 1 {
 		return fmt.Errorf("data.val_classes: %g: want a fraction in [0, 1)", c.Data.ValClasses)
+	}
+	if k := c.Data.Corrupt; k.LabelNoise < 0 || k.LabelNoise > 1 {
+		return fmt.Errorf("data.corrupt.label_noise: %g: want a fraction in [0, 1]", k.LabelNoise)
+	} else if k.ImageNoise < 0 || k.ImageNoise > 1 {
+		return fmt.Errorf("data.corrupt.image_noise: %g: want a fraction in [0, 1]", k.ImageNoise)
+	} else if k.ImageNoise > 0 && k.ImagePool == "" {
+		return fmt.Errorf("data.corrupt.image_pool: image_noise %g needs a pool dataset (e.g. mnist)", k.ImageNoise)
+	} else if k.ImagePool != "" {
+		if _, ok := lookupDataset(k.ImagePool); !ok {
+			return fmt.Errorf("data.corrupt.image_pool: unknown image dataset %q", k.ImagePool)
+		}
 	}
 	if c.Data.MaxTrainClasses < 0 || c.Data.MaxTestClasses < 0 {
 		return fmt.Errorf("data.max_train_classes / data.max_test_classes: want ≥ 0")

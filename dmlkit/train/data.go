@@ -193,8 +193,11 @@ func (s *subset) Fill(idx []int, d []float32) {
 	s.base.Fill(m, d)
 }
 
-// sets is the resolved train/val/test partition.
-type sets struct{ train, val, test Set }
+// sets is the resolved train/val/test partition, with the corruptions applied to train.
+type sets struct {
+	train, val, test Set
+	corruptions      []*data.Corruption
+}
 
 func classesOf(s Set) []int32 {
 	seen := map[int32]bool{}
@@ -209,7 +212,54 @@ func classesOf(s Set) []int32 {
 	return out
 }
 
-// loadData resolves the configured dataset and applies class limits and the validation split.
+// corrupt applies data.corrupt to the training images, appending its records.
+func corrupt(cfg *Config, train *data.Images, records *[]*data.Corruption) (*data.Images, error) {
+	k := cfg.Data.Corrupt
+	seed := k.Seed
+	if seed == 0 {
+		seed = uint64(cfg.Seed)
+	}
+	if k.LabelNoise > 0 {
+		noisy, c, err := data.LabelNoiseImages(train, k.LabelNoise, seed)
+		if err != nil {
+			return nil, fmt.Errorf("data.corrupt.label_noise: %w", err)
+		}
+		train = noisy
+		*records = append(*records, c)
+	}
+	if k.ImageNoise > 0 {
+		fn, ok := lookupDataset(k.ImagePool)
+		if !ok {
+			return nil, fmt.Errorf("data.corrupt.image_pool: unknown image dataset %q", k.ImagePool)
+		}
+		ps, err := fn(nil)
+		if err != nil {
+			return nil, fmt.Errorf("data.corrupt.image_pool %s: %w", k.ImagePool, err)
+		}
+		pool := ps.Train
+		if pool.H != train.H || pool.W != train.W {
+			if pool.H != pool.W || train.H != train.W {
+				return nil, fmt.Errorf("data.corrupt.image_pool: %s images are %dx%d, training images %dx%d; only square images are resized", k.ImagePool, pool.H, pool.W, train.H, train.W)
+			}
+			if pool, err = data.ResizeImages(pool, train.H); err != nil {
+				return nil, fmt.Errorf("data.corrupt.image_pool: %w", err)
+			}
+		}
+		if pool.C != train.C {
+			return nil, fmt.Errorf("data.corrupt.image_pool: %s has %d channels, training images %d", k.ImagePool, pool.C, train.C)
+		}
+		noisy, c, err := data.ImageNoise(train, pool, k.ImageNoise, seed)
+		if err != nil {
+			return nil, fmt.Errorf("data.corrupt.image_noise: %w", err)
+		}
+		train = noisy
+		*records = append(*records, c)
+	}
+	return train, nil
+}
+
+// loadData resolves the configured dataset and applies class limits, the corruption harness and
+// the validation split.
 func loadData(cfg *Config) (*sets, error) {
 	out := &sets{}
 	if fn, ok := lookupDataset(cfg.Data.Name); ok {
@@ -227,11 +277,27 @@ func loadData(cfg *Config) (*sets, error) {
 				}
 			}
 		}
-		out.train, out.test = ImageSet{s.Train}, ImageSet{s.Test}
+		trainImages := s.Train
+		if n := cfg.Data.MaxTrainClasses; n > 0 && n < trainImages.NumClasses() {
+			// Limited data (seed 004 §4.4) is recorded like the other corruptions.
+			limited, c, err := data.LimitClasses(trainImages, n)
+			if err != nil {
+				return nil, fmt.Errorf("data.max_train_classes: %w", err)
+			}
+			trainImages = limited
+			out.corruptions = append(out.corruptions, c)
+		}
+		if trainImages, err = corrupt(cfg, trainImages, &out.corruptions); err != nil {
+			return nil, err
+		}
+		out.train, out.test = ImageSet{trainImages}, ImageSet{s.Test}
 		if s.Val != nil {
 			out.val = ImageSet{s.Val}
 		}
 	} else {
+		if k := cfg.Data.Corrupt; k.LabelNoise > 0 || k.ImageNoise > 0 {
+			return nil, fmt.Errorf("data.corrupt: corruption applies to image datasets, not the feature dataset %s", cfg.Data.Name)
+		}
 		datasetsMu.RLock()
 		ffn, ok := featureDatasets[cfg.Data.Name]
 		datasetsMu.RUnlock()

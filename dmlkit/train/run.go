@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/dmlkit/dmlkit/dmlkit/data"
 	"maps"
 	"math"
 	"math/rand/v2"
@@ -151,6 +152,11 @@ func RunWithOptions(ctx context.Context, cfg Config, outDir string, opt Options)
 	}
 	if err := writeRunFiles(outDir, &cfg); err != nil {
 		return nil, err
+	}
+	if len(split.corruptions) > 0 {
+		if err := data.SaveCorruptions(outDir, split.corruptions...); err != nil {
+			return nil, fmt.Errorf("train: %w", err)
+		}
 	}
 	tr := split.train
 	h, w, c := tr.Dims()
