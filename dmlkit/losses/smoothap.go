@@ -60,7 +60,7 @@ func (c *SmoothAPConfig) Build(in Inputs) *Node {
 	s := CosineSim(in.Emb, refEmb)
 	cand, pos := rankAPMasks(in, c.QueryAsPositive)
 	g := func(t *Node) *Node { return Sigmoid(MulScalar(t, 1/c.Tau)) }
-	ap, valid := rankAPPerQuery(s, cand, pos, g, g)
+	ap, valid := rankAPPerQuery(s, cand, pos, g, nil)
 	return MaskedMean(OneMinus(ap), valid)
 }
 
@@ -79,25 +79,35 @@ func rankAPMasks(in Inputs, queryIn bool) (cand, pos *Node) {
 
 // rankAPPerQuery returns the smoothed AP of each query, [B], and the [B] mask of queries with at
 // least one positive. s [B, R] are the scores, cand ⊇ pos [B, R] the retrieval and positive sets.
-// With t = s_ik − s_ip, hPos(t) replaces the step for positives k and hNeg(t) for the other
-// retrieved items:
+// With t = s_ik − s_ip, hPos(t) replaces the step for positives k and hNeg(t) (nil: the same
+// function as hPos, evaluated once) for the other retrieved items:
 //
 //	rank⁺(i,p) = 1 + Σ_{k∈P_i, k≠p} hPos(t),  rank(i,p) = rank⁺(i,p) + Σ_{k∈Ω_i∖P_i} hNeg(t)
 //	AP_i = Σ_{p∈P_i} rank⁺/rank / |P_i|
 func rankAPPerQuery(s, cand, pos *Node, hPos, hNeg func(*Node) *Node) (ap, valid *Node) {
-	g := s.Graph()
-	r := s.Shape().Dim(1)
+	dtype := s.DType()
 	// diff[i, p, k] = s[i, k] − s[i, p]
 	diff := Sub(InsertAxes(s, 1), InsertAxes(s, 2))
-	notPK := InsertAxes(LogicalNot(Diagonal(g, r)), 0)                          // [1, R, R]
-	posK := LogicalAnd(InsertAxes(pos, 1), notPK)                               // [B, R, R]
-	negK := LogicalAnd(InsertAxes(LogicalAnd(cand, LogicalNot(pos)), 1), notPK) // [B, R, R]
-	hp := hPos(diff)
-	hn := hNeg(diff)
-	rankPos := AddScalar(MaskedReduceSum(hp, BroadcastToShape(posK, hp.Shape()), -1), 1)
-	rankAll := Add(rankPos, MaskedReduceSum(hn, BroadcastToShape(negK, hn.Shape()), -1))
+	posF := ConvertDType(pos, dtype)                               // [B, R]
+	negF := ConvertDType(LogicalAnd(cand, LogicalNot(pos)), dtype) // [B, R]
+	// The masks are separable: k ∈ P_i (resp. Ω_i∖P_i) and k ≠ p. So the masked sums over k are
+	// batched matrix–vector products Σ_k h[i,p,k]·mask[i,k], minus the k = p term h(0)·mask[i,p]
+	// — much cheaper than selecting over [B, R, R] boolean masks, forward and backward.
+	hp := hPos(diff) // [B, R, R]
+	hn := hp
+	if hNeg != nil {
+		hn = hNeg(diff)
+	} else {
+		hNeg = hPos
+	}
+	sumOver := func(hd *Node, h func(*Node) *Node, mask *Node) *Node {
+		total := Einsum("ipk,ik->ip", hd, mask)       // Σ_k h[i,p,k]·mask[i,k]
+		return Sub(total, Mul(h(ZerosLike(s)), mask)) // remove k = p: h(0)·mask[i,p]
+	}
+	rankPos := AddScalar(sumOver(hp, hPos, posF), 1)
+	rankAll := Add(rankPos, sumOver(hn, hNeg, negF))
 	ratio := Div(rankPos, rankAll) // [B, R]
-	npos := ReduceSum(ConvertDType(pos, s.DType()), -1)
+	npos := ReduceSum(posF, -1)
 	ap = Div(MaskedReduceSum(ratio, pos, -1), Max(npos, OnesLike(npos)))
 	return ap, GreaterThan(npos, ZerosLike(npos))
 }
