@@ -13,7 +13,7 @@ func init() {
 	Register(Entry{
 		Name:    "idml",
 		Paper:   "Wang et al., Introspective Deep Metric Learning (seed 002), Eq. 3–9",
-		Summary: "introspective similarity: uncertainty embeddings soften semantic distances (ProxyAnchor or contrastive base)",
+		Summary: "introspective similarity: uncertainty embeddings soften semantic distances (ProxyAnchor, margin or contrastive base)",
 		New:     func() Loss { return DefaultIDML() },
 		Proxies: true,
 	})
@@ -39,9 +39,18 @@ func init() {
 // α = ‖ŝ_i − p̂_j‖ on the normalised proxy (the paper does not say; this is consistent with the
 // cosine C). Paper Eq. 9 states a softmax-over-proxies loss; we follow the code's ProxyAnchor.
 //
+// Base "margin": the paper's pair example (Eq. 7), the margin loss of Wu et al. with
+// distance-weighted sampling ([MarginConfig]) on D_IN(x_i, x_j):
+//
+//	J_m = Σ_{l_i=l_j} [D_IN − ξ]₊ + Σ_{l_i≠l_j} I(p(D_IN)) [ω − D_IN]₊,   ξ = β − α, ω = β + α
+//
+// (Eq. 7 prints "−" before the negative sum; a loss that rewards close negatives cannot be meant,
+// and the margin loss it cites adds the term). Negatives are drawn with probabilities from D_IN
+// (the sampler's sphere density uses the semantic dimension D); PairSampling "all" uses every
+// negative once. Defaults α = 0.2, β = 1.2 (the margin loss's).
+//
 // Base "contrastive": the pair contrastive loss ([ContrastiveConfig] form, L2, m₊ = 0, m₋ = 1,
-// active-pair averaging) with D_IN(x_i, x_j) in place of the distance. The paper's pair example is
-// the margin loss with distance-weighted sampling (Eq. 7), which is not implemented.
+// active-pair averaging) with D_IN(x_i, x_j) in place of the distance.
 //
 // Labels: [B] or [B, S] label sets (the paper's mixup images carry {l₁, l₂}; "l_i = l_j" when the
 // sets intersect). α near 0 is handled (α is floored at 1e−12, so D_IN → 0 with a zero gradient).
@@ -61,11 +70,16 @@ type IDMLConfig struct {
 	Scale      float64 `yaml:"scale" doc:"ProxyAnchor scale α"`
 	PosMargin  float64 `yaml:"pos_margin" doc:"contrastive base: D_IN below which positives cost nothing"`
 	NegMargin  float64 `yaml:"neg_margin" doc:"contrastive base: D_IN above which negatives cost nothing"`
+	// Margin-base parameters (Eq. 7): ξ = PairBeta − PairMargin, ω = PairBeta + PairMargin.
+	PairMargin   float64 `yaml:"pair_margin" doc:"margin base: α of the margin loss"`
+	PairBeta     float64 `yaml:"pair_beta" doc:"margin base: boundary β of the margin loss"`
+	PairSampling string  `yaml:"pair_sampling" doc:"margin base: distance (distance-weighted negatives) or all"`
 }
 
 // DefaultIDML returns the paper's defaults with the ProxyAnchor base.
 func DefaultIDML() *IDMLConfig {
-	return &IDMLConfig{Base: "proxyanchor", Tau: 5, Gamma: 0, Margin: 0.1, Scale: 32, PosMargin: 0, NegMargin: 1}
+	return &IDMLConfig{Base: "proxyanchor", Tau: 5, Gamma: 0, Margin: 0.1, Scale: 32, PosMargin: 0, NegMargin: 1,
+		PairMargin: 0.2, PairBeta: 1.2, PairSampling: "distance"}
 }
 
 // Name implements Loss.
@@ -73,8 +87,11 @@ func (c *IDMLConfig) Name() string { return "idml" }
 
 // Validate implements Validator.
 func (c *IDMLConfig) Validate() error {
-	if c.Base != "proxyanchor" && c.Base != "contrastive" {
-		return fmt.Errorf("base %q: want proxyanchor or contrastive", c.Base)
+	if c.Base != "proxyanchor" && c.Base != "contrastive" && c.Base != "margin" {
+		return fmt.Errorf("base %q: want proxyanchor, margin or contrastive", c.Base)
+	}
+	if c.Base == "margin" && c.PairSampling != "distance" && c.PairSampling != "all" {
+		return fmt.Errorf("pair_sampling %q: want distance or all", c.PairSampling)
 	}
 	if c.Tau <= 0 {
 		return fmt.Errorf("tau %g: must be > 0", c.Tau)
@@ -126,10 +143,19 @@ func (c *IDMLConfig) Build(in Inputs) *Node {
 		u = normalizeRows(u)
 	}
 	switch c.Base {
+	case "margin":
+		dIN := c.idmlPairDistances(sn, u)
+		m := &MarginConfig{Margin: c.PairMargin, Beta: c.PairBeta, Sampling: c.PairSampling, Cutoff: 0.5, NonzeroLossCutoff: 1.4}
+		var counts *Node
+		if c.PairSampling == "all" {
+			_, neg := PairMasks(in)
+			counts = ConvertDType(neg, dIN.DType())
+		} else {
+			counts = m.sampleFromDistances(in, dIN, sn.Shape().Dim(1))
+		}
+		return m.marginFromDistances(in, dIN, counts)
 	case "contrastive":
-		alpha := Distances(sn, sn)
-		beta := idmlNorm(Add(InsertAxes(u, 1), InsertAxes(u, 0))) // ‖u_i + u_j‖, [B, B]
-		dIN := Mul(alpha, c.idmlDecay(alpha, beta))
+		dIN := c.idmlPairDistances(sn, u)
 		pos, neg := PairMasks(in)
 		posTerm := relu(AddScalar(dIN, -c.PosMargin))
 		negTerm := relu(Sub(ScalarLike(dIN, c.NegMargin), dIN))
@@ -137,7 +163,15 @@ func (c *IDMLConfig) Build(in Inputs) *Node {
 	case "proxyanchor":
 		return c.idmlProxyAnchor(in, sn, u)
 	}
-	panic(fmt.Sprintf("losses: idml: base %q: want proxyanchor or contrastive", c.Base))
+	panic(fmt.Sprintf("losses: idml: base %q: want proxyanchor, margin or contrastive", c.Base))
+}
+
+// idmlPairDistances returns D_IN(x_i, x_j) (Eq. 6) for all in-batch pairs, [B, B], from the
+// normalised semantic embeddings sn and the uncertainty embeddings u.
+func (c *IDMLConfig) idmlPairDistances(sn, u *Node) *Node {
+	alpha := Distances(sn, sn)
+	beta := idmlNorm(Add(InsertAxes(u, 1), InsertAxes(u, 0))) // ‖u_i + u_j‖, [B, B]
+	return Mul(alpha, c.idmlDecay(alpha, beta))
 }
 
 // idmlProxyAnchor is ProxyAnchor on the introspective cosine C_IN (Eq. 8).

@@ -250,3 +250,69 @@ func TestIDMLValidate(t *testing.T) {
 		t.Errorf("odd width: error %v, want one naming the [B, 2D] layout", err)
 	}
 }
+
+// bruteIDMLMarginAll is seed 002 Eq. 7 with every negative pair used once: the margin loss
+// [D_IN − (β−α)]₊ over positives and [(β+α) − D_IN]₊ over negatives, averaged over the active
+// terms (as MarginConfig); rows are [s | u].
+func bruteIDMLMarginAll(b losstest.Batch, c *losses.IDMLConfig) float64 {
+	d := b.D / 2
+	var sum float64
+	var active int
+	for i := 0; i < b.B; i++ {
+		for j := 0; j < b.B; j++ {
+			if i == j {
+				continue
+			}
+			ri, rj := losstest.Row(b.Emb, b.D, i), losstest.Row(b.Emb, b.D, j)
+			u := make([]float64, d)
+			for k := range u {
+				u[k] = ri[d+k] + rj[d+k]
+			}
+			alpha := idmlDist(idmlUnit(ri[:d]), idmlUnit(rj[:d]))
+			din := alpha * idmlBruteDecay(c, alpha, idmlVecNorm(u))
+			var t float64
+			if b.Labels[i] == b.Labels[j] {
+				t = din - (c.PairBeta - c.PairMargin)
+			} else {
+				t = (c.PairBeta + c.PairMargin) - din
+			}
+			if t > 0 {
+				sum += t
+				active++
+			}
+		}
+	}
+	if active == 0 {
+		return 0
+	}
+	return sum / float64(active)
+}
+
+func TestIDMLMarginBase(t *testing.T) {
+	b := losstest.Random(91, 8, []int64{0, 0, 1, 1, 1, 2, 2, 3})
+	// β = 0.9 puts both hinge sides in play for D_IN of random points (D_IN ≤ α ≤ 2, shrunk by the
+	// introspective factor); the second config uses the margin loss's defaults.
+	for _, c := range []*losses.IDMLConfig{
+		{Base: "margin", Tau: 5, Gamma: 0, PairMargin: 0.2, PairBeta: 0.9, PairSampling: "all"},
+		{Base: "margin", Tau: 2, Gamma: 1, PairMargin: 0.2, PairBeta: 1.2, PairSampling: "all"},
+	} {
+		got, _ := losstest.Value(t, c, b, losses.EvalOptions{})
+		if want := bruteIDMLMarginAll(b, c); math.Abs(got-want) > 1e-12 {
+			t.Errorf("%+v: graph %.15g, brute force %.15g", *c, got, want)
+		}
+		losstest.CheckGradient(t, c, b, losses.EvalOptions{}, 1e-6)
+		losstest.CheckPermutationInvariant(t, c, b, losses.EvalOptions{}, 1e-12)
+	}
+	// Distance-weighted sampling (the default) is deterministic given the seed, and differs from
+	// using every negative.
+	c := losses.DefaultIDML()
+	c.Base = "margin"
+	v1, _ := losstest.Value(t, c, b, losses.EvalOptions{Seed: 3})
+	v2, _ := losstest.Value(t, c, b, losses.EvalOptions{Seed: 3})
+	all := *c
+	all.PairSampling = "all"
+	vAll, _ := losstest.Value(t, &all, b, losses.EvalOptions{Seed: 3})
+	if v1 != v2 || math.IsNaN(v1) || v1 == vAll {
+		t.Errorf("sampled margin base: %v, %v (same seed), all negatives %v", v1, v2, vAll)
+	}
+}

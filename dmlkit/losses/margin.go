@@ -93,7 +93,13 @@ func (c *MarginConfig) Build(in Inputs) *Node {
 // Positive pairs are used for the anchors with a non-zero count row. Exposed for tests and for
 // callers with their own sampler.
 func (c *MarginConfig) BuildWithNegatives(in Inputs, counts *Node) *Node {
-	d := marginDistances(in)
+	return c.marginFromDistances(in, marginDistances(in), counts)
+}
+
+// marginFromDistances is the margin loss on a given [B, R] distance matrix d (the Euclidean
+// distances of the normalised embeddings for "margin"; IDML's introspective distance D_IN for its
+// pair base) with negative-pair counts.
+func (c *MarginConfig) marginFromDistances(in Inputs, d, counts *Node) *Node {
 	pos, neg := PairMasks(in)
 	counts = Where(neg, StopGradient(counts), ZerosLike(d))
 	hasNeg := GreaterThan(ReduceSum(counts, -1), ZerosLike(ReduceSum(counts, -1)))
@@ -141,13 +147,19 @@ func (c *MarginConfig) BuildWithNegatives(in Inputs, counts *Node) *Node {
 // n of a by distance-weighted sampling (see [MarginConfig]) with Inputs.Scope's RNG, and returns
 // the [B, R] counts of the drawn (a, n) pairs (no gradient).
 func (c *MarginConfig) SampleNegatives(in Inputs) *Node {
+	return c.sampleFromDistances(in, marginDistances(in), in.Emb.Shape().Dim(1))
+}
+
+// sampleFromDistances draws the negatives by distance-weighted sampling on the [B, R] distances d
+// of points on the unit sphere in R^dim (no gradient flows through d).
+func (c *MarginConfig) sampleFromDistances(in Inputs, d *Node, dimension int) *Node {
 	if in.Scope == nil {
 		panic("losses: margin: distance-weighted sampling needs Inputs.Scope (its RNG)")
 	}
-	d := StopGradient(marginDistances(in))
+	d = StopGradient(d)
 	g := d.Graph()
 	b, r := d.Shape().Dim(0), d.Shape().Dim(1)
-	dim := float64(in.Emb.Shape().Dim(1))
+	dim := float64(dimension)
 	pos, neg := PairMasks(in)
 	dc := Max(d, ScalarLike(d, c.Cutoff))
 	logW := Sub(MulScalar(Log(dc), 2-dim),
