@@ -62,8 +62,8 @@ pm=(podman --storage-driver overlay)
 if "${pm[@]}" image exists "$base"; then
 	step "base $base already present"
 else
-	mirror=$(awk '/^URIs:/ {print $2; exit} /^deb / {print $2; exit}' /etc/apt/sources.list.d/*.sources /etc/apt/sources.list 2>/dev/null | head -1)
-	mirror=${mirror:-http://deb.debian.org/debian}
+	mirror=${MIRROR:-$(awk '/^URIs:/ {print $2; exit} /^deb / {print $2; exit}' /etc/apt/sources.list.d/*.sources /etc/apt/sources.list 2>/dev/null | head -1)}
+	[[ -n $mirror ]] || die "no apt mirror found in /etc/apt/sources.list*; set MIRROR=<debian mirror URL>"
 	step "debootstrap bookworm from $mirror"
 	rm -rf "$work/rootfs"
 	debootstrap --variant=minbase --include=ca-certificates bookworm "$work/rootfs" "$mirror" >"$work/debootstrap.log" 2>&1 ||
