@@ -9,7 +9,7 @@ import (
 func effectRecords() []Record {
 	mk := func(expr string, seed int64, opis, r1 float64) Record {
 		return Record{Seed: seed, Params: map[string]any{"loss.set.expr": expr},
-			Config: map[string]any{"loss": map[string]any{"set": map[string]any{"expr": expr}}, "seed": seed},
+			Config:  map[string]any{"loss": map[string]any{"set": map[string]any{"expr": expr}}, "seed": seed},
 			Metrics: Metrics{"OPIS": opis, "R@1": r1}}
 	}
 	return []Record{
