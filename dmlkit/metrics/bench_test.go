@@ -27,7 +27,9 @@ import (
 // (KNNSelf with K = 100, then Retrieval with R@{1,10,100}, MAP@R and HR@k, optionally the exact full mAP
 // with DMLKIT_BENCH_FULLMAP=1, then OPIS) and for faiss IndexFlatIP
 // (benchref/faiss_knn.py run by /usr/bin/python3 with Debian python3-faiss, OpenBLAS tuned with
-// OPENBLAS_CORETYPE=Cooperlake OMP_WAIT_POLICY=PASSIVE OMP_NUM_THREADS=T and faiss.omp_set_num_threads(T)),
+// OPENBLAS_CORETYPE=Cooperlake OMP_WAIT_POLICY=PASSIVE OMP_NUM_THREADS=T and faiss.omp_set_num_threads(T);
+// install libopenblas0-pthread too — without it python3-faiss falls back to the reference BLAS, ≈ 8×
+// slower at n = 8000, which would flatter the Go engine),
 // the wall time, the process CPU time (user+system, all threads — the fairer measure on a shared machine),
 // the peak resident memory (VmHWM, reset before each phase through /proc/self/clear_refs)
 // and the Go/faiss ratios (wall and CPU). T is GOMAXPROCS. DMLKIT_BENCH_N overrides the number of rows. If faiss is
