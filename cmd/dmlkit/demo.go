@@ -6,8 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
-	"strings"
 
 	"github.com/dmlkit/dmlkit/dmlkit/demo"
 )
@@ -59,47 +57,4 @@ func runDemo(args []string, stdout, stderr io.Writer) error {
 	fmt.Fprintln(stdout, "\n(metrics in %; R@k = hit rate; MAP@R and R-Precision with R = number of same-class test images − 1.")
 	fmt.Fprintln(stdout, " Pixels already saturate R@1 on digits; MAP@R, which scores the whole ranking, shows what training adds.)")
 	return nil
-}
-
-// progressPrinter renders library progress callbacks as a one-line bar on a terminal, or as one
-// line per finished stage on anything else (CI logs).
-type progressPrinter struct {
-	w    io.Writer
-	tty  bool
-	last string
-}
-
-func newProgressPrinter(w io.Writer) *progressPrinter {
-	tty := false
-	if f, ok := w.(*os.File); ok {
-		if st, err := f.Stat(); err == nil && st.Mode()&os.ModeCharDevice != 0 {
-			tty = true
-		}
-	}
-	return &progressPrinter{w: w, tty: tty}
-}
-
-func (p *progressPrinter) update(stage string, done, total int) {
-	if !p.tty {
-		if done >= total && stage != p.last {
-			p.last = stage
-			fmt.Fprintf(p.w, "%s: done\n", stage)
-		}
-		return
-	}
-	const width = 30
-	frac := 1.0
-	if total > 0 {
-		frac = float64(done) / float64(total)
-	}
-	n := int(frac * width)
-	line := fmt.Sprintf("\r%-40s [%s%s] %3.0f%%", stage, strings.Repeat("=", n), strings.Repeat(" ", width-n), 100*frac)
-	if line == p.last {
-		return
-	}
-	p.last = line
-	fmt.Fprint(p.w, line)
-	if done >= total {
-		fmt.Fprintln(p.w)
-	}
 }

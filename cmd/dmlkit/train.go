@@ -139,14 +139,8 @@ func (b *progressBar) update(p train.Progress) {
 		return
 	}
 	b.last = time.Now()
-	const width = 30
 	frac := float64(p.Step) / float64(max(p.TotalSteps, 1))
-	n := int(frac * width)
-	bar := strings.Repeat("=", n)
-	if n < width {
-		bar += ">" + strings.Repeat(" ", width-n-1)
-	}
-	fmt.Fprintf(b.w, "\r[%s] %d/%d ep %d/%d loss %.4f lr %.2g ETA %s   ", bar, p.Step, p.TotalSteps, p.Epoch+1, p.Epochs,
+	fmt.Fprintf(b.w, "\r[%s] %d/%d ep %d/%d loss %.4f lr %.2g ETA %s   ", barString(frac), p.Step, p.TotalSteps, p.Epoch+1, p.Epochs,
 		p.Loss, p.LR, p.ETA.Round(time.Second))
 	b.shown = true
 }
