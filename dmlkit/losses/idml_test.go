@@ -23,14 +23,6 @@ func idmlUnit(x []float64) []float64 {
 	return out
 }
 
-func idmlDist(a, b []float64) float64 {
-	s := 0.0
-	for i := range a {
-		s += (a[i] - b[i]) * (a[i] - b[i])
-	}
-	return math.Sqrt(s)
-}
-
 // idmlBruteDecay is exp(−r_conf/τ): paper r = (β+γ)/α (Eq. 5–6), code r = (β²+γ)/α².
 func idmlBruteDecay(c *losses.IDMLConfig, alpha, beta float64) float64 {
 	if c.CodeMetric {
@@ -67,9 +59,9 @@ func bruteIDMLProxy(b losstest.Batch, c *losses.IDMLConfig, proxies [][]float64)
 		for j, p := range proxies {
 			pu := idmlUnit(p)
 			cos := losstestDot(s, pu)
-			alpha := idmlDist(s, pu)
+			alpha := losstest.Dist(s, pu, false)
 			if c.CodeMetric {
-				alpha = idmlDist(s, p)
+				alpha = losstest.Dist(s, p, false)
 			}
 			cin := 1 - (1-cos)*idmlBruteDecay(c, alpha, idmlVecNorm(u))
 			if set[int64(j)] {
@@ -114,7 +106,7 @@ func bruteIDMLContrastive(b losstest.Batch, c *losses.IDMLConfig) float64 {
 			for k := range sum {
 				sum[k] = ui[k] + uj[k]
 			}
-			alpha := idmlDist(idmlUnit(ri[:d]), idmlUnit(rj[:d]))
+			alpha := losstest.Dist(idmlUnit(ri[:d]), idmlUnit(rj[:d]), false)
 			din := alpha * idmlBruteDecay(c, alpha, idmlVecNorm(sum))
 			pos := false
 			for l := range idmlLabelSet(b, i) {
@@ -268,7 +260,7 @@ func bruteIDMLMarginAll(b losstest.Batch, c *losses.IDMLConfig) float64 {
 			for k := range u {
 				u[k] = ri[d+k] + rj[d+k]
 			}
-			alpha := idmlDist(idmlUnit(ri[:d]), idmlUnit(rj[:d]))
+			alpha := losstest.Dist(idmlUnit(ri[:d]), idmlUnit(rj[:d]), false)
 			din := alpha * idmlBruteDecay(c, alpha, idmlVecNorm(u))
 			var t float64
 			if b.Labels[i] == b.Labels[j] {

@@ -34,7 +34,7 @@ func brutePEL(b losstest.Batch, c *losses.PELConfig, noise []float64) float64 {
 			p := 0.0
 			for s := 0; s < k; s++ {
 				for r := 0; r < k; r++ {
-					p += sig(-c.A*idmlDist(z[s][i], z[r][j]) + c.B)
+					p += sig(-c.A*losstest.Dist(z[s][i], z[r][j], false) + c.B)
 				}
 			}
 			p /= float64(k * k)
