@@ -217,3 +217,12 @@ func ReferenceFor(refs []Reference, g *Group, metric string) (Reference, bool) {
 	}
 	return Reference{}, false
 }
+
+// selectFor selects the records of a table or figure: its own scale when it names one, else the
+// scale asked for, and its where filter. It returns the records and the scale used.
+func selectFor(records []Record, own, scale string, where map[string]any) ([]Record, string) {
+	if own != "" {
+		scale = own
+	}
+	return Select(records, scale, where), scale
+}

@@ -117,11 +117,7 @@ func RenderFigures(s *Spec, records []Record, scale, outDir string, st plots.Sty
 	var out []FigureResult
 	for _, f := range s.Figures {
 		res := FigureResult{Name: f.Name}
-		sc := f.Scale
-		if sc == "" {
-			sc = scale
-		}
-		recs := Select(records, sc, f.Where)
+		recs, sc := selectFor(records, f.Scale, scale, f.Where)
 		if len(recs) == 0 {
 			res.Err = fmt.Errorf("figure %q: %w (scale %q)", f.Name, ErrNoRecords, sc)
 			out = append(out, res)

@@ -307,11 +307,7 @@ func RenderTables(s *Spec, records []Record, scale, outDir string) []TableResult
 	var out []TableResult
 	for _, t := range s.Tables {
 		res := TableResult{Name: t.Name}
-		sc := t.Scale
-		if sc == "" {
-			sc = scale
-		}
-		recs := Select(records, sc, t.Where)
+		recs, sc := selectFor(records, t.Scale, scale, t.Where)
 		if len(recs) == 0 {
 			res.Err = fmt.Errorf("table %q: %w (scale %q)", t.Name, ErrNoRecords, sc)
 			out = append(out, res)
