@@ -127,6 +127,9 @@ func setPath(v reflect.Value, path []string, full string, value any) error {
 				}
 				fv = fv.Elem()
 			}
+			if fv.Kind() == reflect.Map && fv.Type().Key().Kind() == reflect.String {
+				return setMapPath(fv, path[1:], full, value)
+			}
 			if fv.Kind() != reflect.Struct {
 				return fmt.Errorf("config: field %q: %q is not a group of fields", full, path[0])
 			}
@@ -148,6 +151,60 @@ func setPath(v reflect.Value, path []string, full string, value any) error {
 	return fmt.Errorf("config: unknown field %q (valid here: %s)", full, strings.Join(valid, ", "))
 }
 
+// setMapPath sets path inside fv, a map with string keys: its first element is the map key; the
+// rest, if any, continues into the map's element (a map again, e.g. map[string]map[string]any for
+// options.tcm.pos_margin, or a struct). Maps are created when nil; an element of type any takes
+// the rest of the path joined by "." as one key of a map[string]any.
+func setMapPath(fv reflect.Value, path []string, full string, value any) error {
+	if fv.IsNil() {
+		fv.Set(reflect.MakeMap(fv.Type()))
+	}
+	key := reflect.ValueOf(path[0]).Convert(fv.Type().Key())
+	et := fv.Type().Elem()
+	elem := reflect.New(et).Elem()
+	if old := fv.MapIndex(key); old.IsValid() {
+		elem.Set(old)
+	}
+	var err error
+	switch {
+	case len(path) == 1:
+		if m, ok := value.(map[string]any); ok && (et.Kind() == reflect.Map || et.Kind() == reflect.Struct) {
+			for _, k := range sortedKeys(m) {
+				if err = setPathIn(elem, []string{k}, full+"."+k, m[k]); err != nil {
+					return err
+				}
+			}
+		} else if err = assign(elem, value); err != nil {
+			err = fmt.Errorf("config: field %q: %w", full, err)
+		}
+	case et.Kind() == reflect.Interface:
+		inner, _ := elem.Interface().(map[string]any)
+		if inner == nil {
+			inner = map[string]any{}
+		}
+		inner[strings.Join(path[1:], ".")] = value
+		elem.Set(reflect.ValueOf(inner))
+	default:
+		err = setPathIn(elem, path[1:], full, value)
+	}
+	if err != nil {
+		return err
+	}
+	fv.SetMapIndex(key, elem)
+	return nil
+}
+
+// setPathIn sets path inside v, a struct or a string-keyed map.
+func setPathIn(v reflect.Value, path []string, full string, value any) error {
+	switch {
+	case v.Kind() == reflect.Struct:
+		return setPath(v, path, full, value)
+	case v.Kind() == reflect.Map && v.Type().Key().Kind() == reflect.String:
+		return setMapPath(v, path, full, value)
+	}
+	return fmt.Errorf("config: field %q: not a group of fields", full)
+}
+
 func sortedKeys(m map[string]any) []string {
 	ks := make([]string, 0, len(m))
 	for k := range m {
@@ -167,6 +224,15 @@ func assign(fv reflect.Value, value any) error {
 		return nil
 	}
 	rv := reflect.ValueOf(value)
+	if m, ok := value.(map[string]any); ok && fv.Kind() == reflect.Map && fv.Type() != rv.Type() && fv.Type().Key().Kind() == reflect.String {
+		// A map of maps (e.g. map[string]map[string]any) given as nested YAML maps.
+		for _, k := range sortedKeys(m) {
+			if err := setMapPath(fv, []string{k}, k, m[k]); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
 	if m, ok := value.(map[string]any); ok && fv.Kind() == reflect.Struct {
 		// A group of fields given as a map, e.g. one element of a list of structs from YAML.
 		for _, k := range sortedKeys(m) {

@@ -35,10 +35,12 @@ type Spec struct {
 }
 
 // Sweep lists the runs of a spec: every combination of the Grid values, crossed with every entry
-// of List (when both are given), crossed with Seeds.
+// of List (when both are given), crossed with Seeds. A List entry may carry its own "seeds" (e.g.
+// one seed for the points of an ablation grid, three where a difference is claimed); "seeds" is
+// never a configuration key.
 type Sweep struct {
 	Grid    map[string][]any `yaml:"grid"`     // dotted key → values; keys are expanded in sorted order
-	List    []map[string]any `yaml:"list"`     // explicit points, each a map of dotted key → value
+	List    []map[string]any `yaml:"list"`     // explicit points, each a map of dotted key → value; a "seeds" entry replaces Seeds for that point
 	Seeds   []int64          `yaml:"seeds"`    // default [0]
 	SeedKey string           `yaml:"seed_key"` // dotted key the seed is written to; default "seed"
 }
@@ -162,6 +164,13 @@ func (s *Spec) check() error {
 			return fmt.Errorf("field \"sweep.grid.%s\": no values", k)
 		}
 	}
+	for i, p := range s.Sweep.List {
+		if v, ok := p["seeds"]; ok {
+			if _, err := toSeeds(v); err != nil {
+				return fmt.Errorf("field \"sweep.list[%d].seeds\": %w", i, err)
+			}
+		}
+	}
 	seen := map[int64]bool{}
 	for _, sd := range s.Sweep.Seeds {
 		if seen[sd] {
@@ -229,8 +238,14 @@ func checkScale(name string, sc map[string]any) error {
 			return fmt.Errorf("field \"scales.%s.list\": want a list of maps, got %T", name, v)
 		}
 		for i, e := range l {
-			if _, ok := e.(map[string]any); !ok {
+			m, ok := e.(map[string]any)
+			if !ok {
 				return fmt.Errorf("field \"scales.%s.list[%d]\": want a map, got %T", name, i, e)
+			}
+			if v, ok := m["seeds"]; ok {
+				if _, err := toSeeds(v); err != nil {
+					return fmt.Errorf("field \"scales.%s.list[%d].seeds\": %w", name, i, err)
+				}
 			}
 		}
 	}
@@ -356,7 +371,18 @@ func (s *Spec) Resolve(scale string) (*Plan, error) {
 	plan := &Plan{Spec: s, Scale: scale}
 	byHash := map[string]string{}
 	for _, pt := range points {
-		for _, seed := range seeds {
+		ptSeeds := seeds
+		if v, ok := pt["seeds"]; ok {
+			ptSeeds, _ = toSeeds(v) // checked by Parse
+			q := make(map[string]any, len(pt))
+			for k, v := range pt {
+				if k != "seeds" {
+					q[k] = v
+				}
+			}
+			pt = q
+		}
+		for _, seed := range ptSeeds {
 			cfg := Clone(base)
 			for _, k := range sortedKeys(pt) {
 				if err := mergeAt(cfg, k, pt[k]); err != nil {

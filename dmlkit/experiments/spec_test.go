@@ -158,6 +158,46 @@ sweep:
 	}
 }
 
+// TestListEntrySeeds: a list entry's own seeds replace the sweep's for that point only, and never
+// reach the configuration.
+func TestListEntrySeeds(t *testing.T) {
+	s := mustParse(t, `
+paper: x
+base: {a: 1}
+sweep:
+  list: [{l: a}, {l: b, seeds: [7]}]
+  seeds: [0, 1]
+scales:
+  s: {list: [{l: c, seeds: [4, 5]}]}
+`)
+	for _, tc := range []struct {
+		scale string
+		want  []string
+	}{
+		{"", []string{"l=a seed=0", "l=a seed=1", "l=b seed=7"}},
+		{"s", []string{"l=c seed=4", "l=c seed=5"}},
+	} {
+		spec := *s
+		if tc.scale == "" {
+			spec.Scales = nil // the empty scale is allowed only without scales
+		}
+		p, err := spec.Resolve(tc.scale)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, r := range p.Runs {
+			got = append(got, r.Label())
+			if _, ok := r.Config["seeds"]; ok {
+				t.Errorf("run %s: \"seeds\" leaked into the configuration", r.Label())
+			}
+		}
+		if !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("scale %q: got %q, want %q", tc.scale, got, tc.want)
+		}
+	}
+}
+
 func TestSpecStructuralErrors(t *testing.T) {
 	for _, tc := range []struct{ yaml, want string }{
 		{"paper: x\nbase: {}\nsweeps: {}\n", "line 3: field sweeps not found"},
@@ -171,6 +211,8 @@ func TestSpecStructuralErrors(t *testing.T) {
 		{"paper: x\nfigures: [{name: f, kind: heatmap, x: a}]\n", `field "y": required for kind "heatmap"`},
 		{"paper: x\ntables: [{name: t}]\n", `field "tables[0]" (t): field "metrics": missing`},
 		{"paper: x\nscales: {s: {seeds: 3}}\n", `field "scales.s.seeds": want a list`},
+		{"paper: x\nsweep: {list: [{a: 1, seeds: 3}]}\n", `field "sweep.list[0].seeds": want a list`},
+		{"paper: x\nscales: {s: {list: [{a: 1, seeds: x}]}}\n", `field "scales.s.list[0].seeds": want a list`},
 		{"paper: x\nbase: {a: 1}\nsweep: {list: [{a: 1}, {a: 1}]}\n", "resolve to the same configuration"},
 	} {
 		s, err := Parse([]byte(tc.yaml), "bad.yaml")

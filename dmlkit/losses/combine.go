@@ -39,9 +39,14 @@ type Term struct {
 // term is configured like [New] (defaults, then its settings, then validation) and built in its own
 // sub-scope "<index>_<name>" of Inputs.Scope, so two proxy losses never share variables. Every term
 // sees the same Inputs; the value has the dtype of Inputs.Emb.
+//
+// Options sets options of every term of a named loss after the term's own settings, so that a sweep
+// can vary one option as a plain dotted key: loss.set.options.tcm.pos_margin = 0.8 configures the
+// tcm term of "smoothap+tcm" (seed 000 Fig. 6's margin grid). Naming a loss that is not a term is an error.
 type ComboConfig struct {
-	Expr  string `yaml:"expr" doc:"weighted sum, e.g. 'rsk+0.5*tcm(pos_margin=0.8)'"`
-	Terms []Term `yaml:"terms" doc:"weighted terms (YAML/Go); Expr's terms follow them"`
+	Expr    string                    `yaml:"expr" doc:"weighted sum, e.g. 'rsk+0.5*tcm(pos_margin=0.8)'"`
+	Terms   []Term                    `yaml:"terms" doc:"weighted terms (YAML/Go); Expr's terms follow them"`
+	Options map[string]map[string]any `yaml:"options" doc:"loss name → options applied to its terms after their own, e.g. options.tcm.pos_margin"`
 }
 
 type comboTerm struct {
@@ -86,8 +91,27 @@ func (c *ComboConfig) resolve() ([]comboTerm, error) {
 	if len(terms) == 0 {
 		return nil, fmt.Errorf("no terms: set expr (e.g. \"rsk+0.5*tcm\") or terms")
 	}
+	for name := range c.Options {
+		found := false
+		for _, t := range terms {
+			found = found || t.Name == name
+		}
+		if !found {
+			return nil, fmt.Errorf("options.%s: %q is not a term of the sum", name, name)
+		}
+	}
 	out := make([]comboTerm, len(terms))
 	for i, t := range terms {
+		if o := c.Options[t.Name]; len(o) > 0 {
+			set := make(map[string]any, len(t.Set)+len(o))
+			for k, v := range t.Set {
+				set[k] = v
+			}
+			for k, v := range o {
+				set[k] = v
+			}
+			t.Set = set
+		}
 		l, err := New(t.Name, t.Set)
 		if err != nil {
 			return nil, fmt.Errorf("term %d: %w", i+1, err)

@@ -187,3 +187,28 @@ func BenchmarkBaselines(b *testing.B) {
 		})
 	}
 }
+
+// TestComboOptions: options.<loss>.<key> reaches every term of that loss after the term's own
+// settings, in both the flat dotted form a sweep writes and the nested YAML form.
+func TestComboOptions(t *testing.T) {
+	for _, set := range []map[string]any{
+		{"expr": "smoothap+tcm(neg_margin=0.4)", "options.tcm.pos_margin": 0.8, "options.tcm.neg_margin": 0.3},
+		{"expr": "smoothap+tcm(neg_margin=0.4)", "options": map[string]any{"tcm": map[string]any{"pos_margin": 0.8, "neg_margin": 0.3}}},
+	} {
+		l, err := losses.New("combo", set)
+		if err != nil {
+			t.Fatalf("%v: %v", set, err)
+		}
+		_, ls, err := l.(*losses.ComboConfig).Resolved()
+		if err != nil {
+			t.Fatal(err)
+		}
+		tcm := ls[1].(*losses.TCMConfig)
+		if tcm.PosMargin != 0.8 || tcm.NegMargin != 0.3 {
+			t.Errorf("%v: tcm margins (%g, %g), want (0.8, 0.3): options override the expr's settings", set, tcm.PosMargin, tcm.NegMargin)
+		}
+	}
+	if _, err := losses.New("combo", map[string]any{"expr": "smoothap", "options.tcm.pos_margin": 0.8}); err == nil || !strings.Contains(err.Error(), "options.tcm") {
+		t.Errorf("options for a loss that is not a term: err = %v, want one naming options.tcm", err)
+	}
+}
