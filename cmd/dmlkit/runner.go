@@ -79,7 +79,13 @@ func opisRangeKey(lo, hi float64) string { return fmt.Sprintf("OPIS_far_%.0e_%.0
 //     "opis/mean_utility", "opis/utility_eps_best", "opis/utility_eps_worst", plus
 //     "opis/class_mean_utility" (one value per test class: its utility averaged over the
 //     calibration range, seed 000 Fig. 2's per-class curves reduced to one number per class).
-//   - Timings: "train_s" (train.Run, including its evaluations) and "opis_s".
+//   - Timings: "train_s" (train.Run, including its evaluations) and "opis_s"; and, as metrics for
+//     seed 000 Table 4, "time/step_ms" (mean optimiser step after the compiling first one),
+//     "time/data_ms" (batch assembly per step), "time/epoch_s" (steps per epoch × (step + data)),
+//     "time/eval_s", and with eval.time_loss "time/loss_ms" (the loss's forward + backward alone on
+//     the batch's embeddings) and "time/backbone_ms" (step − loss).
+//   - With 2-D embeddings (model.dim 2, seed 000 Fig. 5): the series "emb2d/x", "emb2d/y" and
+//     "emb2d/label" for at most emb2dMax test points spread evenly over the test set.
 func trainRunner(ctx context.Context, rs experiments.RunSpec, progress func(string)) (*experiments.Outcome, error) {
 	cfg, err := trainConfig(rs.Config)
 	if err != nil {
@@ -107,6 +113,15 @@ func trainRunner(ctx context.Context, rs experiments.RunSpec, progress func(stri
 		out.Metrics["stopped_early"] = 1
 	}
 	historySeries(res.History, out.Series)
+	tm := res.Timing
+	out.Metrics["time/step_ms"] = 1e3 * tm.Step
+	out.Metrics["time/data_ms"] = 1e3 * tm.Data
+	out.Metrics["time/epoch_s"] = tm.Epoch()
+	out.Metrics["time/eval_s"] = tm.Eval
+	if tm.LossReps > 0 {
+		out.Metrics["time/loss_ms"] = 1e3 * tm.Loss
+		out.Metrics["time/backbone_ms"] = 1e3 * tm.Backbone()
+	}
 
 	t1 := time.Now()
 	emb, n, d, labels, err := finalEmbeddings(rs.Dir)
@@ -136,7 +151,26 @@ func trainRunner(ctx context.Context, rs experiments.RunSpec, progress func(stri
 	out.Series["opis/utility_eps_best"] = op.UtilityEpsBest
 	out.Series["opis/utility_eps_worst"] = op.UtilityEpsWorst
 	out.Series["opis/class_mean_utility"] = op.ClassMeanUtility
+	if d == 2 {
+		emb2dSeries(emb, n, labels, out.Series)
+	}
 	return out, nil
+}
+
+// emb2dMax bounds the number of 2-D test embeddings stored in a record.
+var emb2dMax = 3000
+
+// emb2dSeries stores at most emb2dMax of the n 2-D embeddings (every ⌈n/emb2dMax⌉-th, so all
+// classes keep their proportions) as the series emb2d/x, emb2d/y and emb2d/label.
+func emb2dSeries(emb []float32, n int, labels []int64, dst map[string][]float64) {
+	stride := (n + emb2dMax - 1) / emb2dMax
+	var x, y, l []float64
+	for i := 0; i < n; i += stride {
+		x = append(x, float64(emb[2*i]))
+		y = append(y, float64(emb[2*i+1]))
+		l = append(l, float64(labels[i]))
+	}
+	dst["emb2d/x"], dst["emb2d/y"], dst["emb2d/label"] = x, y, l
 }
 
 // finalEmbeddings reads the test embeddings [n, d] and labels [n] the trainer wrote into dir.

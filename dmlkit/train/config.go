@@ -97,6 +97,9 @@ type EvalConfig struct {
 	Metric   string `yaml:"metric" doc:"metric watched for early stopping"`
 	Initial  bool   `yaml:"initial" doc:"evaluate the untrained model at step 0"`
 	OPIS     bool   `yaml:"opis" doc:"also compute OPIS and ε-OPIS (seed 000)"`
+	// TimeLoss times the loss alone after training (Result.Timing.Loss): its forward and
+	// backward pass on a batch of embeddings, for seed 000 Table 4's loss-vs-backbone split.
+	TimeLoss bool `yaml:"time_loss" doc:"after training, time the loss's forward+backward alone (seed 000 Table 4)"`
 }
 
 // CheckpointConfig controls checkpoints.

@@ -93,6 +93,7 @@ type Result struct {
 	StoppedEarly bool
 	Interrupted  bool // StopAfter reached
 	OutDir       string
+	Timing       Timing // wall-clock times of this session (seed 000 Table 4)
 }
 
 // Run trains cfg, writing the run directory outDir (created if needed), and reports progress
@@ -200,6 +201,11 @@ type runner struct {
 	start  time.Time
 	res    *Result
 	lastLR float64
+
+	firstLabels []int64 // labels of the session's first batch (for Timing.Loss)
+	stepSum     float64 // seconds in trainStep after the session's first step
+	dataSum     float64 // seconds assembling batches
+	evalSum     float64 // seconds in evaluations
 }
 
 func (r *runner) wall() float64 { return r.st.WallSeconds + time.Since(r.start).Seconds() }
@@ -228,6 +234,7 @@ func (r *runner) loop(ctx context.Context, sampler *Sampler) error {
 			if err := ctx.Err(); err != nil {
 				return err
 			}
+			tData := time.Now()
 			idx := batches[r.st.BatchInEpoch]
 			n := len(idx)
 			pix := make([]float32, n*size)
@@ -243,9 +250,20 @@ func (r *runner) loop(ctx context.Context, sampler *Sampler) error {
 			}
 			lr := cfg.Optimizer.LR * cfg.Schedule.Factor(r.st.Step, r.spe, float64(r.total)/float64(r.spe))
 			r.lastLR = lr
+			r.dataSum += time.Since(tData).Seconds()
+			if r.firstLabels == nil {
+				r.firstLabels = labels
+			}
+			tStep := time.Now()
 			loss, err := r.eng.trainStep(pix, n, labels, setSize, lr, r.st.Step)
 			if err != nil {
 				return fmt.Errorf("train: step %d: %w", r.st.Step, err)
+			}
+			if r.st.Step == startStep {
+				r.res.Timing.FirstStep = time.Since(tStep).Seconds()
+			} else {
+				r.stepSum += time.Since(tStep).Seconds()
+				r.res.Timing.Steps++
 			}
 			if math.IsNaN(loss) || math.IsInf(loss, 0) {
 				return fmt.Errorf("train: step %d: loss is %v (lower optimizer.lr or enable optimizer.clip_value)", r.st.Step, loss)
@@ -271,9 +289,11 @@ func (r *runner) loop(ctx context.Context, sampler *Sampler) error {
 			doEval := (cfg.Eval.EverySteps > 0 && r.st.Step%cfg.Eval.EverySteps == 0) ||
 				(epochEnd && cfg.Eval.Every > 0 && r.st.Epoch%cfg.Eval.Every == 0) || last
 			if doEval {
+				tEval := time.Now()
 				if err := r.evaluate(); err != nil {
 					return err
 				}
+				r.evalSum += time.Since(tEval).Seconds()
 			}
 			stop := r.earlyStop()
 			interrupted := r.opt.StopAfter > 0 && r.st.Step >= r.opt.StopAfter && !last
@@ -409,6 +429,26 @@ func (r *runner) finish(lastLoss float64) error {
 		return fmt.Errorf("train: %w", err)
 	}
 	r.res.Steps, r.res.FinalLoss = r.st.Step, lastLoss
+	return r.finishTiming()
+}
+
+// finishTiming fills Result.Timing from the session's sums and, with eval.time_loss, times the loss.
+func (r *runner) finishTiming() error {
+	t := &r.res.Timing
+	t.StepsPerEpoch = r.spe
+	t.Eval = r.evalSum
+	if steps := t.Steps + 1; r.firstLabels != nil {
+		t.Data = r.dataSum / float64(steps)
+	}
+	if t.Steps > 0 {
+		t.Step = r.stepSum / float64(t.Steps)
+	}
+	if r.cfg.Eval.TimeLoss && r.firstLabels != nil && !r.cfg.Mixup.Enabled { // mixup batches carry label sets
+		var err error
+		if t.Loss, t.LossReps, err = r.eng.timeLoss(r.firstLabels, 2*time.Second, 50); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
