@@ -159,7 +159,8 @@ func numeric(v any) (float64, bool) {
 }
 
 // Select keeps the records of scale (all scales when empty) whose values match every key of where
-// ([ValueEqual]; a list value in where means any of its elements).
+// ([ValueEqual]; a list value in where means any of its elements; a null value means the key
+// must be absent, e.g. to leave out the runs of an ablation grid that set an extra option).
 func Select(records []Record, scale string, where map[string]any) []Record {
 	var out []Record
 	for i := range records {
@@ -177,6 +178,12 @@ func Select(records []Record, scale string, where map[string]any) []Record {
 func matchRecord(r *Record, where map[string]any) bool {
 	for k, want := range where {
 		v, ok := r.Value(k)
+		if want == nil {
+			if ok {
+				return false
+			}
+			continue
+		}
 		if !ok {
 			return false
 		}
