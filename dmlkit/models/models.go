@@ -11,9 +11,10 @@ import (
 // Config describes an embedding network: a backbone that turns an input into a feature vector
 // and a head that turns features into the embedding.
 type Config struct {
-	// Backbone: "cnn" (the small CNN), "resnet18", "resnet50", or "features" (the input already
-	// is a [B, F] feature vector: precomputed-feature mode, only the head is trained).
-	Backbone string `yaml:"backbone" doc:"cnn, resnet18, resnet50 or features"`
+	// Backbone: "cnn" (the small CNN), "resnet18", "resnet50", "vit_b16", "vit_s16", "vit_tiny"
+	// ([ViT]; Pool does not apply: the class token is the feature), or "features" (the input
+	// already is a [B, F] feature vector: precomputed-feature mode, only the head is trained).
+	Backbone string `yaml:"backbone" doc:"cnn, resnet18, resnet50, vit_b16, vit_s16, vit_tiny or features"`
 	// Channels are the small CNN's block widths; default [32, 64, 128].
 	Channels []int `yaml:"channels" doc:"small-CNN block widths"`
 	// Norm is the backbone normalisation: "bn" (default) or "none".
@@ -37,9 +38,10 @@ type Config struct {
 	// Projector lists the widths of an MLP applied after the embedding for the loss only; it is
 	// discarded at evaluation (seed 004's 512→2048 projector). Empty: none.
 	Projector []int `yaml:"projector" doc:"loss-only projector widths (discarded at eval)"`
-	// Pretrained is an ONNX file with torchvision-named ResNet weights ([LoadTorchResNet]) that
-	// initialises a resnet18/resnet50 backbone; the weights stay trainable.
-	Pretrained string `yaml:"pretrained" doc:"ONNX file with torchvision ResNet weights for the backbone"`
+	// Pretrained is an ONNX file with torchvision-named ResNet weights ([LoadTorchResNet]) or
+	// torchvision/timm-named ViT weights ([LoadTorchViT]) that initialises a resnet or vit
+	// backbone; the weights stay trainable.
+	Pretrained string `yaml:"pretrained" doc:"ONNX file with torchvision ResNet or torchvision/timm ViT weights for the backbone"`
 	// DualHead adds IDML's uncertainty head: a second head of width Dim on the same features
 	// (seed 002). The uncertainty embedding is not normalised (the idml loss normalises where
 	// its metric does); the loss sees concat(semantic, uncertainty) [B, 2·Dim], evaluation the
@@ -65,7 +67,9 @@ func (c *Config) Validate(prefix string) error {
 	switch c.Backbone {
 	case "cnn", "resnet18", "resnet50", "features":
 	default:
-		return fmt.Errorf("%s: %q: want cnn, resnet18, resnet50 or features", f("backbone"), c.Backbone)
+		if _, ok := ViTSpecFor(c.Backbone); !ok {
+			return fmt.Errorf("%s: %q: want cnn, resnet18, resnet50, vit_b16, vit_s16, vit_tiny or features", f("backbone"), c.Backbone)
+		}
 	}
 	if c.Backbone == "cnn" && len(c.Channels) == 0 {
 		return fmt.Errorf("%s: the small CNN needs at least one block width", f("channels"))
@@ -101,8 +105,8 @@ func (c *Config) Validate(prefix string) error {
 			return fmt.Errorf("%s[%d]: %d: want > 0", f("projector"), i, p)
 		}
 	}
-	if c.Pretrained != "" && c.Backbone != "resnet18" && c.Backbone != "resnet50" {
-		return fmt.Errorf("%s: pretrained weights are supported for resnet18 and resnet50 backbones, not %q", f("pretrained"), c.Backbone)
+	if _, vit := ViTSpecFor(c.Backbone); c.Pretrained != "" && c.Backbone != "resnet18" && c.Backbone != "resnet50" && !vit {
+		return fmt.Errorf("%s: pretrained weights are supported for resnet and vit backbones, not %q", f("pretrained"), c.Backbone)
 	}
 	if c.DualHead && len(c.Projector) > 0 {
 		return fmt.Errorf("%s: the IDML dual head cannot be combined with a projector", f("dual_head"))
@@ -141,7 +145,11 @@ func Build(scope *model.Scope, cfg Config, x *Node, mode Mode) Output {
 	case "resnet18", "resnet50":
 		f = ResNet(scope.At("backbone"), strings.TrimPrefix(cfg.Backbone, "resnet"), cfg, x, mode)
 	default:
-		panic(fmt.Sprintf("models: unknown backbone %q", cfg.Backbone))
+		spec, ok := ViTSpecFor(cfg.Backbone)
+		if !ok {
+			panic(fmt.Sprintf("models: unknown backbone %q", cfg.Backbone))
+		}
+		f = ViT(scope.At("backbone"), spec, x)
 	}
 	out := Output{Features: f}
 	h := f
@@ -229,7 +237,12 @@ func LoadPretrained(scope *model.Scope, cfg Config) error {
 	if err != nil {
 		return err
 	}
-	if err := LoadTorchResNet(scope.At("backbone"), strings.TrimPrefix(cfg.Backbone, "resnet"), w); err != nil {
+	if spec, ok := ViTSpecFor(cfg.Backbone); ok {
+		err = LoadTorchViT(scope.At("backbone"), spec, w)
+	} else {
+		err = LoadTorchResNet(scope.At("backbone"), strings.TrimPrefix(cfg.Backbone, "resnet"), w)
+	}
+	if err != nil {
 		return fmt.Errorf("model.pretrained: %s: %w", cfg.Pretrained, err)
 	}
 	return nil

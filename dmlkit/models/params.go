@@ -9,6 +9,25 @@
 // [InitSeedParam] (set it with [SetInitSeed]).
 //
 // Images enter as [B, H, W, C] float (NHWC, values in [0, 1]); features as [B, F].
+//
+// # Backbones
+//
+// [Config].Backbone selects: "cnn" ([SmallCNN]), "resnet18" / "resnet50" ([ResNet],
+// torchvision layout, pooled map [B, 512] / [B, 2048]), "vit_b16" (ViT-B/16, [B, 768]),
+// "vit_s16" (DeiT-S = ViT-S/16, [B, 384]), "vit_tiny" (a test-sized ViT for 32×32 images,
+// [B, 48]) — see [ViT] — and "features" (precomputed [B, F] features).
+//
+// Pretrained weights come from ONNX files ([Config].Pretrained, read by [ReadONNXWeights] and
+// [LoadTorchResNet] / [LoadTorchViT]); dmlkit never downloads them. On a machine with internet,
+// PyTorch and torchvision ≥ 0.13 (timm for DeiT-S), export with the parameter names kept
+// (do_constant_folding=False; on PyTorch ≥ 2.5 also pass dynamo=False):
+//
+//	python3 -c "import torch, torchvision; m = torchvision.models.vit_b_16(weights='IMAGENET1K_V1').eval(); torch.onnx.export(m, torch.zeros(1, 3, 224, 224), 'vit_b16.onnx', do_constant_folding=False)"
+//	python3 -c "import torch, timm; m = timm.create_model('deit_small_patch16_224', pretrained=True).eval(); torch.onnx.export(m, torch.zeros(1, 3, 224, 224), 'deit_s16.onnx', do_constant_folding=False)"
+//	python3 -c "import torch, torchvision; m = torchvision.models.resnet50(weights='IMAGENET1K_V1').eval(); torch.onnx.export(m, torch.zeros(1, 3, 224, 224), 'resnet50.onnx', do_constant_folding=False)"
+//
+// The networks use their input as given: these ImageNet weights expect RGB normalised with
+// mean (0.485, 0.456, 0.406) and std (0.229, 0.224, 0.225).
 package models
 
 import (
