@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"reflect"
 	"sort"
 	"strconv"
 	"strings"
@@ -181,27 +182,34 @@ func TestTCMSpecPlans(t *testing.T) {
 			t.Errorf("scale %s: %d runs, want %d", c.scale, len(p.Runs), c.runs)
 		}
 	}
-	// The full scale resolves (27 paper configurations, one seed), but the paper's datasets are not
-	// registered with the trainer yet: validation must say so, naming the field.
-	p, err := s.Resolve("full")
+	// The full scale (27 paper configurations, one seed) validates: its datasets inat, sop, cub and
+	// cars are registered with the trainer (dmlkit/train/data_images.go). Only validation: the
+	// data are not present, so nothing is loaded.
+	p, err := s.Plan("full")
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("full plan: %v", err)
 	}
 	if len(p.Runs) != 27 {
 		t.Errorf("full: %d runs, want 27", len(p.Runs))
 	}
-	if _, err := s.Plan("full"); err == nil || !strings.Contains(err.Error(), `data.name: unknown dataset "inat"`) {
-		t.Errorf("full plan: %v; want the unknown dataset inat reported (until the trainer registers it)", err)
-	}
-	// Every full-scale run except the dataset is a valid trainer configuration.
+	perData := map[string]int{}
 	for _, r := range p.Runs {
-		cfg := experiments.Clone(r.Config)
-		if err := experiments.SetPath(cfg, "data.name", "omniglot"); err != nil {
-			t.Fatal(err)
+		cfg, err := trainConfig(experiments.Clone(r.Config))
+		if err != nil {
+			t.Fatalf("full run %s: %v", r.Label(), err)
 		}
-		if err := validateTrainConfig(cfg); err != nil {
-			t.Errorf("full run %s (with data.name omniglot): %v", r.Label(), err)
+		perData[cfg.Data.Name]++
+		if cfg.Model.Backbone != "resnet50" || cfg.Model.Dim != 512 {
+			t.Errorf("full run %s: model %s^%d, want resnet50^512", r.Label(), cfg.Model.Backbone, cfg.Model.Dim)
 		}
+	}
+	if want := map[string]int{"inat": 15, "sop": 4, "cub": 4, "cars": 4}; !reflect.DeepEqual(perData, want) {
+		t.Errorf("full runs per dataset %v, want %v", perData, want)
+	}
+	// `dmlkit run --dry-run` lists them (validation only).
+	code, stdout, stderr := runCLI("run", tcmSpecPath, "--scale", "full", "--dry-run", "--results", t.TempDir())
+	if code != 0 || !strings.Contains(stdout, `27 of 27 runs (scale "full") selected`) {
+		t.Errorf("dry run of the full scale: code %d\nstdout %s\nstderr %s", code, stdout, stderr)
 	}
 }
 

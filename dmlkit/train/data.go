@@ -40,6 +40,9 @@ func Datasets() []string {
 	for n := range featureDatasets {
 		out = append(out, n)
 	}
+	for n := range setDatasets {
+		out = append(out, n)
+	}
 	sort.Strings(out)
 	return out
 }
@@ -49,7 +52,8 @@ func hasDataset(name string) bool {
 	defer datasetsMu.RUnlock()
 	_, a := datasets[name]
 	_, b := featureDatasets[name]
-	return a || b
+	_, c := setDatasets[name]
+	return a || b || c
 }
 
 func lookupDataset(name string) (DatasetFunc, bool) {
@@ -305,6 +309,10 @@ func loadData(cfg *Config) (*sets, error) {
 		out.train, out.test = ImageSet{trainImages}, ImageSet{s.Test}
 		if s.Val != nil {
 			out.val = ImageSet{s.Val}
+		}
+	} else if sfn, ok := lookupSetDataset(cfg.Data.Name); ok {
+		if err := loadSetDataset(cfg, sfn, out); err != nil {
+			return nil, err
 		}
 	} else {
 		if k := cfg.Data.Corrupt; k.LabelNoise > 0 || k.ImageNoise > 0 {

@@ -238,7 +238,9 @@ func (r *runner) loop(ctx context.Context, sampler *Sampler) error {
 			idx := batches[r.st.BatchInEpoch]
 			n := len(idx)
 			pix := make([]float32, n*size)
-			tr.Fill(idx, pix)
+			if err := fillTrain(tr, r.st.Epoch, idx, batches[r.st.BatchInEpoch+1:], pix); err != nil {
+				return fmt.Errorf("train: step %d: %w", r.st.Step, err)
+			}
 			labels := make([]int64, n)
 			for i, j := range idx {
 				labels[i] = int64(trLabels[j])
