@@ -6,7 +6,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 	"gonum.org/v1/plot/vg/vgimg"
 )
@@ -14,10 +14,22 @@ import (
 // Formats are the file formats [Save] writes by default.
 var Formats = []string{"png", "svg", "pdf"}
 
+// Figure is what [Save] writes: a *plot.Plot, or a composite such as [Panels].
+type Figure interface {
+	Draw(c draw.Canvas)
+}
+
+// Sizer is a [Figure] with its own size (e.g. several panels side by side); [Save] uses it instead
+// of the style's Width × Height.
+type Sizer interface {
+	Size() (w, h vg.Length)
+}
+
 // Save writes p as stem.png, stem.svg and stem.pdf (or the given formats), creating the directory
-// of stem. PNGs are rendered at the style's DPI, so a 3.5in × 2.5in figure at 300 dpi is
-// 1050 × 750 pixels. It returns the files written.
-func Save(p *plot.Plot, s Style, stem string, formats ...string) ([]string, error) {
+// of stem. The size is the style's Width × Height unless p is a [Sizer]. PNGs are rendered at the
+// style's DPI, so a 3.5in × 2.5in figure at 300 dpi is 1050 × 750 pixels. It returns the files
+// written.
+func Save(p Figure, s Style, stem string, formats ...string) ([]string, error) {
 	if len(formats) == 0 {
 		formats = Formats
 	}
@@ -35,7 +47,7 @@ func Save(p *plot.Plot, s Style, stem string, formats ...string) ([]string, erro
 	return out, nil
 }
 
-func saveOne(p *plot.Plot, s Style, path, format string) (err error) {
+func saveOne(p Figure, s Style, path, format string) (err error) {
 	defer func() {
 		// gonum/plot panics on some degenerate inputs (e.g. an empty heat map range); report it.
 		if r := recover(); r != nil {
@@ -53,23 +65,28 @@ func saveOne(p *plot.Plot, s Style, path, format string) (err error) {
 			os.Remove(tmp)
 		}
 	}()
+	w, h := s.Width, s.Height
+	if sz, ok := p.(Sizer); ok {
+		w, h = sz.Size()
+	}
 	switch format {
 	case "png":
 		dpi := s.DPI
 		if dpi <= 0 {
 			dpi = 300
 		}
-		c := vgimg.NewWith(vgimg.UseWH(s.Width, s.Height), vgimg.UseDPI(dpi), vgimg.UseBackgroundColor(whiteBG))
+		c := vgimg.NewWith(vgimg.UseWH(w, h), vgimg.UseDPI(dpi), vgimg.UseBackgroundColor(whiteBG))
 		p.Draw(draw.New(c))
 		if _, err = (vgimg.PngCanvas{Canvas: c}).WriteTo(f); err != nil {
 			return err
 		}
 	case "svg", "pdf", "eps", "jpg", "tif":
-		w, err2 := p.WriterTo(s.Width, s.Height, format)
+		c, err2 := draw.NewFormattedCanvas(w, h, format)
 		if err2 != nil {
 			return err2
 		}
-		if _, err = w.WriteTo(f); err != nil {
+		p.Draw(draw.New(c))
+		if _, err = c.WriteTo(f); err != nil {
 			return err
 		}
 	default:

@@ -8,11 +8,13 @@
 // frontier), [Heatmap] (an annotated grid, e.g. margins), [Histograms] (overlaid density
 // histograms, e.g. positive/negative distance distributions), [Utility] (per-class utility
 // curves: values sorted in descending order against the fraction of classes), [Density2D] (a 2-D
-// embedding as a density image) and [Bars] (grouped bars with error bars).
+// embedding as a density image), [Bars] (grouped bars with error bars) and [Embedding2D] (per-class
+// directions, spreads and densities of 2-D embeddings, one panel per model, drawn as [Panels]).
 package plots
 
 import (
 	"image/color"
+	"math"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/vg"
@@ -70,9 +72,57 @@ func (s Style) Color(i int) color.Color {
 
 // Translucent returns c with the style's band opacity (premultiplied, as image/color expects).
 func (s Style) Translucent(c color.Color) color.Color {
+	return withAlpha(c, s.BandAlpha)
+}
+
+// withAlpha returns the opaque colour c with opacity a (premultiplied, as image/color expects).
+func withAlpha(c color.Color, a uint8) color.Color {
 	r, g, b, _ := c.RGBA()
-	a := uint32(s.BandAlpha)
-	return color.RGBA{uint8(r >> 8 * a / 255), uint8(g >> 8 * a / 255), uint8(b >> 8 * a / 255), uint8(a)}
+	A := uint32(a)
+	return color.RGBA{uint8(r >> 8 * A / 255), uint8(g >> 8 * A / 255), uint8(b >> 8 * A / 255), uint8(A)}
+}
+
+// ClassColors returns n colours for classes: the style's palette when it has at least n colours,
+// otherwise n hues evenly spaced around the colour wheel (HSV with saturation 0.85 and value
+// 0.8), so that no two classes share a colour.
+func (s Style) ClassColors(n int) []color.Color {
+	out := make([]color.Color, n)
+	pal := s.Palette
+	if len(pal) == 0 {
+		pal = OkabeIto
+	}
+	if n <= len(pal) {
+		copy(out, pal[:n])
+		return out
+	}
+	for i := range out {
+		out[i] = hsv(float64(i)/float64(n), 0.85, 0.8)
+	}
+	return out
+}
+
+// hsv converts hue h ∈ [0, 1), saturation and value to an opaque colour.
+func hsv(h, sat, val float64) color.Color {
+	h6 := h * 6
+	i := int(h6) % 6
+	f := h6 - float64(int(h6))
+	p, q, t := val*(1-sat), val*(1-sat*f), val*(1-sat*(1-f))
+	var r, g, b float64
+	switch i {
+	case 0:
+		r, g, b = val, t, p
+	case 1:
+		r, g, b = q, val, p
+	case 2:
+		r, g, b = p, val, t
+	case 3:
+		r, g, b = p, q, val
+	case 4:
+		r, g, b = t, p, val
+	default:
+		r, g, b = val, p, q
+	}
+	return color.RGBA{uint8(math.Round(255 * r)), uint8(math.Round(255 * g)), uint8(math.Round(255 * b)), 0xFF}
 }
 
 // Labels are the texts of a figure.
