@@ -24,7 +24,14 @@
 //	reference:                      # the paper's numbers, cited (paper.yaml next to the spec may add more)
 //	  - {match: {loss.name: smoothap, regularizer.tcm: false}, metric: R@1, value: 67.4,
 //	     source: "seed 000 Table 2, iNat row"}
-//	tables:  [{name: main, rows: [loss.name, regularizer.tcm], metrics: [R@1, OPIS], factor: 100}]
+//	tables:
+//	  - name: main
+//	    rows: [loss.name, regularizer.tcm]
+//	    metrics: [R@1, OPIS]
+//	    factor: 100
+//	    claims:                     # the paper's claims, checked on the table's records (optional)
+//	      - {text: "TCM lowers OPIS without lowering R@1", key: regularizer.tcm, pairs: [[false, true]],
+//	         metric: OPIS, lower: true, guard: R@1, guard_factor: 100, guard_unit: points, tolerance: 0.5}
 //	figures: [{name: r1_curve, kind: line, series: [val.R@1], group: [loss.name]}]
 //	launch:  {image: ghcr.io/dmlkit/dmlkit:cuda, gpus: 1, memory: 16Gi}   # for --emit
 //
@@ -74,5 +81,20 @@
 // gives mean ± sample std over the group's seeds. [BuildTable] renders Markdown and LaTeX
 // (booktabs) with a "(paper)" column wherever a [Reference] matches, citing its source.
 // [RenderFigures] draws the declared figures with package plots into figures/<paper>/ as PNG, SVG
-// and PDF.
+// and PDF; the kinds are listed at [FigureSpec] (line, pareto, heatmap, histogram, utility,
+// density2d, bar, and embedding2d: per-class directions, circular spreads and densities of 2-D
+// embeddings, one panel per model, as in seed 000 Fig. 5).
+//
+// # Claims
+//
+// A table may list the paper's claims ([Claim]). Each is checked on the table's records by
+// [EvaluateClaim]: per setting (a (baseline, treatment) pair of values of one key, at each
+// combination of the other keys that vary among the pair's records) the two sides are paired by
+// seed ([CompareSettings]) and the metric's mean change is compared with the claimed direction,
+// optionally with a guard metric that must not get worse by more than a tolerance. The verdict —
+// held (every setting), partly held (some), not held (none) or untested (no setting has both
+// sides) — is printed below the table in Markdown and LaTeX, e.g. "Claim (paper): TCM lowers OPIS
+// without lowering R@1. At this scale: OPIS lower in 1 of 2 settings (seed-paired: 4 of 6 seeds;
+// mean change −0.40 … +0.10); R@1 change −0.80 … +0.40 points (needs ≥ −0.50 in every setting) →
+// **partly held**.", and kept in [Table.Claims]. Settings missing a side are listed, never dropped.
 package experiments

@@ -8,7 +8,6 @@ import (
 	"strings"
 
 	"github.com/dmlkit/dmlkit/dmlkit/plots"
-	"gonum.org/v1/plot"
 )
 
 // FigureSpec declares a figure drawn from stored records; no code is needed per paper. Which
@@ -27,6 +26,12 @@ import (
 //	           image of Bins × Bins cells (default 50)
 //	bar        X: config key for categories, Y: metric, Hue: optional config key for bars within
 //	           a category → mean ± std over seeds
+//	embedding2d  Series: [x, y, label] (e.g. [emb2d/x, emb2d/y, emb2d/label]) → one panel per
+//	           Group, side by side in one file, from the group's record with the lowest seed (the
+//	           panel title says so when the group has several): per class an arrow to the class
+//	           centroid, a perpendicular line of ±1 circular std, and the class's kernel density
+//	           (on the unit circle: a band around it; otherwise 2-D contours); see plots.Embedding2D.
+//	           Each panel is the style's width × height.
 //
 // Records are first restricted to the scale (Scale, else the one asked for) and to Where.
 type FigureSpec struct {
@@ -51,7 +56,7 @@ type FigureSpec struct {
 }
 
 // FigureKinds lists the kinds a FigureSpec may name.
-var FigureKinds = []string{"line", "pareto", "heatmap", "histogram", "utility", "density2d", "bar"}
+var FigureKinds = []string{"line", "pareto", "heatmap", "histogram", "utility", "density2d", "bar", "embedding2d"}
 
 func (f *FigureSpec) check() error {
 	if f.Name == "" {
@@ -90,6 +95,8 @@ func (f *FigureSpec) check() error {
 		return nSeries(1)
 	case "density2d":
 		return nSeries(2)
+	case "embedding2d":
+		return nSeries(3)
 	case "bar":
 		return errors.Join(need("x", f.X), need("y", f.Y))
 	case "":
@@ -135,8 +142,9 @@ func RenderFigures(s *Spec, records []Record, scale, outDir string, st plots.Sty
 	return out
 }
 
-// BuildFigure turns the (already selected) records into the plot f describes.
-func BuildFigure(f FigureSpec, recs []Record, st plots.Style) (*plot.Plot, error) {
+// BuildFigure turns the (already selected) records into the figure f describes: a *plot.Plot, or
+// for embedding2d a *plots.EmbeddingFigure.
+func BuildFigure(f FigureSpec, recs []Record, st plots.Style) (plots.Figure, error) {
 	factor := f.Factor
 	if factor == 0 {
 		factor = 1
@@ -331,8 +339,51 @@ func BuildFigure(f FigureSpec, recs []Record, st plots.Style) (*plot.Plot, error
 			series = append(series, bs)
 		}
 		return plots.Bars(st, l, names, series)
+	case "embedding2d":
+		return embedding2D(f, recs, st, l)
 	}
 	return nil, fmt.Errorf("unknown kind %q", f.Kind)
+}
+
+// embedding2D builds the panels of an embedding2d figure: per group, the record with the lowest
+// seed (the first in store order among equals).
+func embedding2D(f FigureSpec, recs []Record, st plots.Style, l plots.Labels) (*plots.EmbeddingFigure, error) {
+	def := func(s *string, v string) {
+		if *s == "" {
+			*s = v
+		}
+	}
+	def(&l.X, f.Series[0])
+	def(&l.Y, f.Series[1])
+	var panels []plots.EmbeddingPanel
+	for _, g := range GroupBy(recs, f.Group) {
+		r := g.Records[0]
+		for _, c := range g.Records[1:] {
+			if c.Seed < r.Seed {
+				r = c
+			}
+		}
+		var p plots.EmbeddingPanel
+		for i, dst := range []*[]float64{&p.X, &p.Y, &p.Labels} {
+			v, ok := r.Series[f.Series[i]]
+			if !ok || len(v) == 0 {
+				return nil, fmt.Errorf("group %s: record %s (seed %d) has no series %q", g.Label(), r.Hash, r.Seed, f.Series[i])
+			}
+			*dst = v
+		}
+		if len(p.X) != len(p.Y) || len(p.X) != len(p.Labels) {
+			return nil, fmt.Errorf("group %s: record %s (seed %d): series %q, %q and %q have %d, %d and %d values",
+				g.Label(), r.Hash, r.Seed, f.Series[0], f.Series[1], f.Series[2], len(p.X), len(p.Y), len(p.Labels))
+		}
+		p.Title = groupName(g)
+		if len(g.Records) > 1 {
+			p.Title = strings.TrimPrefix(fmt.Sprintf("%s (seed %d, first of %d runs)", p.Title, r.Seed, len(g.Records)), " ")
+		} else {
+			p.Title = strings.TrimPrefix(fmt.Sprintf("%s (seed %d)", p.Title, r.Seed), " ")
+		}
+		panels = append(panels, p)
+	}
+	return plots.Embedding2D(st, l, panels)
 }
 
 func groupName(g *Group) string {

@@ -205,6 +205,10 @@ func (s *Spec) check() error {
 	for i := range s.Tables {
 		t := &s.Tables[i]
 		if err := t.check(); err != nil {
+			var fe *fieldError
+			if errors.As(err, &fe) { // a nested field: name its full path
+				return fmt.Errorf("field \"tables[%d].%s\" (%s): %s", i, fe.Path, t.Name, fe.Msg)
+			}
 			return fmt.Errorf("field \"tables[%d]\" (%s): %w", i, t.Name, err)
 		}
 		if names["tab:"+t.Name] {

@@ -12,7 +12,8 @@ import (
 
 // TableSpec declares a results table: one row per group of records (grouped by Rows), one column
 // per metric with mean ± std over seeds, a column with the paper's number next to each metric for
-// which the spec has a matching [Reference], and a column with the number of seeds.
+// which the spec has a matching [Reference], and a column with the number of seeds. Below the
+// table, one line per [Claim] says whether the paper's claim held on the table's records.
 type TableSpec struct {
 	Name    string            `yaml:"name"`    // output file stem
 	Caption string            `yaml:"caption"` // table caption
@@ -25,6 +26,7 @@ type TableSpec struct {
 	Labels  map[string]string `yaml:"labels"`  // header text for keys and metrics
 	Best    string            `yaml:"best"`    // "max" or "min": bold the best mean of each metric column
 	NoRef   bool              `yaml:"no_reference"`
+	Claims  []Claim           `yaml:"claims"` // the paper's claims, checked on the table's records
 }
 
 func (t *TableSpec) check() error {
@@ -39,6 +41,12 @@ func (t *TableSpec) check() error {
 	}
 	if t.Best != "" && t.Best != "max" && t.Best != "min" {
 		return fmt.Errorf("field \"best\": %q is not max or min", t.Best)
+	}
+	for i := range t.Claims {
+		if err := t.Claims[i].check(); err != nil {
+			fe := err.(*fieldError)
+			return &fieldError{Path: fmt.Sprintf("claims[%d].%s", i, fe.Path), Msg: fe.Msg}
+		}
 	}
 	return nil
 }
@@ -56,8 +64,9 @@ type Table struct {
 	Header  []string // column titles
 	Align   []byte   // 'l' or 'r' per column
 	Rows    [][]Cell
-	Sources []string // citations of the paper's numbers, numbered from 1 in order of first use
-	Records int      // records used
+	Sources []string       // citations of the paper's numbers, numbered from 1 in order of first use
+	Records int            // records used
+	Claims  []ClaimVerdict // one per Spec.Claims, in order
 }
 
 // Cell is one table entry. Text cells carry Text; number cells carry Mean (and Std when HasStd).
@@ -153,6 +162,9 @@ func BuildTable(t TableSpec, records []Record, refs []Reference) *Table {
 		row = append(row, Cell{Text: strconv.Itoa(len(g.Records))})
 		tab.Rows = append(tab.Rows, row)
 	}
+	for _, c := range t.Claims {
+		tab.Claims = append(tab.Claims, EvaluateClaim(c, recs, factor))
+	}
 	return tab
 }
 
@@ -213,6 +225,9 @@ func (t *Table) Markdown() string {
 	if len(t.Rows) == 0 {
 		b.WriteString("\n_No stored results match this table._\n")
 	}
+	for _, v := range t.Claims {
+		b.WriteString("\n" + claimLine(v, d, false) + "\n")
+	}
 	if len(t.Sources) > 0 {
 		b.WriteString("\nPaper numbers:\n")
 		for i, s := range t.Sources {
@@ -270,6 +285,9 @@ func (t *Table) LaTeX(label string) string {
 		b.WriteString(strings.Join(cs, " & ") + " \\\\\n")
 	}
 	b.WriteString("\\bottomrule\n\\end{tabular}\n")
+	for _, v := range t.Claims {
+		b.WriteString("\\par\\smallskip\\footnotesize " + claimLine(v, d, true) + "\n")
+	}
 	if len(t.Sources) > 0 {
 		b.WriteString("\\par\\smallskip\\footnotesize Paper numbers: ")
 		for i, s := range t.Sources {
@@ -288,7 +306,8 @@ func texEscape(s string) string {
 	return strings.NewReplacer(
 		`\`, `\textbackslash{}`, "&", `\&`, "%", `\%`, "$", `\$`, "#", `\#`, "_", `\_`,
 		"{", `\{`, "}", `\}`, "~", `\textasciitilde{}`, "^", `\textasciicircum{}`,
-		"±", `$\pm$`, "@", "@",
+		"±", `$\pm$`, "−", `$-$`, "…", `\dots{}`, "→", `$\rightarrow$`, "≥", `$\geq$`, "≤", `$\leq$`,
+		"×", `$\times$`,
 	).Replace(s)
 }
 
