@@ -72,7 +72,8 @@ func opisRangeKey(lo, hi float64) string { return fmt.Sprintf("OPIS_far_%.0e_%.0
 //   - Metrics: the last evaluation's metrics with the "test/" prefix removed ("R@1", "MAP@R", ...,
 //     fractions in [0, 1]; "val/…" and "train/…" keep their prefix); "OPIS" and "10%-OPIS" (raw
 //     values, see opisOptions); "opis/d_min", "opis/d_max" (the calibration range, L2 distance);
-//     OPIS at every range of opisRanges ("OPIS_far_1e-03_5e-02", ...); "steps", "epochs", "final_loss", "stopped_early" (0 or 1).
+//     OPIS at every range of opisRanges ("OPIS_far_1e-03_5e-02", ..., and together, in the order of
+//     opisRanges, as the series "opis/far_ranges" for seed 000 Fig. 8); "steps", "epochs", "final_loss", "stopped_early" (0 or 1).
 //   - Series: per evaluation, "curve/epoch", "curve/loss" (mean training loss since the previous
 //     evaluation; NaN where none) and "curve/<metric>" for each metric of the evaluation (e.g.
 //     "curve/test/R@1"); and OPIS curves over the N thresholds: "opis/thresholds",
@@ -141,6 +142,7 @@ func trainRunner(ctx context.Context, rs experiments.RunSpec, progress func(stri
 			return nil, fmt.Errorf("OPIS of the final test embeddings at %g ≤ FAR ≤ %g: %w", r[0], r[1], err)
 		}
 		out.Metrics[opisRangeKey(r[0], r[1])] = ro.OPIS
+		out.Series["opis/far_ranges"] = append(out.Series["opis/far_ranges"], ro.OPIS)
 	}
 	out.Metrics["OPIS"] = op.OPIS
 	out.Metrics["10%-OPIS"] = op.EpsOPIS

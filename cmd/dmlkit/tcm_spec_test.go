@@ -173,7 +173,7 @@ func TestTCMSpecPlans(t *testing.T) {
 	for _, c := range []struct {
 		scale string
 		runs  int
-	}{{"smoke", 4}, {"small", 12}} {
+	}{{"smoke", 4}, {"small", 92}} {
 		p, err := s.Plan(c.scale)
 		if err != nil {
 			t.Fatalf("scale %s: %v", c.scale, err)
