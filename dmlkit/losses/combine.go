@@ -6,6 +6,8 @@ import (
 	"strings"
 	"unicode"
 
+	"github.com/gomlx/compute/dtypes"
+	"github.com/gomlx/compute/shapes"
 	. "github.com/gomlx/gomlx/core/graph"
 )
 
@@ -138,6 +140,91 @@ func (c *ComboConfig) Build(in Inputs) *Node {
 			v = ConvertDType(v, in.Emb.DType())
 		}
 		v = MulScalar(v, r.weight)
+		if total == nil {
+			total = v
+		} else {
+			total = Add(total, v)
+		}
+	}
+	return total
+}
+
+// BlockwiseSupport implements Blockwise: a combo decomposes when every term does.
+func (c *ComboConfig) BlockwiseSupport() error {
+	rs, err := c.resolve()
+	if err != nil {
+		return err
+	}
+	for i, r := range rs {
+		if err := CheckBlockwise(r.loss); err != nil {
+			return fmt.Errorf("term %d: %w", i+1, err)
+		}
+	}
+	return nil
+}
+
+// blockTerms returns the resolved terms as Blockwise losses (panics if one is not: a programming
+// error, BlockwiseSupport says so first).
+func (c *ComboConfig) blockTerms() ([]comboTerm, []Blockwise) {
+	if err := c.BlockwiseSupport(); err != nil {
+		panic(fmt.Sprintf("losses: combo: %v", err))
+	}
+	rs, _ := c.resolve()
+	bs := make([]Blockwise, len(rs))
+	for i, r := range rs {
+		bs[i] = r.loss.(Blockwise)
+	}
+	return rs, bs
+}
+
+// NumBlockCounts implements Blockwise: the terms' counts, concatenated in term order.
+func (c *ComboConfig) NumBlockCounts() int {
+	_, bs := c.blockTerms()
+	m := 0
+	for _, b := range bs {
+		m += b.NumBlockCounts()
+	}
+	return m
+}
+
+// termInputs returns in with the Scope of term i (as in Build).
+func (c *ComboConfig) termInputs(in Inputs, i int, name string) Inputs {
+	sub := in
+	if in.Scope != nil {
+		sub.Scope = in.Scope.In("%d_%s", i, name)
+	}
+	return sub
+}
+
+// BlockCounts implements Blockwise: the concatenation of the terms' block counts.
+func (c *ComboConfig) BlockCounts(in Inputs) *Node {
+	rs, bs := c.blockTerms()
+	var parts []*Node
+	for i, b := range bs {
+		if b.NumBlockCounts() > 0 {
+			parts = append(parts, b.BlockCounts(c.termInputs(in, i, rs[i].name)))
+		}
+	}
+	if len(parts) == 0 {
+		return Zeros(in.Emb.Graph(), shapes.Make(dtypes.Float64, 0))
+	}
+	return Concatenate(parts, 0)
+}
+
+// BuildBlock implements Blockwise: Σ_k w_k · BuildBlock_k(block, counts_k), counts_k the term's
+// slice of counts.
+func (c *ComboConfig) BuildBlock(in Inputs, counts *Node) *Node {
+	rs, bs := c.blockTerms()
+	var total *Node
+	off := 0
+	for i, b := range bs {
+		m := b.NumBlockCounts()
+		v := b.BuildBlock(c.termInputs(in, i, rs[i].name), Slice(counts, AxisRange(off, off+m)))
+		off += m
+		if v.DType() != in.Emb.DType() {
+			v = ConvertDType(v, in.Emb.DType())
+		}
+		v = MulScalar(v, rs[i].weight)
 		if total == nil {
 			total = v
 		} else {

@@ -4,18 +4,42 @@ import (
 	"fmt"
 
 	"github.com/gomlx/compute/dtypes"
+	"github.com/gomlx/compute/shapes"
 	. "github.com/gomlx/gomlx/core/graph"
 )
 
-// refs returns the reference embeddings and labels, and whether they are the batch itself.
+// refs returns the reference embeddings and labels, and whether the queries are among them (the
+// references are the batch itself, or Inputs.QueryIndex places each query in RefEmb).
 func refs(in Inputs) (refEmb, refLabels *Node, self bool) {
 	if in.RefEmb == nil {
+		if in.QueryIndex != nil {
+			panic("losses: QueryIndex given without RefEmb")
+		}
 		return in.Emb, in.Labels, true
 	}
 	if in.RefLabels == nil {
 		panic("losses: RefEmb given without RefLabels")
 	}
-	return in.RefEmb, in.RefLabels, false
+	return in.RefEmb, in.RefLabels, in.QueryIndex != nil
+}
+
+// selfPairs returns the [B, R] boolean mask of (query, itself) pairs: the diagonal when the
+// references are the batch, (i, QueryIndex[i]) with QueryIndex, nil when no query is a reference.
+func selfPairs(in Inputs) *Node {
+	g := in.Emb.Graph()
+	b := in.Emb.Shape().Dim(0)
+	if in.RefEmb == nil {
+		return Diagonal(g, b)
+	}
+	if in.QueryIndex == nil {
+		return nil
+	}
+	r := in.RefEmb.Shape().Dim(0)
+	qi := ConvertDType(in.QueryIndex, dtypes.Int32)
+	if qi.Rank() != 1 || qi.Shape().Dim(0) != b {
+		panic(fmt.Sprintf("losses: QueryIndex has shape %s, want [%d]", in.QueryIndex.Shape(), b))
+	}
+	return Equal(InsertAxes(qi, 1), Iota(g, shapes.Make(dtypes.Int32, 1, r), 1))
 }
 
 // asSets returns labels as [N, S] (S=1 for plain [N] labels).
@@ -45,31 +69,29 @@ func SameLabel(a, b *Node) *Node {
 }
 
 // PairMasks returns the boolean [B, R] positive and negative masks of a batch against its
-// references. When the references are the batch itself the diagonal (a sample with itself) is in
-// neither mask.
+// references. A query's pair with itself (the diagonal when the references are the batch itself,
+// (i, QueryIndex[i]) with Inputs.QueryIndex) is in neither mask.
 func PairMasks(in Inputs) (pos, neg *Node) {
-	_, refLabels, self := refs(in)
+	_, refLabels, _ := refs(in)
 	same := SameLabel(in.Labels, refLabels)
 	pos, neg = same, LogicalNot(same)
-	if self {
-		b := in.Emb.Shape().Dim(0)
-		notDiag := LogicalNot(Diagonal(in.Emb.Graph(), b))
-		pos = LogicalAnd(pos, notDiag)
-		neg = LogicalAnd(neg, notDiag)
+	if sp := selfPairs(in); sp != nil {
+		notSelf := LogicalNot(sp)
+		pos = LogicalAnd(pos, notSelf)
+		neg = LogicalAnd(neg, notSelf)
 	}
 	return pos, neg
 }
 
-// NotSelf returns the [B, R] boolean mask that is false only on (i, i) when the references are the
-// batch itself (all true otherwise).
+// NotSelf returns the [B, R] boolean mask that is false only on the (query, itself) pairs: (i, i)
+// when the references are the batch itself, (i, QueryIndex[i]) with Inputs.QueryIndex; all true
+// otherwise.
 func NotSelf(in Inputs) *Node {
-	refEmb, _, self := refs(in)
-	g := in.Emb.Graph()
-	b, r := in.Emb.Shape().Dim(0), refEmb.Shape().Dim(0)
-	if !self {
-		return BroadcastToDims(Const(g, true), b, r)
+	refEmb, _, _ := refs(in)
+	if sp := selfPairs(in); sp != nil {
+		return LogicalNot(sp)
 	}
-	return LogicalNot(Diagonal(g, b))
+	return BroadcastToDims(Const(in.Emb.Graph(), true), in.Emb.Shape().Dim(0), refEmb.Shape().Dim(0))
 }
 
 // CosineSim returns the [B, R] cosine similarities between the rows of a [B, D] and b [R, D]

@@ -58,9 +58,15 @@ func (c *ContrastiveConfig) Validate() error {
 
 // Build implements Loss.
 func (c *ContrastiveConfig) Build(in Inputs) *Node {
+	posTerm, negTerm, posMask, negMask := c.pairTerms(in)
+	return Add(MaskedMean(posTerm, posMask), MaskedMean(negTerm, negMask))
+}
+
+// pairTerms returns the [B, R] positive and negative terms and the masks they are averaged over
+// (all positive / negative pairs, or only those with a non-zero term when AvgNonZero).
+func (c *ContrastiveConfig) pairTerms(in Inputs) (posTerm, negTerm, posMask, negMask *Node) {
 	refEmb, _, _ := refs(in)
 	pos, neg := PairMasks(in)
-	var posTerm, negTerm *Node
 	switch c.Distance {
 	case "l2":
 		d := Distances(normalizeRows(in.Emb), normalizeRows(refEmb))
@@ -76,7 +82,33 @@ func (c *ContrastiveConfig) Build(in Inputs) *Node {
 	if c.Squared {
 		posTerm, negTerm = Square(posTerm), Square(negTerm)
 	}
-	return Add(reducePairs(posTerm, pos, c.AvgNonZero), reducePairs(negTerm, neg, c.AvgNonZero))
+	if c.AvgNonZero {
+		pos = LogicalAnd(pos, GreaterThan(posTerm, ZerosLike(posTerm)))
+		neg = LogicalAnd(neg, GreaterThan(negTerm, ZerosLike(negTerm)))
+	}
+	return posTerm, negTerm, pos, neg
+}
+
+// BlockwiseSupport implements Blockwise: every configuration decomposes over anchors.
+func (c *ContrastiveConfig) BlockwiseSupport() error { return nil }
+
+// NumBlockCounts implements Blockwise: the numbers of (active) positive and negative pairs.
+func (c *ContrastiveConfig) NumBlockCounts() int { return 2 }
+
+// BlockCounts implements Blockwise: [#positive pairs, #negative pairs] of the block's anchors
+// (only pairs with a non-zero term when AvgNonZero).
+func (c *ContrastiveConfig) BlockCounts(in Inputs) *Node {
+	_, _, posMask, negMask := c.pairTerms(in)
+	return stackCounts(blockCount(posMask), blockCount(negMask))
+}
+
+// BuildBlock implements Blockwise: Σ_block pos terms / N₊ + Σ_block neg terms / N₋ with the
+// whole-batch counts N± (an empty set counts as 1, matching the 0 of an empty mean).
+func (c *ContrastiveConfig) BuildBlock(in Inputs, counts *Node) *Node {
+	posTerm, negTerm, posMask, negMask := c.pairTerms(in)
+	dt := posTerm.DType()
+	return Add(Div(MaskedReduceAllSum(posTerm, posMask), countAt(counts, 0, dt)),
+		Div(MaskedReduceAllSum(negTerm, negMask), countAt(counts, 1, dt)))
 }
 
 // reducePairs averages term over mask, or over the entries of mask where term > 0 when nonZero.

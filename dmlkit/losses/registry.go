@@ -29,12 +29,19 @@ import (
 //     label of its set; −1 marks an empty slot).
 //   - RefEmb, RefLabels: optional references [R, D] and [R] / [R, S] (cross-batch memory, SiMix
 //     virtual samples); nil means "the batch itself", in which case a sample is never its own pair.
+//   - QueryIndex: optional [B] integer vector, only together with RefEmb: query i is row
+//     QueryIndex[i] of RefEmb (its own embedding, not a copy). Pairs (i, QueryIndex[i]) are then
+//     excluded exactly as the diagonal is when RefEmb is nil, and rank-based losses treat the
+//     references as "the batch itself". This is how a block of anchors is scored against the whole
+//     batch in the blockwise loss stage of multistage backprop ([Blockwise]); nil: no query is
+//     among the references.
 //   - Scope: where losses with learnable parameters (proxies) create their variables; may be nil for
 //     stateless losses.
 //   - NumClasses: number of training classes, for proxy-based losses.
 type Inputs struct {
 	Emb, Labels       *graph.Node
 	RefEmb, RefLabels *graph.Node
+	QueryIndex        *graph.Node
 	Scope             *model.Scope
 	NumClasses        int
 }

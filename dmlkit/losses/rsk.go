@@ -50,7 +50,9 @@ func init() {
 // [N, N, N]: P = c − 1 without SiMix, c − 1 + c(c−1)/2 with SiMix, where c = MaxClassSize bounds the
 // number of batch samples sharing a label (the samples-per-class of a PK sampler); 0 means c = B, exact
 // for any batch but cubic in B. If a batch has a class larger than c the loss is NaN (loud, not
-// silently wrong). References (Inputs.RefEmb) are not supported: RS@k ranks within the batch.
+// silently wrong). References (Inputs.RefEmb) are not supported by Build: RS@k ranks within the batch.
+// Without SiMix the loss is [Blockwise]: BuildBlock ranks a block of queries against the whole
+// batch (RefEmb with QueryIndex), a [block, P, B] rank tensor per block.
 //
 // SiMix items: each sample gets O = ⌊c/2⌋ pair slots (see rskPairSlots), so N = B·(1 + O) items of
 // which B + Σ_classes n(n−1)/2 are valid (invalid slots are neither queries nor ranking items).
@@ -108,24 +110,82 @@ func (c *RSKConfig) Validate() error {
 // Build implements Loss.
 func (c *RSKConfig) Build(in Inputs) *Node {
 	if in.RefEmb != nil {
-		panic("losses: rsk ranks within the batch; Inputs.RefEmb is not supported")
+		panic("losses: rsk ranks within the batch; Inputs.RefEmb is not supported (blockwise: see BuildBlock)")
 	}
-	b := in.Emb.Shape().Dim(0)
-	maxClass := c.MaxClassSize
-	if maxClass <= 0 || maxClass > b {
-		maxClass = b
-	}
-	s := CosineSim(in.Emb, in.Emb)
 	if !c.SiMix {
-		pos := LogicalAnd(SameLabel(in.Labels, in.Labels), LogicalNot(Diagonal(s.Graph(), b)))
-		posIdx, slotF, numPos := rskCompactSlots(ConvertDType(pos, s.DType()), nil, maxClass-1)
-		overflow := GreaterThan(ReduceMax(numPos), Scalar(s.Graph(), s.DType(), float64(maxClass-1)))
-		return c.rskCore(s, nil, posIdx, slotF, numPos, overflow)
+		lossK, hasPos, overflow := c.rskPlain(in)
+		return Where(overflow, ScalarLike(lossK, math.NaN()), MaskedMean(lossK, hasPos))
 	}
 	if in.Labels.Rank() != 1 {
 		panic(fmt.Sprintf("losses: rsk with simix needs [B] labels, got shape %s", in.Labels.Shape()))
 	}
-	return c.rskSiMix(in, s, maxClass)
+	b := in.Emb.Shape().Dim(0)
+	return c.rskSiMix(in, CosineSim(in.Emb, in.Emb), c.maxClass(b))
+}
+
+// maxClass is the bound c on samples per label for a ranking set of r items.
+func (c *RSKConfig) maxClass(r int) int {
+	if c.MaxClassSize <= 0 || c.MaxClassSize > r {
+		return r
+	}
+	return c.MaxClassSize
+}
+
+// rskPlain evaluates RS@k without SiMix for the queries of in against their ranking set (the batch
+// itself, or RefEmb with the queries placed by QueryIndex): the per-query loss L(q) [B], the [B]
+// mask of queries with a positive, and the overflow flag (a query with more positives than slots).
+func (c *RSKConfig) rskPlain(in Inputs) (lossK, hasPos, overflow *Node) {
+	refEmb, _, _ := refs(in)
+	r := refEmb.Shape().Dim(0)
+	maxClass := c.maxClass(r)
+	s := CosineSim(in.Emb, refEmb)
+	pos, _ := PairMasks(in)
+	posIdx, slotF, numPos := rskCompactSlots(ConvertDType(pos, s.DType()), nil, maxClass-1)
+	overflow = GreaterThan(ReduceMax(numPos), Scalar(s.Graph(), s.DType(), float64(maxClass-1)))
+	var qIdx *Node
+	if in.QueryIndex != nil {
+		qIdx = ConvertDType(in.QueryIndex, dtypes.Int32)
+	}
+	lossK = c.rskPerQuery(s, nil, qIdx, posIdx, slotF, numPos)
+	return lossK, GreaterThan(numPos, ZerosLike(numPos)), overflow
+}
+
+// BlockwiseSupport implements Blockwise: RS@k of a query depends only on its row of similarities
+// against the ranking set; SiMix does not decompose (its virtual items, mixed from same-class pairs
+// across the whole batch, are queries and ranking items at once).
+func (c *RSKConfig) BlockwiseSupport() error {
+	if c.SiMix {
+		return fmt.Errorf("simix: the virtual examples are mixed from pairs across the whole batch and ranked " +
+			"against each other, which does not decompose over blocks of anchors; use the whole-batch loss stage " +
+			"(multistage.loss_block: 0)")
+	}
+	return nil
+}
+
+// NumBlockCounts implements Blockwise: the number of queries with a positive.
+func (c *RSKConfig) NumBlockCounts() int { return 1 }
+
+// BlockCounts implements Blockwise: [number of the block's queries with at least one positive]
+// (labels only).
+func (c *RSKConfig) BlockCounts(in Inputs) *Node {
+	pos, _ := PairMasks(in)
+	return stackCounts(blockCount(ReduceLogicalOr(pos, -1)))
+}
+
+// BuildBlock implements Blockwise: Σ_{block queries with a positive} L(q) / N, NaN if a query of
+// the block has more positives than max_class_size − 1. Needs Inputs.RefEmb (the whole batch, the
+// ranking set) and Inputs.QueryIndex; the rank tensor is [block, P, B], computed in chunks as in
+// Build.
+func (c *RSKConfig) BuildBlock(in Inputs, counts *Node) *Node {
+	if err := c.BlockwiseSupport(); err != nil {
+		panic("losses: rsk: " + err.Error())
+	}
+	if in.RefEmb == nil || in.QueryIndex == nil {
+		panic("losses: rsk: BuildBlock needs RefEmb (the whole batch) and QueryIndex")
+	}
+	lossK, hasPos, overflow := c.rskPlain(in)
+	l := Div(MaskedReduceAllSum(lossK, hasPos), countAt(counts, 0, lossK.DType()))
+	return Where(overflow, ScalarLike(l, math.NaN()), l)
 }
 
 // rskSiMix expands the [B, B] similarities s with the virtual examples of every same-class pair and
@@ -189,7 +249,9 @@ func (c *RSKConfig) rskSiMix(in Inputs, s *Node, maxClass int) *Node {
 	numSlots := maxClass - 1 + maxClass*(maxClass-1)/2
 	posIdx, slotF, numPos := rskCompactSlots(okCand, cand, numSlots)
 	overflow := GreaterThan(ReduceMax(classSize), Scalar(g, dt, float64(maxClass)))
-	return c.rskCore(sAll, valid, posIdx, slotF, numPos, overflow)
+	lossK := c.rskPerQuery(sAll, valid, nil, posIdx, slotF, numPos)
+	loss := MaskedMean(lossK, GreaterThan(numPos, ZerosLike(numPos)))
+	return Where(overflow, Scalar(g, dt, math.NaN()), loss)
 }
 
 // rskCompactSlots gathers, per row of the [N, M] 0/1 matrix ok, the positions of its ones into
@@ -249,30 +311,34 @@ func rskPairSlots(sameB *Node, numSlots int) (partners, valid *Node) {
 	return Stack(ps, 1), Stack(vs, 1)
 }
 
-// rskCore evaluates RS@k on the [N, N] similarities s of N items, given the [N] validity of each
-// item (nil: all valid), each query's positives gathered into P slots (posIdx [N, P] int32, slotF
-// [N, P] 0/1), their count numPos [N] and a scalar overflow flag (a class larger than the slots:
-// the loss is then NaN).
+// rskPerQuery evaluates L(q) of RS@k for N queries on their [N, R] similarities s against R
+// ranking items, given the [R] validity of each item (nil: all valid), the [N] column of each
+// query itself in s (qIdx; nil: query i is item i, s square), each query's positives gathered into
+// P slots (posIdx [N, P] int32, slotF [N, P] 0/1) and their count numPos [N]. Queries without a
+// positive get L(q) = 1 (callers mask them out).
 //
-// The [N, P, N] rank tensor dominates the cost, so it is built with as few full passes as possible:
+// The [N, P, R] rank tensor dominates the cost, so it is built with as few full passes as possible:
 // no per-element mask. Every z is summed (weighted by validity only when some items are invalid),
 // then the two excluded terms are subtracted on [N, P]: z = x contributes σ(0) = 1/2 exactly (and
 // its two gradient paths cancel exactly), and z = q (unless QueryInRanking) contributes
 // σ_τ₂(s_qq − s_qx), recomputed on [N, P] so that its gradient cancels as well.
-func (c *RSKConfig) rskCore(s, valid, posIdx, slotF, numPos, overflow *Node) *Node {
+func (c *RSKConfig) rskPerQuery(s, valid, qIdx, posIdx, slotF, numPos *Node) *Node {
 	g := s.Graph()
-	n := s.Shape().Dim(0)
+	n, r := s.Shape().Dim(0), s.Shape().Dim(1)
 	dt := s.DType()
 	numSlots := posIdx.Shape().Dim(1)
-	if elems := float64(n) * float64(n) * float64(numSlots); elems > 1<<36 {
+	if elems := float64(n) * float64(r) * float64(numSlots); elems > 1<<36 {
 		panic(fmt.Sprintf("losses: rsk: the rank computation needs %d×%d×%d = %.3g sigmoid evaluations; set max_class_size "+
-			"to the number of samples per class of the batch sampler", n, numSlots, n, elems))
+			"to the number of samples per class of the batch sampler", n, numSlots, r, elems))
 	}
 	var validF *Node
 	if valid != nil {
 		validF = ConvertDType(valid, dt)
 	}
 	rowIota := Iota(g, shapes.Make(dtypes.Int32, n), 0)
+	if qIdx == nil {
+		qIdx = rowIota
+	}
 	rows := BroadcastToDims(InsertAxes(rowIota, 1), n, numSlots)
 	// Rank: everything in units of 1/τ₂ before the big broadcast.
 	sT := DivScalar(s, c.TauSim)
@@ -280,7 +346,7 @@ func (c *RSKConfig) rskCore(s, valid, posIdx, slotF, numPos, overflow *Node) *No
 	total := c.rskRankSum(sT, sxT, validF)
 	rank := AddScalar(total, 0.5) // 1 + Σ − σ(0) for z = x
 	if !c.QueryInRanking {
-		sqqT := InsertAxes(Gather(sT, Stack([]*Node{rowIota, rowIota}, -1)), 1)
+		sqqT := InsertAxes(Gather(sT, Stack([]*Node{rowIota, qIdx}, -1)), 1)
 		rank = Sub(rank, Sigmoid(ClipScalar(Sub(sqqT, sxT), -50, 50)))
 	}
 	var lossK *Node
@@ -296,26 +362,23 @@ func (c *RSKConfig) rskCore(s, valid, posIdx, slotF, numPos, overflow *Node) *No
 			lossK = Add(lossK, l)
 		}
 	}
-	lossK = DivScalar(lossK, float64(len(c.K))) // [N]
-	hasPos := GreaterThan(numPos, ZerosLike(numPos))
-	loss := MaskedMean(lossK, hasPos)
-	return Where(overflow, Scalar(g, dt, math.NaN()), loss)
+	return DivScalar(lossK, float64(len(c.K))) // [N]
 }
 
-// rskRankSum returns Σ_z w_z σ(clip(sT[q,z] − sxT[q,p], ±50)) as [N, P] for the [N, N] scaled
+// rskRankSum returns Σ_z w_z σ(clip(sT[q,z] − sxT[q,p], ±50)) as [N, P] for the [N, R] scaled
 // similarities sT = s/τ₂ and the [N, P] scaled positive similarities sxT (w_z = validF[z], or 1 when
-// validF is nil). The [N, P, N] sigmoid tensor is never held whole: the forward pass runs over
+// validF is nil). The [N, P, R] sigmoid tensor is never held whole: the forward pass runs over
 // chunks of queries under a stop-gradient, and a custom gradient recomputes each chunk's σ in the
-// backward pass (rematerialisation), so memory is O(chunk·P·N) instead of O(N·P·N) — what makes
+// backward pass (rematerialisation), so memory is O(chunk·P·R) instead of O(N·P·R) — what makes
 // the paper's batch of 4000 (N = 12000 items with SiMix) fit on a CPU machine.
 func (c *RSKConfig) rskRankSum(sT, sxT, validF *Node) *Node {
-	n, p := sT.Shape().Dim(0), sxT.Shape().Dim(1)
+	n, r, p := sT.Shape().Dim(0), sT.Shape().Dim(1), sxT.Shape().Dim(1)
 	chunk := c.ChunkQueries
 	if chunk <= 0 {
-		chunk = max(1, (1<<24)/(p*n)) // ≈ 16M elements per chunk
+		chunk = max(1, (1<<24)/(p*r)) // ≈ 16M elements per chunk
 	}
 	chunk = min(chunk, n)
-	// sigmoidChunk returns σ and the clip mask for queries [a, b): [b−a, P, N].
+	// sigmoidChunk returns σ and the clip mask for queries [a, b): [b−a, P, R].
 	sigmoidChunk := func(sTv, sxTv *Node, a, b int) (sig, inside *Node) {
 		rowsS := Slice(sTv, AxisRange(a, b), AxisRange())
 		rowsX := Slice(sxTv, AxisRange(a, b), AxisRange())
@@ -326,7 +389,7 @@ func (c *RSKConfig) rskRankSum(sT, sxT, validF *Node) *Node {
 		if validF == nil {
 			return ReduceSum(x, 2)
 		}
-		return Reshape(MatMul(Reshape(x, rows*p, n), InsertAxes(validF, 1)), rows, p)
+		return Reshape(MatMul(Reshape(x, rows*p, r), InsertAxes(validF, 1)), rows, p)
 	}
 	sTs, sxTs := StopGradient(sT), StopGradient(sxT)
 	var parts []*Node
@@ -336,28 +399,28 @@ func (c *RSKConfig) rskRankSum(sT, sxT, validF *Node) *Node {
 		parts = append(parts, weighted(sig, b-a))
 	}
 	value := StopGradient(Concatenate(parts, 0))
-	// Gradient carrier: packed [N, N+P] = (sT | sxT) through an identity with the hand-written VJP
+	// Gradient carrier: packed [N, R+P] = (sT | sxT) through an identity with the hand-written VJP
 	// ∂/∂sT[q,z] = Σ_p g[q,p] w_z σ'(Δ), ∂/∂sxT[q,p] = −Σ_z g[q,p] w_z σ'(Δ), σ' = σ(1−σ) inside the
 	// clip range and 0 outside. Its value enters as x − sg(x) = 0 exactly.
 	packed := IdentityWithCustomGradient(Concatenate([]*Node{sT, sxT}, 1), func(x, v *Node) *Node {
-		sTv := Slice(x, AxisRange(), AxisRange(0, n))
-		sxTv := Slice(x, AxisRange(), AxisRange(n, n+p))
-		gAll := Slice(v, AxisRange(), AxisRange(n, n+p)) // adjoint of the rank sums, [N, P]
+		sTv := Slice(x, AxisRange(), AxisRange(0, r))
+		sxTv := Slice(x, AxisRange(), AxisRange(r, r+p))
+		gAll := Slice(v, AxisRange(), AxisRange(r, r+p)) // adjoint of the rank sums, [N, P]
 		var dS, dX []*Node
 		for a := 0; a < n; a += chunk {
 			b := min(a+chunk, n)
 			sig, inside := sigmoidChunk(sTv, sxTv, a, b)
 			d := Where(inside, Mul(sig, OneMinus(sig)), ZerosLike(sig))
 			if validF != nil {
-				d = Mul(d, Reshape(validF, 1, 1, n))
+				d = Mul(d, Reshape(validF, 1, 1, r))
 			}
-			gz := Mul(InsertAxes(Slice(gAll, AxisRange(a, b), AxisRange()), -1), d) // [C, P, N]
+			gz := Mul(InsertAxes(Slice(gAll, AxisRange(a, b), AxisRange()), -1), d) // [C, P, R]
 			dS = append(dS, ReduceSum(gz, 1))
 			dX = append(dX, Neg(ReduceSum(gz, 2)))
 		}
 		return Concatenate([]*Node{Concatenate(dS, 0), Concatenate(dX, 0)}, 1)
 	})
-	carrier := Slice(packed, AxisRange(), AxisRange(n, n+p))
+	carrier := Slice(packed, AxisRange(), AxisRange(r, r+p))
 	return Add(value, Sub(carrier, StopGradient(carrier)))
 }
 

@@ -178,3 +178,33 @@ func TestSmoothAPCodeReference(t *testing.T) {
 		}
 	}
 }
+
+// TestSmoothAPMaxClassSize: ranking only at the positives ([B, c, B]) gives the dense [B, B, B]
+// value and gradient (the same sums, fewer of the terms that are masked out anyway: 1e-12 in
+// float64), for the paper form and the code form; a class larger than the bound gives NaN.
+func TestSmoothAPMaxClassSize(t *testing.T) {
+	b := losstest.Random(9, 5, []int64{0, 1, 0, 2, 1, 0, 3, 1, 0, 2})
+	for _, qap := range []bool{false, true} {
+		dense := &losses.SmoothAPConfig{Tau: 0.1, QueryAsPositive: qap}
+		v, g := losstest.Value(t, dense, b, losses.EvalOptions{})
+		for _, c := range []int{4, 7, 10, 0} {
+			bound := &losses.SmoothAPConfig{Tau: 0.1, QueryAsPositive: qap, MaxClassSize: c}
+			got, gg := losstest.Value(t, bound, b, losses.EvalOptions{})
+			if math.Abs(got-v) > 1e-12 {
+				t.Errorf("query_as_positive %v, max_class_size %d: %.15g, dense %.15g", qap, c, got, v)
+			}
+			for i := range g {
+				if math.Abs(gg[i]-g[i]) > 1e-12 {
+					t.Fatalf("query_as_positive %v, max_class_size %d: gradient %d: %g vs %g", qap, c, i, gg[i], g[i])
+				}
+			}
+		}
+		over := &losses.SmoothAPConfig{Tau: 0.1, QueryAsPositive: qap, MaxClassSize: 3} // class 0 has 4 samples
+		if got, _ := losstest.Value(t, over, b, losses.EvalOptions{}); !math.IsNaN(got) {
+			t.Errorf("query_as_positive %v: class larger than max_class_size gave %v, want NaN", qap, got)
+		}
+	}
+	if _, err := losses.New("smoothap", map[string]any{"max_class_size": -1}); err == nil {
+		t.Error("max_class_size -1 accepted")
+	}
+}

@@ -71,32 +71,70 @@ func (c *TCMConfig) Validate() error {
 
 // Build implements Loss.
 func (c *TCMConfig) Build(in Inputs) *Node {
-	refEmb, _, _ := refs(in)
-	pos, neg := PairMasks(in)
-	s := CosineSim(in.Emb, refEmb)
-	posTerm := Sub(ScalarLike(s, c.PosMargin), s) // m+ − s
-	negTerm := AddScalar(s, -c.NegMargin)         // s − m−
-	hardPos := LogicalAnd(pos, LessOrEqual(s, ScalarLike(s, c.PosMargin)))
-	hardNeg := LogicalAnd(neg, GreaterOrEqual(s, ScalarLike(s, c.NegMargin)))
-	loss := ScalarLike(s, 0)
+	posTerm, negTerm, posSum, posDen, negSum, negDen := c.parts(in)
+	loss := ScalarLike(posTerm, 0)
 	if c.PosWeight != 0 {
-		loss = Add(loss, MulScalar(c.tcmTerm(posTerm, pos, hardPos), c.PosWeight))
+		loss = Add(loss, MulScalar(tcmReduce(posTerm, posSum, posDen), c.PosWeight))
 	}
 	if c.NegWeight != 0 {
-		loss = Add(loss, MulScalar(c.tcmTerm(negTerm, neg, hardNeg), c.NegWeight))
+		loss = Add(loss, MulScalar(tcmReduce(negTerm, negSum, negDen), c.NegWeight))
 	}
 	return loss
 }
 
-// tcmTerm reduces one TCM term: Σ_{hard} term / |hard| by default (0 for an empty hard set).
-func (c *TCMConfig) tcmTerm(term, all, hard *Node) *Node {
+// parts returns the [B, R] terms m₊ − s and s − m₋, and for each the mask of the pairs summed in
+// the numerator and the mask counted in the denominator:
+//
+//	default      Σ over hard pairs / |hard|
+//	NoIndicator  Σ over all pairs  / |hard|   (Eq. 17)
+//	TotalCount   Σ over hard pairs / |all|    (Table 8)
+func (c *TCMConfig) parts(in Inputs) (posTerm, negTerm, posSum, posDen, negSum, negDen *Node) {
+	refEmb, _, _ := refs(in)
+	pos, neg := PairMasks(in)
+	s := CosineSim(in.Emb, refEmb)
+	posTerm = Sub(ScalarLike(s, c.PosMargin), s) // m+ − s
+	negTerm = AddScalar(s, -c.NegMargin)         // s − m−
+	hardPos := LogicalAnd(pos, LessOrEqual(s, ScalarLike(s, c.PosMargin)))
+	hardNeg := LogicalAnd(neg, GreaterOrEqual(s, ScalarLike(s, c.NegMargin)))
 	switch {
 	case c.NoIndicator:
-		n := Count(hard, term.DType())
-		return Div(MaskedReduceAllSum(term, all), Max(n, OnesLike(n)))
+		return posTerm, negTerm, pos, hardPos, neg, hardNeg
 	case c.TotalCount:
-		n := Count(all, term.DType())
-		return Div(MaskedReduceAllSum(term, hard), Max(n, OnesLike(n)))
+		return posTerm, negTerm, hardPos, pos, hardNeg, neg
 	}
-	return MaskedMean(term, hard)
+	return posTerm, negTerm, hardPos, hardPos, hardNeg, hardNeg
+}
+
+// tcmReduce is Σ_{sum} term / max(|den|, 1) (0 for an empty set).
+func tcmReduce(term, sum, den *Node) *Node {
+	n := Count(den, term.DType())
+	return Div(MaskedReduceAllSum(term, sum), Max(n, OnesLike(n)))
+}
+
+// BlockwiseSupport implements Blockwise: every variant decomposes over anchors.
+func (c *TCMConfig) BlockwiseSupport() error { return nil }
+
+// NumBlockCounts implements Blockwise: the positive and negative normalisers.
+func (c *TCMConfig) NumBlockCounts() int { return 2 }
+
+// BlockCounts implements Blockwise: the block's [|S^{m₊}|, |S^{m₋}|] (hard counts; the total
+// positive / negative pair counts with TotalCount).
+func (c *TCMConfig) BlockCounts(in Inputs) *Node {
+	_, _, _, posDen, _, negDen := c.parts(in)
+	return stackCounts(blockCount(posDen), blockCount(negDen))
+}
+
+// BuildBlock implements Blockwise: λ₊ Σ_block (m₊ − s) / N₊ + λ₋ Σ_block (s − m₋) / N₋ with the
+// whole-batch normalisers N± (an empty set counts as 1).
+func (c *TCMConfig) BuildBlock(in Inputs, counts *Node) *Node {
+	posTerm, negTerm, posSum, _, negSum, _ := c.parts(in)
+	dt := posTerm.DType()
+	loss := ScalarLike(posTerm, 0)
+	if c.PosWeight != 0 {
+		loss = Add(loss, MulScalar(Div(MaskedReduceAllSum(posTerm, posSum), countAt(counts, 0, dt)), c.PosWeight))
+	}
+	if c.NegWeight != 0 {
+		loss = Add(loss, MulScalar(Div(MaskedReduceAllSum(negTerm, negSum), countAt(counts, 1, dt)), c.NegWeight))
+	}
+	return loss
 }

@@ -108,9 +108,19 @@ type CheckpointConfig struct {
 	Keep       int `yaml:"keep" doc:"keep the last N checkpoints"`
 }
 
-// MultistageConfig enables multistage backprop (seed 003, Algorithm 1).
+// MultistageConfig enables multistage backprop (seed 003, Algorithm 1): stage 1 embeds the batch
+// in chunks of Chunk images without keeping activations, stage 2 computes the loss and ∂L/∂E, stage
+// 3 re-embeds each chunk and backpropagates its slice of ∂L/∂E.
+//
+// LossBlock selects stage 2. 0 (the default) builds the loss on all B embeddings in one graph, as
+// before: its pairwise matrices are B×B, which bounds the batch by memory (about 13 GB peak at
+// B = 19,280). K > 0 runs stage 2 in blocks of K anchors scored against the whole batch (a count
+// pass, then a loss/gradient pass; multistage.go), memory O(K·B); the loss must decompose over
+// anchors (losses.Blockwise: contrastive, tcm, smoothap, rsk without SiMix, and combos of these),
+// otherwise validation fails. Setting it to Chunk bounds both stages by the chunk.
 type MultistageConfig struct {
-	Chunk int `yaml:"chunk" doc:"embed the batch in chunks of this size (0 = direct backprop)"`
+	Chunk     int `yaml:"chunk" doc:"embed the batch in chunks of this size (0 = direct backprop)"`
+	LossBlock int `yaml:"loss_block" doc:"compute the loss stage in blocks of this many anchors against the whole batch (0 = one whole-batch graph)"`
 }
 
 // MixupConfig is image-level mixup (IDML, seed 002): for each batch a second copy is mixed with a
@@ -209,6 +219,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Multistage.Chunk > 0 && c.Mixup.Enabled {
 		return fmt.Errorf("multistage.chunk: multistage backprop with mixup is not supported")
+	}
+	if err := c.validateLossBlock(); err != nil {
+		return err
 	}
 	if c.Mixup.Enabled && c.Mixup.Alpha <= 0 {
 		return fmt.Errorf("mixup.alpha: %g: want > 0", c.Mixup.Alpha)

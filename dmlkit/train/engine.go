@@ -30,6 +30,7 @@ type engine struct {
 	msLoss  *model.Exec // stage 2: (E, y) → (loss, ∂L/∂E), accumulates loss-variable grads
 	msBack  *model.Exec // stage 3: (x, G) → Σ emb⊙G, accumulates model grads
 	msApply *model.Exec // (lr, t) → optimiser step from accumulators, zeroes them
+	blocks  *blockStage // blockwise stage 2 (multistage.loss_block > 0), see multistage.go
 
 	// stageTimes are the wall times of the three stages of the last multistage step.
 	stageTimes [3]time.Duration
@@ -186,8 +187,10 @@ func (e *engine) accumulate(g *Graph, vs []*model.Variable, grads []*Node) {
 	}
 }
 
-// msLossGraph is stage 2: the loss on the full batch of embeddings E (a graph input) and
-// G = ∂L/∂E; gradients of the loss's own variables (proxies) are accumulated directly.
+// msLossGraph is stage 2 in one whole-batch graph (multistage.loss_block = 0): the loss on the
+// full batch of embeddings E (a graph input) and G = ∂L/∂E; gradients of the loss's own variables
+// (proxies) are accumulated directly. Its pairwise matrices are B×B; see multistage.go for the
+// blockwise stage.
 func (e *engine) msLossGraph(scope *model.Scope, emb, y *Node) (*Node, *Node) {
 	liveVariables(scope, emb.Graph())
 	loss := e.buildLoss(scope, emb, y)
@@ -296,12 +299,10 @@ func (e *engine) multistageAccumulate(pix []float32, n int, y *tensors.Tensor) (
 		embs = append(embs, tensors.MustCopyFlatData[float32](out[0])...)
 	}
 	t1 := time.Now()
-	out, err := e.msLoss.Call(tensors.FromFlatDataAndDimensions(embs, n, d), y)
+	loss, G, err := e.lossStage(embs, n, d, y)
 	if err != nil {
 		return 0, err
 	}
-	loss := scalarValue(out[0])
-	G := tensors.MustCopyFlatData[float32](out[1])
 	t2 := time.Now()
 	for s := 0; s < n; s += chunk {
 		m := min(chunk, n-s)

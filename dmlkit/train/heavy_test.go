@@ -1,6 +1,7 @@
 package train
 
 import (
+	"fmt"
 	"math"
 	"os"
 	"strconv"
@@ -15,12 +16,29 @@ import (
 
 // TestHeavyWholeDatasetStep (DMLKIT_HEAVY=1) runs one multistage step whose batch is the whole
 // Omniglot background set (19,280 images; DMLKIT_HEAVY_BATCH overrides) with the default small
-// CNN (frozen BN) and the contrastive loss in chunks of DMLKIT_HEAVY_CHUNK (default 500) and
-// reports the time per stage and the peak RSS. Stages 1 and 3 hold one chunk's activations;
-// stage 2 holds the B×D embeddings and the loss graph, whose pairwise matrices are B×B (1.5 GB
-// each in float32 at B = 19,280). Measured on the shared 2-core machine with GOMEMLIMIT=11GiB:
-// 2 min 48 s wall (embed 20 s, loss 81 s, re-embed + backprop 66 s), peak RSS 13.3 GB; without
-// GOMEMLIMIT the Go heap overshoots past 18 GB, so set it when memory is tight.
+// CNN (frozen BN), in chunks of DMLKIT_HEAVY_CHUNK (default 500), with the loss DMLKIT_HEAVY_LOSS
+// (contrastive by default; rsk uses max_class_size 20, Omniglot's drawings per character) and the
+// blockwise loss stage in blocks of DMLKIT_HEAVY_BLOCK anchors (default: the chunk; 0 = the
+// whole-batch loss graph). It reports the time per stage and the peak RSS. Stages 1 and 3 hold one
+// chunk's activations; the blockwise stage 2 holds the B×D embeddings and gradient plus one block's
+// block×B matrices (38 MB each in float32), where the whole-batch graph holds B×B ones (1.5 GB each).
+//
+// Measured on the shared 2-core machine (Go backend, SIMD; `/usr/bin/time -v` for the peak RSS;
+// load average 3.5–5 from other jobs, the process got about one core):
+//
+//	loss         B       block  wall     embed   loss stage (count + loss/grad pass)  re-embed+bp  peak RSS
+//	contrastive  19,280  500    1 m 52 s  15 s   50 s   (9.3 s + 40.6 s)               47 s         2.21 GB
+//	rsk          19,280  500    3 m 46 s  17 s   165 s  (5.2 s + 160 s)                45 s         3.21 GB
+//	contrastive  19,280  0      2 m 48 s  20 s   81 s   (one graph; GOMEMLIMIT=11GiB)   66 s        13.3 GB
+//	contrastive   6,000  500    26 s      4.4 s  4.6 s  (1.0 s + 3.6 s)                17 s         1.66 GB
+//	contrastive   6,000  0      25 s      5.5 s  4.6 s                                  15 s         3.15 GB
+//	rsk           6,000  500    39 s      4.9 s  17.8 s (0.4 s + 17.4 s)               16 s         1.70 GB
+//	rsk           6,000  0      47 s      4.9 s  25.2 s                                 17 s         5.93 GB
+//
+// (The B = 19,280 whole-batch row is the earlier measurement, under unrecorded load; without
+// GOMEMLIMIT its Go heap overshot past 18 GB.) The blockwise losses equal the whole-batch ones to
+// float32 rounding (B = 2,000: 0.9691806 vs 0.9691809). At initialisation the RS@k loss is 1.0000:
+// with 19,280 items no positive ranks within the top 16.
 func TestHeavyWholeDatasetStep(t *testing.T) {
 	if os.Getenv("DMLKIT_HEAVY") == "" {
 		t.Skip("set DMLKIT_HEAVY=1")
@@ -28,18 +46,32 @@ func TestHeavyWholeDatasetStep(t *testing.T) {
 	if _, err := data.FindOmniglot(""); err != nil {
 		t.Skipf("Omniglot not available: %v", err)
 	}
-	batch, chunk := 19280, 500
+	batch, chunk, block := 19280, 500, -1
 	if v, err := strconv.Atoi(os.Getenv("DMLKIT_HEAVY_BATCH")); err == nil {
 		batch = v
 	}
 	if v, err := strconv.Atoi(os.Getenv("DMLKIT_HEAVY_CHUNK")); err == nil {
 		chunk = v
 	}
+	if v, err := strconv.Atoi(os.Getenv("DMLKIT_HEAVY_BLOCK")); err == nil {
+		block = v
+	}
+	if block < 0 {
+		block = chunk
+	}
 	cfg := Default()
 	cfg.Data = DataConfig{Name: "omniglot"}
 	cfg.Model.FrozenBN = true
-	cfg.Multistage.Chunk = chunk
+	cfg.Multistage = MultistageConfig{Chunk: chunk, LossBlock: block}
 	cfg.Sampler = SamplerConfig{Name: "random", BatchSize: batch}
+	switch name := os.Getenv("DMLKIT_HEAVY_LOSS"); name {
+	case "", "contrastive":
+	case "rsk":
+		// Omniglot has 20 drawings per character: at most 19 positives per query.
+		cfg.Loss = LossConfig{Name: "rsk", Set: map[string]any{"max_class_size": 20}}
+	default:
+		cfg.Loss = LossConfig{Name: name}
+	}
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
@@ -73,8 +105,12 @@ func TestHeavyWholeDatasetStep(t *testing.T) {
 	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
 	cpu := time.Duration(ru.Utime.Nano()+ru.Stime.Nano()-before.Utime.Nano()-before.Stime.Nano()) * time.Nanosecond
 	st := eng.stageTimes
-	t.Logf("multistage step: batch %d, chunk %d: %v wall (%v CPU; stages embed %v, loss+∂L/∂E %v, re-embed+backprop %v), loss %.4f, peak RSS %.2f GB (input pixels %.2f GB)",
-		len(idx), chunk, el.Round(time.Millisecond), cpu.Round(time.Millisecond), st[0].Round(time.Millisecond), st[1].Round(time.Millisecond), st[2].Round(time.Millisecond),
+	passes := "one whole-batch graph"
+	if eng.blocks != nil {
+		passes = fmt.Sprintf("count pass %v + loss/gradient pass %v", eng.blocks.passTimes[0].Round(time.Millisecond), eng.blocks.passTimes[1].Round(time.Millisecond))
+	}
+	t.Logf("multistage step, %s: batch %d, chunk %d, loss block %d: %v wall (%v CPU; stages embed %v, loss+∂L/∂E %v [%s], re-embed+backprop %v), loss %.7f, peak RSS %.2f GB (input pixels %.2f GB)",
+		cfg.Loss.Name, len(idx), chunk, block, el.Round(time.Millisecond), cpu.Round(time.Millisecond), st[0].Round(time.Millisecond), st[1].Round(time.Millisecond), passes, st[2].Round(time.Millisecond),
 		loss, float64(ru.Maxrss)/1e6, float64(len(pix)*4)/1e9)
 	if math.IsNaN(loss) || loss <= 0 {
 		t.Fatalf("loss %v", loss)
