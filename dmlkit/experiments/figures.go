@@ -53,6 +53,13 @@ type FigureSpec struct {
 	MaxY   *bool          `yaml:"max_y"`
 	Factor float64        `yaml:"factor"` // metric values are multiplied by it (default 1)
 	Digits *int           `yaml:"digits"` // heatmap annotations (default 2; -1: none)
+	// pareto only: Size is a config key whose value scales the marker area (e.g. sampler.batch_size:
+	// radius ∝ √(value / smallest value)); Mark rings the points whose MarkKey value (default: Hue)
+	// contains this text (e.g. "tcm" in loss.set.expr); NoLabels leaves the points unannotated.
+	Size     string `yaml:"size"`
+	Mark     string `yaml:"mark"`
+	MarkKey  string `yaml:"mark_key"`
+	NoLabels bool   `yaml:"no_labels"`
 }
 
 // FigureKinds lists the kinds a FigureSpec may name.
@@ -202,23 +209,11 @@ func BuildFigure(f FigureSpec, recs []Record, st plots.Style) (plots.Figure, err
 	case "pareto":
 		def(&l.X, f.X)
 		def(&l.Y, f.Y)
-		var pts []plots.Point
-		for _, g := range GroupBy(recs, f.Group) {
-			sx, sy := g.Stat(f.X), g.Stat(f.Y)
-			if sx.N == 0 || sy.N == 0 {
-				continue
-			}
-			hue := ""
-			if f.Hue != "" {
-				v, _ := g.Records[0].Value(f.Hue)
-				hue = FormatValue(v)
-			}
-			pts = append(pts, plots.Point{X: sx.Mean * factor, Y: sy.Mean * factor, Label: g.ValueLabel(), Group: hue})
+		pts, mark, err := paretoPoints(f, recs, factor)
+		if err != nil {
+			return nil, err
 		}
-		if len(pts) == 0 {
-			return nil, fmt.Errorf("no record has both metrics %q and %q", f.X, f.Y)
-		}
-		return plots.ScatterPareto(st, l, pts, f.MaxX == nil || *f.MaxX, f.MaxY == nil || *f.MaxY)
+		return plots.ScatterPareto(st, l, pts, f.MaxX == nil || *f.MaxX, f.MaxY == nil || *f.MaxY, mark)
 	case "heatmap":
 		def(&l.X, f.X)
 		def(&l.Y, f.Y)
@@ -442,4 +437,62 @@ func pointwise(vals [][]float64, factor float64) (mean, std []float64) {
 		std[i] = s.Std * factor
 	}
 	return mean, std
+}
+
+// paretoPoints are the points of a pareto figure: one per Group (means over its seeds, times
+// factor), coloured by Hue, sized by Size and ringed by Mark (see [FigureSpec]); mark is the
+// legend entry of the rings ("" without Mark).
+func paretoPoints(f FigureSpec, recs []Record, factor float64) (pts []plots.Point, mark string, err error) {
+	for _, g := range GroupBy(recs, f.Group) {
+		sx, sy := g.Stat(f.X), g.Stat(f.Y)
+		if sx.N == 0 || sy.N == 0 {
+			continue
+		}
+		hue := ""
+		if f.Hue != "" {
+			v, _ := g.Records[0].Value(f.Hue)
+			hue = FormatValue(v)
+		}
+		pt := plots.Point{X: sx.Mean * factor, Y: sy.Mean * factor, Group: hue}
+		if !f.NoLabels {
+			pt.Label = g.ValueLabel()
+		}
+		if f.Size != "" {
+			v, ok := g.Records[0].Value(f.Size)
+			x, isNum := numeric(v)
+			if !ok || !isNum || x <= 0 {
+				return nil, "", fmt.Errorf("field \"size\": %q is %v in a record, want a positive number", f.Size, v)
+			}
+			pt.Size = x
+		}
+		if f.Mark != "" {
+			mk := f.MarkKey
+			if mk == "" {
+				mk = f.Hue
+			}
+			v, _ := g.Records[0].Value(mk)
+			pt.Marked = strings.Contains(FormatValue(v), f.Mark)
+		}
+		pts = append(pts, pt)
+	}
+	if len(pts) == 0 {
+		return nil, "", fmt.Errorf("no record has both metrics %q and %q", f.X, f.Y)
+	}
+	if f.Size != "" { // radius ∝ √(value / smallest): marker area proportional to the value
+		lo := math.Inf(1)
+		for _, p := range pts {
+			lo = math.Min(lo, p.Size)
+		}
+		for i := range pts {
+			pts[i].Size = math.Sqrt(pts[i].Size / lo)
+		}
+	}
+	if f.Mark != "" {
+		mk := f.MarkKey
+		if mk == "" {
+			mk = f.Hue
+		}
+		mark = fmt.Sprintf("%s contains %s", mk, f.Mark)
+	}
+	return pts, mark, nil
 }

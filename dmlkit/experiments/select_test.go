@@ -1,6 +1,9 @@
 package experiments
 
-import "testing"
+import (
+	"math"
+	"testing"
+)
 
 // TestSelectWhere: scalar, alternatives, list-valued keys and null (= key absent).
 func TestSelectWhere(t *testing.T) {
@@ -30,5 +33,41 @@ func TestSelectWhere(t *testing.T) {
 				t.Errorf("where %v: record %d is %v, want %v", tc.where, i, got[i].Config, recs[j].Config)
 			}
 		}
+	}
+}
+
+// TestParetoPointsSizeAndMark: marker radius ∝ √(batch / smallest batch) (so area ∝ batch), rings on
+// the groups whose loss contains "tcm", means over seeds per group.
+func TestParetoPointsSizeAndMark(t *testing.T) {
+	rec := func(expr string, batch int, seed int64, r1, opis float64) Record {
+		return Record{Scale: "small", Seed: seed, Config: map[string]any{"loss": map[string]any{"expr": expr}, "batch": batch},
+			Metrics: Metrics{"R@1": r1, "OPIS": opis}}
+	}
+	recs := []Record{
+		rec("sap", 64, 0, 0.5, 0.02), rec("sap", 64, 1, 0.7, 0.04),
+		rec("sap+tcm", 256, 0, 0.8, 0.01),
+	}
+	f := FigureSpec{Kind: "pareto", X: "R@1", Y: "OPIS", Group: []string{"loss.expr", "batch"}, Hue: "batch",
+		Size: "batch", Mark: "tcm", MarkKey: "loss.expr", NoLabels: true}
+	pts, mark, err := paretoPoints(f, recs, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pts) != 2 || mark != "loss.expr contains tcm" {
+		t.Fatalf("points %+v, mark %q", pts, mark)
+	}
+	want := []struct {
+		x, y, size float64
+		marked     bool
+	}{{0.6, 0.03, 1, false}, {0.8, 0.01, 2, true}} // √(256/64) = 2
+	for i, w := range want {
+		p := pts[i]
+		if math.Abs(p.X-w.x) > 1e-12 || math.Abs(p.Y-w.y) > 1e-12 || math.Abs(p.Size-w.size) > 1e-12 || p.Marked != w.marked || p.Label != "" {
+			t.Errorf("point %d = %+v, want %+v", i, p, w)
+		}
+	}
+	f.Size = "loss.expr"
+	if _, _, err := paretoPoints(f, recs, 1); err == nil {
+		t.Error("a non-numeric size key was accepted")
 	}
 }

@@ -133,14 +133,17 @@ func glyph(i int) draw.GlyphDrawer {
 
 // Point is one labelled point of a scatter plot; points with the same Group share a colour.
 type Point struct {
-	X, Y  float64
-	Label string // optional annotation next to the point
-	Group string // legend entry
+	X, Y   float64
+	Label  string  // optional annotation next to the point
+	Group  string  // legend entry
+	Size   float64 // marker radius relative to the default (0 or 1: default)
+	Marked bool    // drawn with a black ring (e.g. the TCM-regularised models of seed 000 Fig. 3)
 }
 
-// ScatterPareto draws the points, coloured by group, and joins their Pareto frontier (see
-// [ParetoFrontier]) with a dashed step line.
-func ScatterPareto(st Style, l Labels, pts []Point, maxX, maxY bool) (*plot.Plot, error) {
+// ScatterPareto draws the points, coloured by group and sized by Point.Size, rings the marked ones
+// (legend entry markLabel, when not empty), and joins their Pareto frontier (see [ParetoFrontier])
+// with a dashed step line.
+func ScatterPareto(st Style, l Labels, pts []Point, maxX, maxY bool, markLabel ...string) (*plot.Plot, error) {
 	if len(pts) == 0 {
 		return nil, errors.New("plots: ScatterPareto: no points")
 	}
@@ -148,6 +151,9 @@ func ScatterPareto(st Style, l Labels, pts []Point, maxX, maxY bool) (*plot.Plot
 	p.Add(plotter.NewGrid())
 	var groups []string
 	byGroup := map[string]plotter.XYs{}
+	sizes := map[string][]float64{}
+	var marked plotter.XYs
+	var markedSize []float64
 	x := make([]float64, len(pts))
 	y := make([]float64, len(pts))
 	for i, pt := range pts {
@@ -155,8 +161,18 @@ func ScatterPareto(st Style, l Labels, pts []Point, maxX, maxY bool) (*plot.Plot
 		if _, ok := byGroup[pt.Group]; !ok {
 			groups = append(groups, pt.Group)
 		}
+		size := pt.Size
+		if size <= 0 {
+			size = 1
+		}
 		byGroup[pt.Group] = append(byGroup[pt.Group], plotter.XY{X: pt.X, Y: pt.Y})
+		sizes[pt.Group] = append(sizes[pt.Group], size)
+		if pt.Marked {
+			marked = append(marked, plotter.XY{X: pt.X, Y: pt.Y})
+			markedSize = append(markedSize, size)
+		}
 	}
+	legendEntries := len(groups) + 1
 	front := ParetoFrontier(x, y, maxX, maxY)
 	fr := make(plotter.XYs, len(front))
 	for i, j := range front {
@@ -175,9 +191,28 @@ func ScatterPareto(st Style, l Labels, pts []Point, maxX, maxY bool) (*plot.Plot
 			return nil, fmt.Errorf("plots: ScatterPareto: %w", err)
 		}
 		sc.GlyphStyle = draw.GlyphStyle{Color: st.Color(i), Radius: 2, Shape: glyph(i)}
+		gs, col, sh := sizes[g], st.Color(i), glyph(i)
+		sc.GlyphStyleFunc = func(k int) draw.GlyphStyle {
+			return draw.GlyphStyle{Color: col, Radius: vg.Length(2 * gs[k]), Shape: sh}
+		}
 		p.Add(sc)
 		if g != "" {
 			p.Legend.Add(g, sc)
+		}
+	}
+	if len(marked) > 0 {
+		ring, err := plotter.NewScatter(marked)
+		if err != nil {
+			return nil, fmt.Errorf("plots: ScatterPareto: %w", err)
+		}
+		ring.GlyphStyle = draw.GlyphStyle{Color: color.Black, Radius: 3.5, Shape: draw.RingGlyph{}}
+		ring.GlyphStyleFunc = func(k int) draw.GlyphStyle {
+			return draw.GlyphStyle{Color: color.Black, Radius: vg.Length(2*markedSize[k] + 1.5), Shape: draw.RingGlyph{}}
+		}
+		p.Add(ring)
+		if len(markLabel) > 0 && markLabel[0] != "" {
+			p.Legend.Add(markLabel[0], ring)
+			legendEntries++
 		}
 	}
 	var lab plotter.XYLabels
@@ -198,7 +233,7 @@ func ScatterPareto(st Style, l Labels, pts []Point, maxX, maxY bool) (*plot.Plot
 		ls.Offset = vg.Point{X: 3, Y: 2}
 		p.Add(ls)
 	}
-	legendRoom(p, len(groups)+1)
+	legendRoom(p, legendEntries)
 	return p, nil
 }
 

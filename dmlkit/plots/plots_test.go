@@ -78,8 +78,9 @@ func fixtures(t *testing.T, st Style) map[string]*plot.Plot {
 	})
 	must("lines", p, err)
 	p, err = ScatterPareto(st, Labels{"Accuracy vs hierarchy", "R@1", "OPIS"}, []Point{
-		{0.5, 0.2, "a", "rsk"}, {0.55, 0.1, "b", "rsk"}, {0.52, 0.3, "", "tcm"}, {0.6, 0.05, "", "tcm"},
-	}, true, true)
+		{X: 0.5, Y: 0.2, Label: "a", Group: "rsk"}, {X: 0.55, Y: 0.1, Label: "b", Group: "rsk", Size: 2},
+		{X: 0.52, Y: 0.3, Group: "tcm", Marked: true}, {X: 0.6, Y: 0.05, Group: "tcm", Size: 1.5, Marked: true},
+	}, true, true, "TCM")
 	must("pareto", p, err)
 	p, err = Heatmap(st, Labels{"Margins", "m_neg", "m_pos"}, Grid{
 		XLabels: []string{"0.3", "0.4", "0.5"}, YLabels: []string{"0.7", "0.8"},
