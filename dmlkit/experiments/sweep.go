@@ -108,6 +108,9 @@ func Execute(ctx context.Context, plan *Plan, runs []Run, opt ExecOptions) (*Sum
 		go func() {
 			defer wg.Done()
 			for r := range jobs {
+				if ctx.Err() != nil {
+					continue // cancelled before this run started: it is neither run nor failed
+				}
 				start := now()
 				mu.Lock()
 				emit(Event{Kind: "start", Run: r, Done: finished, Total: len(runs)})
@@ -143,6 +146,9 @@ func Execute(ctx context.Context, plan *Plan, runs []Run, opt ExecOptions) (*Sum
 	}
 feed:
 	for _, r := range todo {
+		if ctx.Err() != nil { // select picks at random among ready cases: check first
+			break
+		}
 		select {
 		case <-ctx.Done():
 			break feed
