@@ -183,15 +183,15 @@ func TestTCMSpecPlans(t *testing.T) {
 			t.Errorf("scale %s: %d runs, want %d", c.scale, len(p.Runs), c.runs)
 		}
 	}
-	// The full scale (27 paper configurations, one seed) validates: its datasets inat, sop, cub and
+	// The full scale (31 paper configurations, one seed) validates: its datasets inat, sop, cub and
 	// cars are registered with the trainer (dmlkit/train/data_images.go). Only validation: the
 	// data are not present, so nothing is loaded.
 	p, err := s.Plan("full")
 	if err != nil {
 		t.Fatalf("full plan: %v", err)
 	}
-	if len(p.Runs) != 27 {
-		t.Errorf("full: %d runs, want 27", len(p.Runs))
+	if len(p.Runs) != 31 {
+		t.Errorf("full: %d runs, want 31", len(p.Runs))
 	}
 	perData := map[string]int{}
 	for _, r := range p.Runs {
@@ -199,17 +199,18 @@ func TestTCMSpecPlans(t *testing.T) {
 		if err != nil {
 			t.Fatalf("full run %s: %v", r.Label(), err)
 		}
-		perData[cfg.Data.Name]++
-		if cfg.Model.Backbone != "resnet50" || cfg.Model.Dim != 512 {
-			t.Errorf("full run %s: model %s^%d, want resnet50^512", r.Label(), cfg.Model.Backbone, cfg.Model.Dim)
+		perData[cfg.Data.Name+"/"+cfg.Model.Backbone]++
+		if cfg.Model.Dim != 512 || cfg.Model.Pretrained == "" {
+			t.Errorf("full run %s: model %s^%d (pretrained %q), want 512-d with ImageNet weights", r.Label(), cfg.Model.Backbone, cfg.Model.Dim, cfg.Model.Pretrained)
 		}
 	}
-	if want := map[string]int{"inat": 15, "sop": 4, "cub": 4, "cars": 4}; !reflect.DeepEqual(perData, want) {
-		t.Errorf("full runs per dataset %v, want %v", perData, want)
+	// ResNet-50 for Tables 2, 5, 7; ViT-B/16 for Table 4 (Cars, batch 392) and Tables 8-9 (iNat, batch 4000).
+	if want := map[string]int{"inat/resnet50": 11, "inat/vit_b16": 6, "sop/resnet50": 4, "cub/resnet50": 4, "cars/resnet50": 4, "cars/vit_b16": 2}; !reflect.DeepEqual(perData, want) {
+		t.Errorf("full runs per dataset/backbone %v, want %v", perData, want)
 	}
 	// `dmlkit run --dry-run` lists them (validation only).
 	code, stdout, stderr := runCLI("run", tcmSpecPath, "--scale", "full", "--dry-run", "--results", t.TempDir())
-	if code != 0 || !strings.Contains(stdout, `27 of 27 runs (scale "full") selected`) {
+	if code != 0 || !strings.Contains(stdout, `31 of 31 runs (scale "full") selected`) {
 		t.Errorf("dry run of the full scale: code %d\nstdout %s\nstderr %s", code, stdout, stderr)
 	}
 }
