@@ -174,7 +174,7 @@ func TestTCMSpecPlans(t *testing.T) {
 	for _, c := range []struct {
 		scale string
 		runs  int
-	}{{"smoke", 4}, {"small", 92}} {
+	}{{"smoke", 4}, {"small", 97}} {
 		p, err := s.Plan(c.scale)
 		if err != nil {
 			t.Fatalf("scale %s: %v", c.scale, err)

@@ -159,8 +159,9 @@ func numeric(v any) (float64, bool) {
 }
 
 // Select keeps the records of scale (all scales when empty) whose values match every key of where
-// ([ValueEqual]; a list value in where means any of its elements; a null value means the key
-// must be absent, e.g. to leave out the runs of an ablation grid that set an extra option).
+// ([ValueEqual]; a list value in where means any of its elements; a null value, alone or in a
+// list, means the key is absent, e.g. to leave out the runs of an ablation grid that set an extra
+// option, or to keep the runs without it beside one grid point).
 func Select(records []Record, scale string, where map[string]any) []Record {
 	var out []Record
 	for i := range records {
@@ -184,13 +185,10 @@ func matchRecord(r *Record, where map[string]any) bool {
 			}
 			continue
 		}
-		if !ok {
-			return false
-		}
 		if alts, isList := want.([]any); isList {
 			hit := false
 			for _, a := range alts {
-				if ValueEqual(v, a) {
+				if a == nil && !ok || ok && a != nil && ValueEqual(v, a) {
 					hit = true
 					break
 				}
@@ -198,7 +196,7 @@ func matchRecord(r *Record, where map[string]any) bool {
 			if !hit {
 				return false
 			}
-		} else if !ValueEqual(v, want) {
+		} else if !ok || !ValueEqual(v, want) {
 			return false
 		}
 	}

@@ -22,6 +22,8 @@ func TestSelectWhere(t *testing.T) {
 		{map[string]any{"o.m": 0.8}, []int{1}},
 		{map[string]any{"ch": []any{[]any{16, 32}}}, []int{0, 1}},
 		{map[string]any{"e": []any{"a", "a+t"}, "ch": []any{[]any{8, 16}}}, []int{2}},
+		{map[string]any{"e": "a+t", "o.m": []any{nil, 0.8}}, []int{0, 1}},
+		{map[string]any{"o.m": []any{nil, 0.5}}, []int{0, 2}},
 	} {
 		got := Select(recs, "small", tc.where)
 		if len(got) != len(tc.want) {
