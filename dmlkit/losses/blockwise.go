@@ -104,34 +104,16 @@ func EvaluateBlockwise(backend compute.Backend, l Loss, emb []float64, b, d int,
 	if opt.DType == dtypes.InvalidDType {
 		opt.DType = dtypes.Float64
 	}
-	store := opt.Store
-	if store == nil {
-		store = model.NewStore()
-		if err := store.SetRNGStateFromSeed(opt.Seed); err != nil {
-			return res, err
-		}
+	store, err := evalStore(opt.Store, opt.Seed)
+	if err != nil {
+		return res, err
 	}
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("losses: %s: %v", l.Name(), r)
 		}
 	}()
-	var embT *tensors.Tensor
-	if opt.DType == dtypes.Float32 {
-		f := make([]float32, len(emb))
-		for i, v := range emb {
-			f[i] = float32(v)
-		}
-		embT = tensors.FromFlatDataAndDimensions(f, b, d)
-	} else {
-		embT = tensors.FromFlatDataAndDimensions(append([]float64(nil), emb...), b, d)
-	}
-	var labT *tensors.Tensor
-	if setSize == 1 {
-		labT = tensors.FromFlatDataAndDimensions(append([]int64(nil), labels...), b)
-	} else {
-		labT = tensors.FromFlatDataAndDimensions(append([]int64(nil), labels...), b, setSize)
-	}
+	embT, labT := evalTensors(emb, b, d, labels, setSize, opt.DType)
 	blockIn := func(scope *model.Scope, e, y, qi *Node) Inputs {
 		idx := InsertAxes(qi, -1)
 		return Inputs{Emb: Gather(e, idx), Labels: Gather(y, idx), RefEmb: e, RefLabels: y,

@@ -56,34 +56,16 @@ func Evaluate(backend compute.Backend, l Loss, emb []float64, b, d int, labels [
 			}
 		}
 	}
-	store := opt.Store
-	if store == nil {
-		store = model.NewStore()
-		if err := store.SetRNGStateFromSeed(opt.Seed); err != nil {
-			return res, err
-		}
+	store, err := evalStore(opt.Store, opt.Seed)
+	if err != nil {
+		return res, err
 	}
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("losses: %s: %v", l.Name(), r)
 		}
 	}()
-	var embT *tensors.Tensor
-	if opt.DType == dtypes.Float32 {
-		f := make([]float32, len(emb))
-		for i, v := range emb {
-			f[i] = float32(v)
-		}
-		embT = tensors.FromFlatDataAndDimensions(f, b, d)
-	} else {
-		embT = tensors.FromFlatDataAndDimensions(append([]float64(nil), emb...), b, d)
-	}
-	var labT *tensors.Tensor
-	if setSize == 1 {
-		labT = tensors.FromFlatDataAndDimensions(append([]int64(nil), labels...), b)
-	} else {
-		labT = tensors.FromFlatDataAndDimensions(append([]int64(nil), labels...), b, setSize)
-	}
+	embT, labT := evalTensors(emb, b, d, labels, setSize, opt.DType)
 	exec, err := model.NewExec(backend, store, func(scope *model.Scope, e, y *graph.Node) []*graph.Node {
 		loss := l.Build(Inputs{Emb: e, Labels: y, Scope: scope.In("loss"), NumClasses: numClasses})
 		if loss.Rank() != 0 {
@@ -107,4 +89,34 @@ func Evaluate(backend compute.Backend, l Loss, emb []float64, b, d int, labels [
 		res.Grad = tensors.MustCopyFlatData[float64](outs[1])
 	}
 	return res, nil
+}
+
+// evalStore returns store, or a new store whose graph RNG is seeded with seed.
+func evalStore(store *model.Store, seed int64) (*model.Store, error) {
+	if store != nil {
+		return store, nil
+	}
+	store = model.NewStore()
+	if err := store.SetRNGStateFromSeed(seed); err != nil {
+		return nil, err
+	}
+	return store, nil
+}
+
+// evalTensors copies the float64 embeddings [b, d] (converted to dt: Float32 or Float64) and the
+// labels [b] or [b, setSize] into tensors.
+func evalTensors(emb []float64, b, d int, labels []int64, setSize int, dt dtypes.DType) (embT, labT *tensors.Tensor) {
+	if dt == dtypes.Float32 {
+		f := make([]float32, len(emb))
+		for i, v := range emb {
+			f[i] = float32(v)
+		}
+		embT = tensors.FromFlatDataAndDimensions(f, b, d)
+	} else {
+		embT = tensors.FromFlatDataAndDimensions(append([]float64(nil), emb...), b, d)
+	}
+	if setSize == 1 {
+		return embT, tensors.FromFlatDataAndDimensions(append([]int64(nil), labels...), b)
+	}
+	return embT, tensors.FromFlatDataAndDimensions(append([]int64(nil), labels...), b, setSize)
 }
