@@ -135,11 +135,13 @@ func trainRunner(ctx context.Context, rs experiments.RunSpec, progress func(stri
 	}
 	out.Timings["opis_s"] = time.Since(t1).Seconds()
 	for _, r := range opisRanges {
-		o := opisOptions(cfg.Seed)
-		o.FARMin, o.FARMax = r[0], r[1]
-		ro, err := metrics.OPIS(emb, n, d, labels, o)
-		if err != nil {
-			return nil, fmt.Errorf("OPIS of the final test embeddings at %g ≤ FAR ≤ %g: %w", r[0], r[1], err)
+		ro := op // the default calibration range was computed above
+		if r != [2]float64{metrics.OPISDefaultFARMin, metrics.OPISDefaultFARMax} {
+			o := opisOptions(cfg.Seed)
+			o.FARMin, o.FARMax = r[0], r[1]
+			if ro, err = metrics.OPIS(emb, n, d, labels, o); err != nil {
+				return nil, fmt.Errorf("OPIS of the final test embeddings at %g ≤ FAR ≤ %g: %w", r[0], r[1], err)
+			}
 		}
 		out.Metrics[opisRangeKey(r[0], r[1])] = ro.OPIS
 		out.Series["opis/far_ranges"] = append(out.Series["opis/far_ranges"], ro.OPIS)
