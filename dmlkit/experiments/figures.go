@@ -443,6 +443,10 @@ func pointwise(vals [][]float64, factor float64) (mean, std []float64) {
 // factor), coloured by Hue, sized by Size and ringed by Mark (see [FigureSpec]); mark is the
 // legend entry of the rings ("" without Mark).
 func paretoPoints(f FigureSpec, recs []Record, factor float64) (pts []plots.Point, mark string, err error) {
+	markKey := f.MarkKey
+	if markKey == "" {
+		markKey = f.Hue
+	}
 	for _, g := range GroupBy(recs, f.Group) {
 		sx, sy := g.Stat(f.X), g.Stat(f.Y)
 		if sx.N == 0 || sy.N == 0 {
@@ -466,11 +470,7 @@ func paretoPoints(f FigureSpec, recs []Record, factor float64) (pts []plots.Poin
 			pt.Size = x
 		}
 		if f.Mark != "" {
-			mk := f.MarkKey
-			if mk == "" {
-				mk = f.Hue
-			}
-			v, _ := g.Records[0].Value(mk)
+			v, _ := g.Records[0].Value(markKey)
 			pt.Marked = strings.Contains(FormatValue(v), f.Mark)
 		}
 		pts = append(pts, pt)
@@ -488,11 +488,7 @@ func paretoPoints(f FigureSpec, recs []Record, factor float64) (pts []plots.Poin
 		}
 	}
 	if f.Mark != "" {
-		mk := f.MarkKey
-		if mk == "" {
-			mk = f.Hue
-		}
-		mark = fmt.Sprintf("%s contains %s", mk, f.Mark)
+		mark = fmt.Sprintf("%s contains %s", markKey, f.Mark)
 	}
 	return pts, mark, nil
 }

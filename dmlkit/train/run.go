@@ -439,8 +439,8 @@ func (r *runner) finishTiming() error {
 	t := &r.res.Timing
 	t.StepsPerEpoch = r.spe
 	t.Eval = r.evalSum
-	if steps := t.Steps + 1; r.firstLabels != nil {
-		t.Data = r.dataSum / float64(steps)
+	if r.firstLabels != nil { // every step of the session assembled a batch, the first included
+		t.Data = r.dataSum / float64(t.Steps+1)
 	}
 	if t.Steps > 0 {
 		t.Step = r.stepSum / float64(t.Steps)
