@@ -137,15 +137,27 @@ func testTorchResNet(t *testing.T, depth string) {
 	if v := store.GetVariable("/backbone/layer2/0/downsample/weights"); v == nil || !v.Trainable {
 		t.Fatalf("downsample weights not loaded as a trainable variable: %v", v)
 	}
-	nVars := store.NumVariables()
-	e, err := model.NewExec(backend.MustShared(), store, func(scope *model.Scope, x *Node) *Node {
+	worst, scale := featuresVsTorch(t, store, func(scope *model.Scope, x *Node) *Node {
 		scope.SetTraining(x.Graph(), true)
 		return ResNet(scope.At("backbone"), depth, cfg, x, Mode{})
-	})
+	}, x, []int{n, h, wd, c}, want)
+	t.Logf("ResNet-%s vs PyTorch: max |Δ| = %.3g (max |feature| %.3g)", depth, worst, scale)
+	if worst > 1e-3*scale {
+		t.Errorf("dmlkit ResNet-%s differs from PyTorch's: max |Δ| = %g, scale %g", depth, worst, scale)
+	}
+}
+
+// featuresVsTorch runs build on x (shape xshape) with the weights already in store, checks that the
+// graph created no variable the weights did not provide and that it returns len(want) features, and
+// returns max |got − want| and max |want|.
+func featuresVsTorch(t *testing.T, store *model.Store, build func(*model.Scope, *Node) *Node, x []float32, xshape []int, want []float32) (worst, scale float64) {
+	t.Helper()
+	nVars := store.NumVariables()
+	e, err := model.NewExec(backend.MustShared(), store, build)
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, err := e.Call(tensors.FromFlatDataAndDimensions(x, n, h, wd, c))
+	out, err := e.Call(tensors.FromFlatDataAndDimensions(x, xshape...))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -156,15 +168,11 @@ func testTorchResNet(t *testing.T, depth string) {
 	if len(got) != len(want) {
 		t.Fatalf("%d features, torch %d", len(got), len(want))
 	}
-	scale, worst := 0.0, 0.0
 	for i := range want {
 		scale = math.Max(scale, math.Abs(float64(want[i])))
 		worst = math.Max(worst, math.Abs(float64(got[i]-want[i])))
 	}
-	t.Logf("ResNet-%s vs PyTorch: max |Δ| = %.3g (max |feature| %.3g)", depth, worst, scale)
-	if worst > 1e-3*scale {
-		t.Errorf("dmlkit ResNet-%s differs from PyTorch's: max |Δ| = %g, scale %g", depth, worst, scale)
-	}
+	return worst, scale
 }
 
 // TestReadONNXWeightsTiny writes a tiny ONNX model with Go's protobuf types (no PyTorch): one

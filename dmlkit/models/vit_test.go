@@ -86,29 +86,9 @@ func TestTorchViTFromONNX(t *testing.T) {
 			if v := store.GetVariable("/backbone/layer_1/attn/qkv/weights"); v == nil || !v.Trainable {
 				t.Fatalf("qkv weights not loaded as a trainable variable: %v", v)
 			}
-			nVars := store.NumVariables()
-			e, err := model.NewExec(backend.MustShared(), store, func(scope *model.Scope, x *Node) *Node {
+			worst, scale := featuresVsTorch(t, store, func(scope *model.Scope, x *Node) *Node {
 				return Build(scope, cfg, x, Mode{Train: true}).Features
-			})
-			if err != nil {
-				t.Fatal(err)
-			}
-			out, err := e.Call(tensors.FromFlatDataAndDimensions(x, xshape...))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if store.NumVariables() != nVars {
-				t.Fatalf("the graph created %d variables the weights did not provide", store.NumVariables()-nVars)
-			}
-			got := tensors.MustCopyFlatData[float32](out[0])
-			if len(got) != len(want) {
-				t.Fatalf("%d features, torch %d", len(got), len(want))
-			}
-			scale, worst := 0.0, 0.0
-			for i := range want {
-				scale = math.Max(scale, math.Abs(float64(want[i])))
-				worst = math.Max(worst, math.Abs(float64(got[i]-want[i])))
-			}
+			}, x, xshape, want)
 			t.Logf("ViT vs PyTorch: max |Δ| = %.3g (max |feature| %.3g)", worst, scale)
 			if worst > 1e-5*scale {
 				t.Errorf("dmlkit ViT differs from PyTorch's: max |Δ| = %g, scale %g", worst, scale)
