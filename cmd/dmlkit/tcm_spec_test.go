@@ -174,7 +174,7 @@ func TestTCMSpecPlans(t *testing.T) {
 	for _, c := range []struct {
 		scale string
 		runs  int
-	}{{"smoke", 4}, {"small", 97}} {
+	}{{"smoke", 4}, {"small", 98}} {
 		p, err := s.Plan(c.scale)
 		if err != nil {
 			t.Fatalf("scale %s: %v", c.scale, err)
@@ -475,5 +475,50 @@ func TestTCMFig7(t *testing.T) {
 		if st, err := os.Stat(f); err != nil || st.Size() == 0 {
 			t.Errorf("%s: %v", f, err)
 		}
+	}
+}
+
+// TestTCMTunedMarginsMatchSelection: the tuned-margin runs of the small sweep (Smooth-AP + TCM and
+// RS@k + TCM, 3 seeds, all training characters) use exactly the margins that the table
+// fig6_margins_val selects from the stored grid runs (validation metrics on held-out training
+// characters only), so the spec and the committed results cannot drift apart.
+func TestTCMTunedMarginsMatchSelection(t *testing.T) {
+	s := loadTCMSpec(t)
+	recs, _, err := experiments.NewStore(filepath.Join(filepath.Dir(tcmSpecPath), "results")).Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sel *experiments.SelectedRow
+	for _, ts := range s.Tables {
+		if ts.Name == "fig6_margins_val" {
+			sel = experiments.BuildTable(ts, experiments.Select(recs, "small", nil), nil).Selected
+		}
+	}
+	if sel == nil || sel.Row < 0 {
+		t.Fatalf("table fig6_margins_val: no selection (%+v)", sel)
+	}
+	want := map[string]any{}
+	for i, k := range sel.Keys {
+		want[k] = sel.Values[i]
+	}
+	p, err := s.Plan("small")
+	if err != nil {
+		t.Fatal(err)
+	}
+	seeds := map[string][]int64{}
+	for _, r := range p.Runs {
+		pos, ok1 := experiments.Get(r.Config, "loss.set.options.tcm.pos_margin")
+		neg, ok2 := experiments.Get(r.Config, "loss.set.options.tcm.neg_margin")
+		if _, val := experiments.Get(r.Config, "data.val_classes"); !ok1 || !ok2 || val {
+			continue
+		}
+		expr, _ := experiments.Get(r.Config, "loss.set.expr")
+		if !experiments.ValueEqual(pos, want["loss.set.options.tcm.pos_margin"]) || !experiments.ValueEqual(neg, want["loss.set.options.tcm.neg_margin"]) {
+			t.Errorf("run %s: margins (%v, %v), but fig6_margins_val selects %v", r.Label(), pos, neg, want)
+		}
+		seeds[fmt.Sprint(expr)] = append(seeds[fmt.Sprint(expr)], r.Seed)
+	}
+	if w := map[string][]int64{"smoothap+tcm": {0, 1, 2}, "rsk+tcm": {0, 1, 2}}; !reflect.DeepEqual(seeds, w) {
+		t.Errorf("tuned-margin runs (loss → seeds) %v, want %v", seeds, w)
 	}
 }

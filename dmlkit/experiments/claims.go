@@ -3,6 +3,7 @@ package experiments
 import (
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -19,10 +20,15 @@ import (
 //	    guard_factor: 100                                # optional: guard changes ×100 (percent points)
 //	    guard_unit: points                               # optional: printed after the guard's changes
 //	    tolerance: 0.5                                   # optional: allowed worsening of the guard
+//	    ignore: [eval.]                                  # optional: keys that do not define settings
 //
 // A setting is one pair combined with one combination of the values of the other configuration
 // keys that vary among the pair's records (e.g. data.name or sampler.batch_size); the seed and the
-// compared key do not define settings, nor do keys that only one side of the pair has. In each
+// compared key do not define settings, nor do keys that only one side of the pair has, nor the
+// keys listed in ignore (for keys that do not change the trained model, such as the evaluation
+// schedule eval.every; an entry ending in "." ignores every key under it). Keys listed in split
+// divide the treatment side instead: each of their value combinations (absent counts as a value)
+// is a separate setting against the same baseline records. In each
 // setting the two sides are paired by seed as [CompareSettings] does, and the claim's metric
 // "moved" when the mean over the paired seeds of (treatment − baseline) is strictly below 0 (lower:
 // true) or above 0 (lower: false). The guard, when given, held in a setting when its mean change ×
@@ -34,17 +40,32 @@ import (
 // side (or any seed with both) are listed as missing in the verdict and in the rendered line, never
 // dropped silently.
 type Claim struct {
-	Text        string  `yaml:"text"`         // the paper's claim, quoted
-	Key         string  `yaml:"key"`          // configuration key whose values are compared
-	Pairs       [][]any `yaml:"pairs"`        // (baseline, treatment) values of Key
-	Metric      string  `yaml:"metric"`       // the metric the claim is about
-	Lower       *bool   `yaml:"lower"`        // required: true if the claim is that the treatment lowers Metric
-	Factor      float64 `yaml:"factor"`       // Metric changes are shown ×Factor (default: the table's factor)
-	Guard       string  `yaml:"guard"`        // optional metric that must not get worse
-	GuardFactor float64 `yaml:"guard_factor"` // Guard changes ×GuardFactor (default 1); Tolerance is in these units
-	GuardLower  bool    `yaml:"guard_lower"`  // the guard is a lower-is-better metric
-	GuardUnit   string  `yaml:"guard_unit"`   // unit printed after the guard's changes, e.g. "points"
-	Tolerance   float64 `yaml:"tolerance"`    // allowed worsening of the guard's mean change (≥ 0, default 0)
+	Text        string   `yaml:"text"`         // the paper's claim, quoted
+	Key         string   `yaml:"key"`          // configuration key whose values are compared
+	Pairs       [][]any  `yaml:"pairs"`        // (baseline, treatment) values of Key
+	Metric      string   `yaml:"metric"`       // the metric the claim is about
+	Lower       *bool    `yaml:"lower"`        // required: true if the claim is that the treatment lowers Metric
+	Factor      float64  `yaml:"factor"`       // Metric changes are shown ×Factor (default: the table's factor)
+	Guard       string   `yaml:"guard"`        // optional metric that must not get worse
+	GuardFactor float64  `yaml:"guard_factor"` // Guard changes ×GuardFactor (default 1); Tolerance is in these units
+	GuardLower  bool     `yaml:"guard_lower"`  // the guard is a lower-is-better metric
+	GuardUnit   string   `yaml:"guard_unit"`   // unit printed after the guard's changes, e.g. "points"
+	Tolerance   float64  `yaml:"tolerance"`    // allowed worsening of the guard's mean change (≥ 0, default 0)
+	Ignore      []string `yaml:"ignore"`       // keys (or "prefix." for all keys under it) that do not define settings
+	// Split: keys only the treatment side has (e.g. a regulariser's options) whose values define
+	// separate treatments, each compared with the same baseline records — e.g. TCM with the paper's
+	// margins (key absent) and with tuned margins against one baseline.
+	Split []string `yaml:"split"`
+}
+
+// ignored reports whether the flattened key k is one of c.Ignore or under one of its "prefix." entries.
+func (c *Claim) ignored(k string) bool {
+	for _, ig := range c.Ignore {
+		if k == ig || (strings.HasSuffix(ig, ".") && strings.HasPrefix(k, ig)) {
+			return true
+		}
+	}
+	return false
 }
 
 // check validates the claim; the first error names its field relative to the claim ("pairs[1]").
@@ -83,6 +104,18 @@ func (c *Claim) check() error {
 	}
 	if c.Metric == "" {
 		bad("metric", "missing")
+	}
+	for i, k := range c.Split {
+		if k == "" || k == c.Key {
+			bad(fmt.Sprintf("split[%d]", i), "%q: want a key other than the compared key", k)
+		}
+	}
+	for i, ig := range c.Ignore {
+		if ig == "" || ig == "." {
+			bad(fmt.Sprintf("ignore[%d]", i), "empty key")
+		} else if c.ignored(c.Key) {
+			bad(fmt.Sprintf("ignore[%d]", i), "%q covers the compared key %q", ig, c.Key)
+		}
 	}
 	if c.Lower == nil {
 		bad("lower", "missing (true: the claim is that the treatment lowers the metric; false: raises it)")
@@ -202,60 +235,74 @@ func EvaluateClaim(c Claim, records []Record, tableFactor float64) ClaimVerdict 
 				Reason: fmt.Sprintf("no records with %s = %s or %s", c.Key, FormatValue(from), FormatValue(to))})
 			continue
 		}
-		keys := settingKeys(side, c.Key, seedKeys)
-		for _, g := range groupByConfig(append(append([]Record(nil), side[0]...), side[1]...), keys) {
-			s := ClaimSetting{From: from, To: to, Keys: keys, Values: g.values, GuardChange: math.NaN()}
-			var nFrom, nTo int
-			for _, r := range g.records {
-				if val, _ := Get(r.Config, c.Key); ValueEqual(val, from) {
-					nFrom++
-				} else {
-					nTo++
+		// With split keys, each of their value combinations on the treatment side is its own
+		// treatment, compared with the same baseline records.
+		treatments := []configGroup{{records: side[1]}}
+		if len(c.Split) > 0 && len(side[1]) > 0 {
+			treatments = groupByConfig(side[1], c.Split)
+		}
+		notSetting := func(k string) bool { return c.ignored(k) || slices.Contains(c.Split, k) }
+		for _, tr := range treatments {
+			pairSide := [2][]Record{side[0], tr.records}
+			keys := settingKeys(pairSide, c.Key, seedKeys, notSetting)
+			for _, g := range groupByConfig(append(append([]Record(nil), pairSide[0]...), pairSide[1]...), keys) {
+				s := ClaimSetting{From: from, To: to, Keys: keys, Values: g.values, GuardChange: math.NaN()}
+				if tr.values != nil {
+					s.Keys = append(append([]string(nil), c.Split...), keys...)
+					s.Values = append(append([]any(nil), tr.values...), g.values...)
 				}
-			}
-			switch {
-			case nFrom == 0:
-				s.Reason = fmt.Sprintf("no %s = %s records", c.Key, FormatValue(from))
-			case nTo == 0:
-				s.Reason = fmt.Sprintf("no %s = %s records", c.Key, FormatValue(to))
-			}
-			if s.Reason == "" {
-				e, err := CompareSettings(g.records, c.Key, from, to, c.Metric, lower)
-				if err != nil {
-					s.Reason = strings.TrimPrefix(err.Error(), "experiments: ")
-				} else {
-					s.Effect = e
-				}
-			}
-			if s.Effect == nil {
-				v.Missing = append(v.Missing, s)
-				continue
-			}
-			s.Change = s.Effect.Diff.Mean * v.Factor
-			s.Moved = (lower && s.Change < 0) || (!lower && s.Change > 0)
-			s.GuardHeld = true
-			if c.Guard != "" {
-				s.GuardHeld = false
-				if ge, err := CompareSettings(g.records, c.Key, from, to, c.Guard, c.GuardLower); err == nil {
-					s.Guard = ge
-					s.GuardChange = ge.Diff.Mean * v.GuardFactor
-					if c.GuardLower {
-						s.GuardHeld = s.GuardChange <= c.Tolerance
+				var nFrom, nTo int
+				for _, r := range g.records {
+					if val, _ := Get(r.Config, c.Key); ValueEqual(val, from) {
+						nFrom++
 					} else {
-						s.GuardHeld = s.GuardChange >= -c.Tolerance
+						nTo++
 					}
 				}
+				switch {
+				case nFrom == 0:
+					s.Reason = fmt.Sprintf("no %s = %s records", c.Key, FormatValue(from))
+				case nTo == 0:
+					s.Reason = fmt.Sprintf("no %s = %s records", c.Key, FormatValue(to))
+				}
+				if s.Reason == "" {
+					e, err := CompareSettings(g.records, c.Key, from, to, c.Metric, lower)
+					if err != nil {
+						s.Reason = strings.TrimPrefix(err.Error(), "experiments: ")
+					} else {
+						s.Effect = e
+					}
+				}
+				if s.Effect == nil {
+					v.Missing = append(v.Missing, s)
+					continue
+				}
+				s.Change = s.Effect.Diff.Mean * v.Factor
+				s.Moved = (lower && s.Change < 0) || (!lower && s.Change > 0)
+				s.GuardHeld = true
+				if c.Guard != "" {
+					s.GuardHeld = false
+					if ge, err := CompareSettings(g.records, c.Key, from, to, c.Guard, c.GuardLower); err == nil {
+						s.Guard = ge
+						s.GuardChange = ge.Diff.Mean * v.GuardFactor
+						if c.GuardLower {
+							s.GuardHeld = s.GuardChange <= c.Tolerance
+						} else {
+							s.GuardHeld = s.GuardChange >= -c.Tolerance
+						}
+					}
+				}
+				s.Held = s.Moved && s.GuardHeld
+				if s.Moved {
+					v.Moved++
+				}
+				if s.Held {
+					v.Held++
+				}
+				v.SeedsMoved += s.Effect.Improved
+				v.SeedsPaired += len(s.Effect.Seeds)
+				v.Settings = append(v.Settings, s)
 			}
-			s.Held = s.Moved && s.GuardHeld
-			if s.Moved {
-				v.Moved++
-			}
-			if s.Held {
-				v.Held++
-			}
-			v.SeedsMoved += s.Effect.Improved
-			v.SeedsPaired += len(s.Effect.Seeds)
-			v.Settings = append(v.Settings, s)
 		}
 	}
 	switch {
@@ -291,9 +338,9 @@ func seedKeysOf(records []Record) map[string]bool {
 	return out
 }
 
-// settingKeys lists the flattened keys, other than key and the seed keys, that both sides have and
+// settingKeys lists the flattened keys, other than key, the seed keys and the ignored keys, that both sides have and
 // whose values vary among the pair's records.
-func settingKeys(side [2][]Record, key string, seedKeys map[string]bool) []string {
+func settingKeys(side [2][]Record, key string, seedKeys map[string]bool, ignored func(string) bool) []string {
 	var has [2]map[string]bool
 	vals := map[string]map[string]bool{}
 	for i := range side {
@@ -310,7 +357,7 @@ func settingKeys(side [2][]Record, key string, seedKeys map[string]bool) []strin
 	}
 	var out []string
 	for k, vs := range vals {
-		if k == key || seedKeys[k] || !has[0][k] || !has[1][k] {
+		if k == key || seedKeys[k] || ignored(k) || !has[0][k] || !has[1][k] {
 			continue
 		}
 		varies := len(vs) > 1

@@ -243,3 +243,83 @@ func TestClaimValidation(t *testing.T) {
 		t.Errorf("parsed claim %+v", c)
 	}
 }
+
+// TestClaimIgnoreKeys: the baseline runs are evaluated every epoch (eval.every 1, eval.time_loss)
+// and the treatment runs once (eval.every 0). Without ignore, eval.every splits the pair into two
+// one-sided settings (untested); with ignore [eval.] the MNIST Smooth-AP pair is one setting and
+// gives claimRecords' hand-worked result (OPIS −1, 2 of 3 seeds lower).
+func TestClaimIgnoreKeys(t *testing.T) {
+	var recs []Record
+	for _, r := range claimRecords() {
+		if d, _ := Get(r.Config, "data.name"); d != "mnist" || !strings.HasPrefix(r.Config["loss"].(map[string]any)["set"].(map[string]any)["expr"].(string), "smoothap") {
+			continue
+		}
+		r.Config = Clone(r.Config)
+		if e, _ := Get(r.Config, "loss.set.expr"); e == "smoothap" {
+			r.Config["eval"] = map[string]any{"every": 1, "time_loss": true}
+		} else {
+			r.Config["eval"] = map[string]any{"every": 0}
+		}
+		recs = append(recs, r)
+	}
+	c := tcmClaim()
+	c.Pairs = c.Pairs[:1]
+	if v := EvaluateClaim(c, recs, 1); v.Verdict != VerdictUntested || len(v.Missing) != 2 {
+		t.Errorf("without ignore: verdict %q, %d missing; want untested with 2 one-sided settings", v.Verdict, len(v.Missing))
+	}
+	c.Ignore = []string{"eval."}
+	v := EvaluateClaim(c, recs, 1)
+	if len(v.Settings) != 1 || len(v.Missing) != 0 || v.Settings[0].Change != -1 || v.SeedsMoved != 2 || v.SeedsPaired != 3 {
+		t.Fatalf("with ignore: settings %+v, missing %+v", v.Settings, v.Missing)
+	}
+	c.Ignore = []string{"loss."}
+	if err := c.check(); err == nil || !strings.Contains(err.Error(), "ignore[0]") {
+		t.Errorf("ignoring the compared key: error %v, want one naming ignore[0]", err)
+	}
+}
+
+// TestClaimSplitTreatments: TCM at two margins (loss.tcm.margin 0.9 from claimRecords and 0.5 added
+// here) against one Smooth-AP baseline on MNIST. Without split the two treatments share seeds, so
+// the setting is missing (ambiguous pairing); with split [loss.tcm.margin] each margin is a setting:
+// 0.5: OPIS 10→9, 12→10, 11→8 (mean −2, 3 of 3 seeds lower); 0.9: mean −1, 2 of 3 (as in
+// TestEvaluateClaimHandWorked).
+func TestClaimSplitTreatments(t *testing.T) {
+	var recs []Record
+	for _, r := range claimRecords() {
+		if d, _ := Get(r.Config, "data.name"); d != "mnist" {
+			continue
+		}
+		if e, _ := Get(r.Config, "loss.set.expr"); e != "smoothap" && e != "smoothap+tcm" {
+			continue
+		}
+		recs = append(recs, r)
+		if e, _ := Get(r.Config, "loss.set.expr"); e == "smoothap+tcm" {
+			r2 := r
+			r2.Config = Clone(r.Config)
+			SetPath(r2.Config, "loss.tcm.margin", 0.5)
+			r2.Metrics = Metrics{"OPIS": []float64{9, 10, 8}[r.Seed], "R@1": r.Metrics["R@1"]}
+			recs = append(recs, r2)
+		}
+	}
+	c := tcmClaim()
+	c.Pairs = c.Pairs[:1]
+	c.Guard, c.GuardFactor, c.GuardUnit, c.Tolerance = "", 0, "", 0
+	if v := EvaluateClaim(c, recs, 1); len(v.Settings) != 0 || len(v.Missing) != 1 {
+		t.Errorf("without split: %d settings, %d missing; want the ambiguous pairing reported missing", len(v.Settings), len(v.Missing))
+	}
+	c.Split = []string{"loss.tcm.margin"}
+	v := EvaluateClaim(c, recs, 1)
+	if len(v.Settings) != 2 || len(v.Missing) != 0 || v.Verdict != VerdictHeld {
+		t.Fatalf("with split: settings %+v, missing %+v, verdict %q", v.Settings, v.Missing, v.Verdict)
+	}
+	for i, want := range []struct {
+		label  string
+		change float64
+		moved  int
+	}{{"smoothap → smoothap+tcm at loss.tcm.margin=0.5", -2, 3}, {"smoothap → smoothap+tcm at loss.tcm.margin=0.9", -1, 2}} {
+		s := v.Settings[i]
+		if s.Label() != want.label || math.Abs(s.Change-want.change) > 1e-12 || s.Effect.Improved != want.moved {
+			t.Errorf("setting %d: %s change %v moved %d; want %s %v %d", i, s.Label(), s.Change, s.Effect.Improved, want.label, want.change, want.moved)
+		}
+	}
+}

@@ -27,6 +27,7 @@ type TableSpec struct {
 	Best    string            `yaml:"best"`    // "max" or "min": bold the best mean of each metric column
 	NoRef   bool              `yaml:"no_reference"`
 	Claims  []Claim           `yaml:"claims"` // the paper's claims, checked on the table's records
+	Select  *Selection        `yaml:"select"` // a row chosen by a rule (hyperparameter tuning), reported below the table
 }
 
 func (t *TableSpec) check() error {
@@ -41,6 +42,12 @@ func (t *TableSpec) check() error {
 	}
 	if t.Best != "" && t.Best != "max" && t.Best != "min" {
 		return fmt.Errorf("field \"best\": %q is not max or min", t.Best)
+	}
+	if t.Select != nil {
+		if err := t.Select.check(); err != nil {
+			fe := err.(*fieldError)
+			return &fieldError{Path: "select." + fe.Path, Msg: fe.Msg}
+		}
 	}
 	for i := range t.Claims {
 		if err := t.Claims[i].check(); err != nil {
@@ -67,6 +74,9 @@ type Table struct {
 	Sources []string       // citations of the paper's numbers, numbered from 1 in order of first use
 	Records int            // records used
 	Claims  []ClaimVerdict // one per Spec.Claims, in order
+	// Selected is the row Spec.Select chose (nil without Spec.Select); that row's first cell is
+	// marked "(selected)".
+	Selected *SelectedRow
 }
 
 // Cell is one table entry. Text cells carry Text; number cells carry Mean (and Std when HasStd).
@@ -165,7 +175,21 @@ func BuildTable(t TableSpec, records []Record, refs []Reference) *Table {
 	for _, c := range t.Claims {
 		tab.Claims = append(tab.Claims, EvaluateClaim(c, recs, factor))
 	}
+	if t.Select != nil {
+		sel := selectRow(*t.Select, groups)
+		tab.Selected = &sel
+		if sel.Row >= 0 && len(tab.Rows[sel.Row]) > 0 && !tab.Rows[sel.Row][0].Number {
+			tab.Rows[sel.Row][0].Text += " (selected)"
+		}
+	}
 	return tab
+}
+
+func (t *Table) factor() float64 {
+	if t.Spec.Factor == 0 {
+		return 1
+	}
+	return t.Spec.Factor
 }
 
 func (t *Table) digits() int {
@@ -224,6 +248,9 @@ func (t *Table) Markdown() string {
 	}
 	if len(t.Rows) == 0 {
 		b.WriteString("\n_No stored results match this table._\n")
+	}
+	if t.Selected != nil {
+		b.WriteString("\n" + selectionLine(*t.Spec.Select, *t.Selected, t.Spec.label, t.factor(), d, false) + "\n")
 	}
 	for _, v := range t.Claims {
 		b.WriteString("\n" + claimLine(v, d, false) + "\n")
@@ -285,6 +312,9 @@ func (t *Table) LaTeX(label string) string {
 		b.WriteString(strings.Join(cs, " & ") + " \\\\\n")
 	}
 	b.WriteString("\\bottomrule\n\\end{tabular}\n")
+	if t.Selected != nil {
+		b.WriteString("\\par\\smallskip\\footnotesize " + selectionLine(*t.Spec.Select, *t.Selected, t.Spec.label, t.factor(), d, true) + "\n")
+	}
 	for _, v := range t.Claims {
 		b.WriteString("\\par\\smallskip\\footnotesize " + claimLine(v, d, true) + "\n")
 	}

@@ -36,13 +36,60 @@ func Dense(scope *model.Scope, x *Node, out int, bias bool) *Node {
 	}
 	in := x.Shape().Dim(1)
 	w := Param(scope, "weights", []int{in, out}, HeNormal).NodeValue(x.Graph())
-	y := MatMul(x, ConvertDType(w, x.DType()))
+	y := MatMulW(x, ConvertDType(w, x.DType()))
 	if bias {
 		b := Param(scope, "biases", []int{out}, Fill(0)).NodeValue(x.Graph())
 		y = Add(y, InsertAxes(ConvertDType(b, x.DType()), 0))
 	}
 	return y
 }
+
+// MatMulW returns x·w for activations x [N, K] and a weight w [K, O], with the same value and
+// gradients as MatMul but a weight gradient laid out for the Go backend's GEMM kernels.
+//
+// Autodiff writes ∂L/∂w = xᵀ·v (v = ∂L/∂y [N, O]) as a DotGeneral contracting the leading axis of
+// both operands; the Go backend's kernels want the lhs contracted on its trailing axis, so it
+// transposes both x and v first (N·K + N·O elements moved) — for an im2col patch matrix (N = B·H·W
+// rows) the biggest tensors of the step: those transposes took 22 % of a small-CNN training step.
+// On the Go backend, MatMulW transposes only one of them, whichever moves fewer elements:
+//   - xᵀ [K, N] as the lhs and v [N, O] as a rhs contracted on its leading axis (a layout the
+//     kernels take as is), giving [K, O] directly: N·K elements moved;
+//   - or vᵀ [O, N] against x, giving [O, K], transposed back: N·O + K·O elements moved (better for
+//     patch matrices, where O < K).
+//
+// ∂L/∂x is autodiff's v·wᵀ (no transpose needed). On other backends (XLA, ONNX Runtime), which lay
+// out their own GEMMs, MatMulW is plain MatMul: there the explicit transposes only cost time (ONNX
+// Runtime's small-CNN step: 344 → 422 ms). The custom weight gradient needs v, which GoMLX
+// hands only to y's gradient function: y's custom gradient records v and passes it on unchanged;
+// reverse autodiff reaches y before w (w feeds y), so w's custom gradient finds it. Autodiff's own
+// xᵀ·v for w is then unused and dropped by the backends' dead-code elimination.
+func MatMulW(x, w *Node) *Node {
+	if x.Rank() != 2 || w.Rank() != 2 || x.Shape().Dim(1) != w.Shape().Dim(0) {
+		panic(fmt.Sprintf("models: MatMulW needs x [N, K] and w [K, O], got %s and %s", x.Shape(), w.Shape()))
+	}
+	if !MatMulWLayout || x.Graph().Backend().String() != "go" {
+		return MatMul(x, w) // XLA and ONNX Runtime choose their own layouts
+	}
+	n, k, o := x.Shape().Dim(0), x.Shape().Dim(1), w.Shape().Dim(1)
+	var v *Node // ∂L/∂y of the gradient being built
+	wc := IdentityWithCustomGradient(w, func(_, _ *Node) *Node {
+		if v == nil {
+			panic("models: MatMulW: weight gradient requested before the output's gradient")
+		}
+		if n*k <= n*o+k*o {
+			return DotGeneral(Transpose(x, 0, 1), []int{1}, nil, v, []int{0}, nil) // [K, O]
+		}
+		return Transpose(DotGeneral(Transpose(v, 0, 1), []int{1}, nil, x, []int{0}, nil), 0, 1) // [O, K] → [K, O]
+	})
+	return IdentityWithCustomGradient(MatMul(x, wc), func(_, g *Node) *Node {
+		v = g
+		return g
+	})
+}
+
+// MatMulWLayout turns [MatMulW]'s weight-gradient layout on (default); false makes it a plain
+// MatMul, to measure the difference (dmlkit/train's benchmarks with DMLKIT_MATMULW=0).
+var MatMulWLayout = true
 
 // Im2colMode selects how [Conv] builds its patch matrix: "gather" (default) or "slice". Both give
 // identical values; they differ only in speed on the Go backend.
@@ -77,7 +124,7 @@ func Conv(scope *model.Scope, x *Node, out, k, stride int, bias bool) *Node {
 		cols = im2colGather(x, k, stride, ho, wo)
 	}
 	wt := Param(scope, "weights", []int{k, k, c, out}, HeNormal).NodeValue(x.Graph())
-	y := MatMul(Reshape(cols, b*ho*wo, k*k*c), Reshape(ConvertDType(wt, x.DType()), k*k*c, out))
+	y := MatMulW(Reshape(cols, b*ho*wo, k*k*c), Reshape(ConvertDType(wt, x.DType()), k*k*c, out))
 	if bias {
 		bv := Param(scope, "biases", []int{out}, Fill(0)).NodeValue(x.Graph())
 		y = Add(y, InsertAxes(ConvertDType(bv, x.DType()), 0))

@@ -101,7 +101,7 @@ func ViT(scope *model.Scope, spec ViTSpec, x *Node) *Node {
 	ps := scope.At("patch_embed")
 	pw := vitParam(ps, "weights", []int{p, p, c, d}, normalInit(math.Sqrt(1/float64(p*p*c))))
 	pb := vitParam(ps, "biases", []int{d}, Fill(0))
-	tok := Add(MatMul(patches, Reshape(ConvertDType(pw.NodeValue(g), x.DType()), p*p*c, d)),
+	tok := Add(MatMulW(patches, Reshape(ConvertDType(pw.NodeValue(g), x.DType()), p*p*c, d)),
 		InsertAxes(ConvertDType(pb.NodeValue(g), x.DType()), 0))
 	tok = Reshape(tok, b, n, d)
 
@@ -234,7 +234,7 @@ func vitLinear(scope *model.Scope, x *Node, out int) *Node {
 	g := x.Graph()
 	w := vitParam(scope, "weights", []int{in, out}, XavierUniform)
 	bias := vitParam(scope, "biases", []int{out}, Fill(0))
-	return Add(MatMul(x, ConvertDType(w.NodeValue(g), x.DType())), InsertAxes(ConvertDType(bias.NodeValue(g), x.DType()), 0))
+	return Add(MatMulW(x, ConvertDType(w.NodeValue(g), x.DType())), InsertAxes(ConvertDType(bias.NodeValue(g), x.DType()), 0))
 }
 
 // vitLayerNorm normalises the rows of x [M, D] with ε = 1e-6: (x − μ)/√(σ² + ε)·γ + β.

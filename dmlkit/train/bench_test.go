@@ -80,6 +80,10 @@ func init() {
 	if m := os.Getenv("DMLKIT_IM2COL"); m != "" {
 		models.Im2colMode = m
 	}
+	// DMLKIT_MATMULW=0 benchmarks autodiff's own weight-gradient layout instead of models.MatMulW's.
+	if os.Getenv("DMLKIT_MATMULW") == "0" {
+		models.MatMulWLayout = false
+	}
 }
 
 func BenchmarkHeadContrastive(b *testing.B) {

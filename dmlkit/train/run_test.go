@@ -10,7 +10,6 @@ import (
 	"reflect"
 	"strings"
 	"testing"
-
 )
 
 // TestValidateNamesField: each broken field is reported by its path.
@@ -235,5 +234,38 @@ func TestReadHistoryErrors(t *testing.T) {
 	os.WriteFile(filepath.Join(dir, "metrics.jsonl"), []byte("{\"step\": 1, \"metrics\": {\"test/R@1\": 0.5}}\n{broken\n"), 0o644)
 	if _, err := ReadHistory(dir); err == nil || !strings.Contains(err.Error(), "metrics.jsonl:2") {
 		t.Errorf("broken line 2: %v", err)
+	}
+}
+
+// TestEvalScheduleDoesNotChangeTraining: evaluating after every epoch, with OPIS, with the loss
+// timed alone (eval.time_loss), at step 0 and on part of the training set, leaves the trained
+// model unchanged: the final test embeddings are byte-identical to those of a run evaluated only at
+// the end. (Experiment claims rely on this to pair runs across eval.* settings.)
+func TestEvalScheduleDoesNotChangeTraining(t *testing.T) {
+	ctx := context.Background()
+	once := testConfig()
+	once.Eval.Every = 0
+	often := testConfig()
+	often.Eval.Every, often.Eval.OPIS, often.Eval.TimeLoss, often.Eval.Initial = 1, true, true, true
+	often.Eval.Train, often.Eval.MaxTrain = true, 40
+	dirA, dirB := t.TempDir(), t.TempDir()
+	resA, err := Run(ctx, once, dirA, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resB, err := Run(ctx, often, dirB, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(resA.History) != 1 || len(resB.History) != 3 {
+		t.Fatalf("evaluations: %d and %d, want 1 (end) and 3 (initial + 2 epochs)", len(resA.History), len(resB.History))
+	}
+	embA, _ := os.ReadFile(filepath.Join(dirA, "test_embeddings.npy"))
+	embB, _ := os.ReadFile(filepath.Join(dirB, "test_embeddings.npy"))
+	if len(embA) == 0 || !bytes.Equal(embA, embB) {
+		t.Error("the evaluation schedule changed the trained model's test embeddings")
+	}
+	if resA.Metrics["test/R@1"] != resB.Metrics["test/R@1"] || resA.FinalLoss != resB.FinalLoss {
+		t.Errorf("final R@1 %v vs %v, loss %v vs %v", resA.Metrics["test/R@1"], resB.Metrics["test/R@1"], resA.FinalLoss, resB.FinalLoss)
 	}
 }

@@ -1,0 +1,125 @@
+package experiments
+
+import (
+	"fmt"
+	"math"
+	"strings"
+)
+
+// Selection declares a hyperparameter choice made from a table's rows, as a paper's "tuned on a
+// validation split" step: among the rows whose mean Guard is within Within of the best row's mean
+// Guard (higher Guard is better; no Guard: every row), the row with the best mean Metric (lowest
+// with Lower, else highest). Ties go to the first row in table order. Values are the records' raw
+// values (no table factor): Within 0.01 on a fraction-valued R@1 means one percentage point.
+//
+// Example (seed 000's margins, tuned on 10 % of the training classes held out as data.val_classes):
+//
+//	select: {metric: val/OPIS, lower: true, guard: val/R@1, within: 0.01}
+type Selection struct {
+	Metric string  `yaml:"metric"`
+	Lower  bool    `yaml:"lower"`
+	Guard  string  `yaml:"guard"`
+	Within float64 `yaml:"within"`
+	// GuardFactor scales the guard's values in the line below the table (e.g. 100 for percent;
+	// default 1); the metric's values are scaled by the table's factor.
+	GuardFactor float64 `yaml:"guard_factor"`
+}
+
+func (s *Selection) check() error {
+	if s.Metric == "" {
+		return &fieldError{Path: "metric", Msg: "missing"}
+	}
+	if s.Within < 0 || math.IsNaN(s.Within) {
+		return &fieldError{Path: "within", Msg: fmt.Sprintf("%g: want ≥ 0", s.Within)}
+	}
+	if s.GuardFactor < 0 {
+		return &fieldError{Path: "guard_factor", Msg: fmt.Sprintf("%g: want > 0", s.GuardFactor)}
+	}
+	if s.Within > 0 && s.Guard == "" {
+		return &fieldError{Path: "within", Msg: "set without a guard metric"}
+	}
+	return nil
+}
+
+// SelectedRow is the outcome of a table's [Selection].
+type SelectedRow struct {
+	Row        int      // index into Table.Rows and Groups; -1 when no row has the metrics
+	Keys       []string // the table's row keys
+	Values     []any    // the chosen row's values of Keys
+	Metric     float64  // its mean Metric (raw)
+	Guard      float64  // its mean Guard (raw; NaN without a guard)
+	BestGuard  float64  // the best mean Guard over the rows (raw; NaN without a guard)
+	Candidates int      // rows within the guard
+}
+
+// selectRow applies sel to the table's groups (in table order).
+func selectRow(sel Selection, groups []*Group) SelectedRow {
+	out := SelectedRow{Row: -1, Metric: math.NaN(), Guard: math.NaN(), BestGuard: math.NaN()}
+	mean := func(g *Group, m string) float64 {
+		s := g.Stat(m)
+		if s.N == 0 {
+			return math.NaN()
+		}
+		return s.Mean
+	}
+	if sel.Guard != "" {
+		for _, g := range groups {
+			if v := mean(g, sel.Guard); !math.IsNaN(v) && (math.IsNaN(out.BestGuard) || v > out.BestGuard) {
+				out.BestGuard = v
+			}
+		}
+	}
+	for i, g := range groups {
+		m := mean(g, sel.Metric)
+		if math.IsNaN(m) {
+			continue
+		}
+		gv := math.NaN()
+		if sel.Guard != "" {
+			gv = mean(g, sel.Guard)
+			// The 1e-12 absorbs rounding of the guard means (e.g. 0.80 − 0.79 vs 0.01).
+			if math.IsNaN(gv) || gv < out.BestGuard-sel.Within-1e-12 {
+				continue
+			}
+		}
+		out.Candidates++
+		if out.Row < 0 || (sel.Lower && m < out.Metric) || (!sel.Lower && m > out.Metric) {
+			out.Row, out.Metric, out.Guard = i, m, gv
+			out.Keys, out.Values = g.Keys, g.Values
+		}
+	}
+	return out
+}
+
+// selectionLine describes the selection below a table.
+func selectionLine(sel Selection, r SelectedRow, label func(string) string, factor float64, digits int, tex bool) string {
+	esc := mdEscape
+	if tex {
+		esc = texEscape
+	}
+	if r.Row < 0 {
+		return esc(fmt.Sprintf("Selected: none (no row has %s).", sel.Metric))
+	}
+	var kv []string
+	for i, k := range r.Keys {
+		kv = append(kv, label(k)+" = "+FormatValue(r.Values[i]))
+	}
+	dir := "highest"
+	if sel.Lower {
+		dir = "lowest"
+	}
+	s := fmt.Sprintf("Selected: %s — the %s %s (%s)", strings.Join(kv, ", "), dir, label(sel.Metric), fmtNum(r.Metric*factor, digits))
+	if sel.Guard != "" {
+		gf := sel.GuardFactor
+		if gf == 0 {
+			gf = 1
+		}
+		s += fmt.Sprintf(" among the %d rows with %s within %s of the best (%s; this row %s)", r.Candidates, label(sel.Guard),
+			fmtNum(sel.Within*gf, digits), fmtNum(r.BestGuard*gf, digits), fmtNum(r.Guard*gf, digits))
+	}
+	s += "."
+	if tex {
+		return "\\textbf{" + esc(s) + "}"
+	}
+	return "**" + esc(s) + "**"
+}

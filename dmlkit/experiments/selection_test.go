@@ -1,0 +1,59 @@
+package experiments
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestSelection: the rule picks the lowest (or highest) mean metric among the rows whose mean guard
+// is within the tolerance of the best guard; worked out by hand on four rows of two seeds each.
+func TestSelection(t *testing.T) {
+	// Row means (m, opis, r1): a (0.50, 0.0050, 0.800), b (0.75, 0.0030, 0.785),
+	// c (0.25, 0.0020, 0.770), d (0.90, 0.0040, 0.795).
+	rows := []struct {
+		m        float64
+		opis, r1 [2]float64
+	}{
+		{0.50, [2]float64{0.0048, 0.0052}, [2]float64{0.79, 0.81}},
+		{0.75, [2]float64{0.0030, 0.0030}, [2]float64{0.78, 0.79}},
+		{0.25, [2]float64{0.0010, 0.0030}, [2]float64{0.77, 0.77}},
+		{0.90, [2]float64{0.0040, 0.0040}, [2]float64{0.795, 0.795}},
+	}
+	var recs []Record
+	for _, r := range rows {
+		for s := 0; s < 2; s++ {
+			recs = append(recs, Record{Scale: "small", Seed: int64(s), Config: map[string]any{"m": r.m},
+				Metrics: map[string]float64{"val/OPIS": r.opis[s], "val/R@1": r.r1[s]}})
+		}
+	}
+	for _, tc := range []struct {
+		sel        Selection
+		want       float64
+		candidates int
+	}{
+		{Selection{Metric: "val/OPIS", Lower: true}, 0.25, 4},                                  // no guard: c
+		{Selection{Metric: "val/OPIS", Lower: true, Guard: "val/R@1", Within: 0.02}, 0.75, 3},  // c is 0.03 below: b
+		{Selection{Metric: "val/OPIS", Lower: true, Guard: "val/R@1", Within: 0.005}, 0.90, 2}, // a and d: d
+		{Selection{Metric: "val/OPIS", Lower: true, Guard: "val/R@1", Within: 0.015}, 0.75, 3}, // b exactly at the edge
+		{Selection{Metric: "val/R@1", Lower: false}, 0.50, 4},                                  // highest R@1: a
+	} {
+		spec := TableSpec{Name: "t", Rows: []string{"m"}, Metrics: []string{"val/OPIS", "val/R@1"}, Factor: 100, Select: &tc.sel}
+		if err := spec.check(); err != nil {
+			t.Fatal(err)
+		}
+		tab := BuildTable(spec, recs, nil)
+		got := tab.Selected
+		if got == nil || got.Row < 0 || got.Values[0] != tc.want || got.Candidates != tc.candidates {
+			t.Errorf("%+v: selected %+v, want m = %g among %d", tc.sel, got, tc.want, tc.candidates)
+			continue
+		}
+		md := tab.Markdown()
+		if !strings.Contains(md, FormatValue(tc.want)+" (selected)") || !strings.Contains(md, "Selected: m = "+FormatValue(tc.want)) {
+			t.Errorf("%+v: Markdown lacks the selection:\n%s", tc.sel, md)
+		}
+	}
+	bad := TableSpec{Name: "t", Metrics: []string{"x"}, Select: &Selection{Metric: "x", Within: 0.1}}
+	if err := bad.check(); err == nil || !strings.Contains(err.Error(), "select.within") {
+		t.Errorf("within without guard: error %v, want one naming select.within", err)
+	}
+}
