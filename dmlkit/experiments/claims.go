@@ -113,7 +113,7 @@ func (c *Claim) check() error {
 	for i, ig := range c.Ignore {
 		if ig == "" || ig == "." {
 			bad(fmt.Sprintf("ignore[%d]", i), "empty key")
-		} else if c.ignored(c.Key) {
+		} else if c.Key == ig || (strings.HasSuffix(ig, ".") && strings.HasPrefix(c.Key, ig)) {
 			bad(fmt.Sprintf("ignore[%d]", i), "%q covers the compared key %q", ig, c.Key)
 		}
 	}
@@ -251,57 +251,7 @@ func EvaluateClaim(c Claim, records []Record, tableFactor float64) ClaimVerdict 
 					s.Keys = append(append([]string(nil), c.Split...), keys...)
 					s.Values = append(append([]any(nil), tr.values...), g.values...)
 				}
-				var nFrom, nTo int
-				for _, r := range g.records {
-					if val, _ := Get(r.Config, c.Key); ValueEqual(val, from) {
-						nFrom++
-					} else {
-						nTo++
-					}
-				}
-				switch {
-				case nFrom == 0:
-					s.Reason = fmt.Sprintf("no %s = %s records", c.Key, FormatValue(from))
-				case nTo == 0:
-					s.Reason = fmt.Sprintf("no %s = %s records", c.Key, FormatValue(to))
-				}
-				if s.Reason == "" {
-					e, err := CompareSettings(g.records, c.Key, from, to, c.Metric, lower)
-					if err != nil {
-						s.Reason = strings.TrimPrefix(err.Error(), "experiments: ")
-					} else {
-						s.Effect = e
-					}
-				}
-				if s.Effect == nil {
-					v.Missing = append(v.Missing, s)
-					continue
-				}
-				s.Change = s.Effect.Diff.Mean * v.Factor
-				s.Moved = (lower && s.Change < 0) || (!lower && s.Change > 0)
-				s.GuardHeld = true
-				if c.Guard != "" {
-					s.GuardHeld = false
-					if ge, err := CompareSettings(g.records, c.Key, from, to, c.Guard, c.GuardLower); err == nil {
-						s.Guard = ge
-						s.GuardChange = ge.Diff.Mean * v.GuardFactor
-						if c.GuardLower {
-							s.GuardHeld = s.GuardChange <= c.Tolerance
-						} else {
-							s.GuardHeld = s.GuardChange >= -c.Tolerance
-						}
-					}
-				}
-				s.Held = s.Moved && s.GuardHeld
-				if s.Moved {
-					v.Moved++
-				}
-				if s.Held {
-					v.Held++
-				}
-				v.SeedsMoved += s.Effect.Improved
-				v.SeedsPaired += len(s.Effect.Seeds)
-				v.Settings = append(v.Settings, s)
+				v.add(c, s, g.records, lower)
 			}
 		}
 	}
@@ -316,6 +266,62 @@ func EvaluateClaim(c Claim, records []Record, tableFactor float64) ClaimVerdict 
 		v.Verdict = VerdictNotHeld
 	}
 	return v
+}
+
+// add evaluates one setting of c on its records (both sides) and records it as a setting or,
+// lacking a side or a paired seed, as missing.
+func (v *ClaimVerdict) add(c Claim, s ClaimSetting, records []Record, lower bool) {
+	var nFrom, nTo int
+	for _, r := range records {
+		if val, _ := Get(r.Config, c.Key); ValueEqual(val, s.From) {
+			nFrom++
+		} else {
+			nTo++
+		}
+	}
+	switch {
+	case nFrom == 0:
+		s.Reason = fmt.Sprintf("no %s = %s records", c.Key, FormatValue(s.From))
+	case nTo == 0:
+		s.Reason = fmt.Sprintf("no %s = %s records", c.Key, FormatValue(s.To))
+	}
+	if s.Reason == "" {
+		e, err := CompareSettings(records, c.Key, s.From, s.To, c.Metric, lower)
+		if err != nil {
+			s.Reason = strings.TrimPrefix(err.Error(), "experiments: ")
+		} else {
+			s.Effect = e
+		}
+	}
+	if s.Effect == nil {
+		v.Missing = append(v.Missing, s)
+		return
+	}
+	s.Change = s.Effect.Diff.Mean * v.Factor
+	s.Moved = (lower && s.Change < 0) || (!lower && s.Change > 0)
+	s.GuardHeld = true
+	if c.Guard != "" {
+		s.GuardHeld = false
+		if ge, err := CompareSettings(records, c.Key, s.From, s.To, c.Guard, c.GuardLower); err == nil {
+			s.Guard = ge
+			s.GuardChange = ge.Diff.Mean * v.GuardFactor
+			if c.GuardLower {
+				s.GuardHeld = s.GuardChange <= c.Tolerance
+			} else {
+				s.GuardHeld = s.GuardChange >= -c.Tolerance
+			}
+		}
+	}
+	s.Held = s.Moved && s.GuardHeld
+	if s.Moved {
+		v.Moved++
+	}
+	if s.Held {
+		v.Held++
+	}
+	v.SeedsMoved += s.Effect.Improved
+	v.SeedsPaired += len(s.Effect.Seeds)
+	v.Settings = append(v.Settings, s)
 }
 
 // seedKeysOf returns the flattened configuration keys that hold the record's seed in every record
