@@ -92,18 +92,10 @@ func EvaluateBlockwise(backend compute.Backend, l Loss, emb []float64, b, d int,
 	if block <= 0 {
 		return res, fmt.Errorf("losses: block size %d: want > 0", block)
 	}
-	if b <= 0 || d <= 0 || len(emb) != b*d {
-		return res, fmt.Errorf("losses: embeddings: %d values for shape [%d, %d]", len(emb), b, d)
+	if setSize, err = checkEvalShapes(emb, b, d, labels, setSize); err != nil {
+		return res, err
 	}
-	if setSize <= 0 {
-		setSize = 1
-	}
-	if len(labels) != b*setSize {
-		return res, fmt.Errorf("losses: labels: %d values, want %d (batch %d × set size %d)", len(labels), b*setSize, b, setSize)
-	}
-	if opt.DType == dtypes.InvalidDType {
-		opt.DType = dtypes.Float64
-	}
+	opt = opt.withDefaults()
 	store, err := evalStore(opt.Store, opt.Seed)
 	if err != nil {
 		return res, err

@@ -31,23 +31,15 @@ type EvalOptions struct {
 // sets when len(labels) == b·s — pass s via setSize, 1 for plain labels). It is the reference
 // harness used by the `dmlkit loss` command and by tests.
 func Evaluate(backend compute.Backend, l Loss, emb []float64, b, d int, labels []int64, setSize int, opt EvalOptions) (res Result, err error) {
-	if b <= 0 || d <= 0 || len(emb) != b*d {
-		return res, fmt.Errorf("losses: embeddings: %d values for shape [%d, %d]", len(emb), b, d)
-	}
-	if setSize <= 0 {
-		setSize = 1
-	}
-	if len(labels) != b*setSize {
-		return res, fmt.Errorf("losses: labels: %d values, want %d (batch %d × set size %d)", len(labels), b*setSize, b, setSize)
+	if setSize, err = checkEvalShapes(emb, b, d, labels, setSize); err != nil {
+		return res, err
 	}
 	for i, v := range emb {
 		if math.IsNaN(v) || math.IsInf(v, 0) {
 			return res, fmt.Errorf("losses: embeddings: non-finite value at row %d, column %d", i/d, i%d)
 		}
 	}
-	if opt.DType == dtypes.InvalidDType {
-		opt.DType = dtypes.Float64
-	}
+	opt = opt.withDefaults()
 	numClasses := opt.NumClasses
 	if numClasses == 0 {
 		for _, v := range labels {
@@ -89,6 +81,29 @@ func Evaluate(backend compute.Backend, l Loss, emb []float64, b, d int, labels [
 		res.Grad = tensors.MustCopyFlatData[float64](outs[1])
 	}
 	return res, nil
+}
+
+// checkEvalShapes checks emb ([b, d]) and labels ([b] or [b, setSize]) as [Evaluate] and
+// [EvaluateBlockwise] take them, and returns setSize (1 when ≤ 0).
+func checkEvalShapes(emb []float64, b, d int, labels []int64, setSize int) (int, error) {
+	if b <= 0 || d <= 0 || len(emb) != b*d {
+		return 0, fmt.Errorf("losses: embeddings: %d values for shape [%d, %d]", len(emb), b, d)
+	}
+	if setSize <= 0 {
+		setSize = 1
+	}
+	if len(labels) != b*setSize {
+		return 0, fmt.Errorf("losses: labels: %d values, want %d (batch %d × set size %d)", len(labels), b*setSize, b, setSize)
+	}
+	return setSize, nil
+}
+
+// withDefaults fills the defaults of EvalOptions: DType Float64.
+func (o EvalOptions) withDefaults() EvalOptions {
+	if o.DType == dtypes.InvalidDType {
+		o.DType = dtypes.Float64
+	}
+	return o
 }
 
 // evalStore returns store, or a new store whose graph RNG is seeded with seed.

@@ -2,8 +2,11 @@ package train
 
 import (
 	"math/rand/v2"
+	"testing"
 
+	"github.com/dmlkit/dmlkit/dmlkit/backend"
 	"github.com/dmlkit/dmlkit/dmlkit/data"
+	"github.com/gomlx/gomlx/ml/model"
 )
 
 // synthImages builds nClasses classes of perClass side×side grey images: each class is a random
@@ -60,4 +63,36 @@ func testConfig() Config {
 	cfg.Checkpoint = CheckpointConfig{Keep: 0}
 	cfg.Optimizer.LR = 3e-3
 	return cfg
+}
+
+// firstBatch validates cfg, loads its data, builds an engine on a fresh store and returns them
+// with the first batch of epoch 0 of cfg's sampler (seeded with samplerSeed): its pixels
+// ([n, h, w, c] row-major) and labels.
+func firstBatch(t *testing.T, cfg *Config, samplerSeed int64) (eng *engine, store *model.Store, pix []float32, labels []int64) {
+	t.Helper()
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	split, err := loadData(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := split.train
+	h, w, c := tr.Dims()
+	store = model.NewStore()
+	if eng, err = newEngine(cfg, backend.MustShared(), store, len(classesOf(tr)), h, w, c); err != nil {
+		t.Fatal(err)
+	}
+	s, err := NewSampler(cfg.Sampler, samplerSeed, tr.Labels(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	idx := s.Epoch(0)[0]
+	pix = make([]float32, len(idx)*h*w*c)
+	tr.Fill(idx, pix)
+	labels = make([]int64, len(idx))
+	for i, j := range idx {
+		labels[i] = int64(tr.Labels()[j])
+	}
+	return eng, store, pix, labels
 }

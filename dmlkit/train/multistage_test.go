@@ -6,7 +6,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/dmlkit/dmlkit/dmlkit/backend"
 	"github.com/gomlx/gomlx/core/tensors"
 	"github.com/gomlx/gomlx/ml/model"
 )
@@ -16,32 +15,8 @@ import (
 // direct| gradient entry and the largest direct gradient entry.
 func multistageVsDirect(t *testing.T, cfg Config) (msLoss, directLoss, worst, scale float64) {
 	t.Helper()
-	if err := cfg.Validate(); err != nil {
-		t.Fatal(err)
-	}
-	split, err := loadData(&cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tr := split.train
-	h, w, c := tr.Dims()
-	store := model.NewStore()
-	eng, err := newEngine(&cfg, backend.MustShared(), store, len(classesOf(tr)), h, w, c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := NewSampler(cfg.Sampler, 1, tr.Labels(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	idx := s.Epoch(0)[0]
-	n := len(idx)
-	pix := make([]float32, n*h*w*c)
-	tr.Fill(idx, pix)
-	labels := make([]int64, n)
-	for i, j := range idx {
-		labels[i] = int64(tr.Labels()[j])
-	}
+	eng, store, pix, labels := firstBatch(t, &cfg, 1)
+	n := len(labels)
 	y := tensors.FromFlatDataAndDimensions(labels, n)
 	out, err := eng.grads.Call(eng.imageTensor(pix, n), y)
 	if err != nil {
