@@ -389,35 +389,17 @@ type configGroup struct {
 	records []Record
 }
 
-// groupByConfig partitions records by their configuration values of keys (nil where absent),
-// ordered as [GroupBy] orders groups.
+// groupByConfig is [GroupBy] (configuration values of keys, nil where absent, in GroupBy's order)
+// with each group's records copied into a slice, as [CompareSettings] takes them.
 func groupByConfig(records []Record, keys []string) []configGroup {
-	index := map[string]int{}
-	var out []configGroup
-	for _, r := range records {
-		vals := make([]any, len(keys))
-		parts := make([]string, len(keys))
-		for i, k := range keys {
-			vals[i], _ = Get(r.Config, k)
-			parts[i] = FormatValue(vals[i])
+	groups := GroupBy(records, keys)
+	out := make([]configGroup, len(groups))
+	for i, g := range groups {
+		out[i].values = g.Values
+		for _, r := range g.Records {
+			out[i].records = append(out[i].records, *r)
 		}
-		id := strings.Join(parts, "\x00")
-		j, ok := index[id]
-		if !ok {
-			j = len(out)
-			index[id] = j
-			out = append(out, configGroup{values: vals})
-		}
-		out[j].records = append(out[j].records, r)
 	}
-	sort.SliceStable(out, func(a, b int) bool {
-		for i := range keys {
-			if c := compareValues(out[a].values[i], out[b].values[i]); c != 0 {
-				return c < 0
-			}
-		}
-		return false
-	})
 	return out
 }
 
