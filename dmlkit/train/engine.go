@@ -194,14 +194,21 @@ func (e *engine) accumulate(g *Graph, vs []*model.Variable, grads []*Node) {
 func (e *engine) msLossGraph(scope *model.Scope, emb, y *Node) (*Node, *Node) {
 	liveVariables(scope, emb.Graph())
 	loss := e.buildLoss(scope, emb, y)
-	vs := e.trainableInGraph(loss.Graph(), "/"+lossScope)
+	return loss, e.embGradAccumulating(loss, emb)
+}
+
+// embGradAccumulating returns ∂loss/∂emb and accumulates the gradients of the loss's own
+// trainable variables (proxies, under the loss scope) into their accumulators.
+func (e *engine) embGradAccumulating(loss, emb *Node) *Node {
+	g := loss.Graph()
+	vs := e.trainableInGraph(g, "/"+lossScope)
 	nodes := []*Node{emb}
 	for _, v := range vs {
-		nodes = append(nodes, v.NodeValue(loss.Graph()))
+		nodes = append(nodes, v.NodeValue(g))
 	}
 	grads := Gradient(loss, nodes...)
-	e.accumulate(loss.Graph(), vs, grads[1:])
-	return loss, grads[0]
+	e.accumulate(g, vs, grads[1:])
+	return grads[0]
 }
 
 // msBackGraph is stage 3 for one chunk: re-embed with autodiff and inject G_chunk; the gradient

@@ -203,12 +203,5 @@ func (e *engine) msBlockGraph(scope *model.Scope, emb, y, q, counts *Node) (*Nod
 			total = Add(total, l)
 		}
 	}
-	vs := e.trainableInGraph(total.Graph(), "/"+lossScope)
-	nodes := []*Node{emb}
-	for _, v := range vs {
-		nodes = append(nodes, v.NodeValue(total.Graph()))
-	}
-	grads := Gradient(total, nodes...)
-	e.accumulate(total.Graph(), vs, grads[1:])
-	return total, grads[0]
+	return total, e.embGradAccumulating(total, emb)
 }
