@@ -91,20 +91,22 @@ func MatMulW(x, w *Node) *Node {
 // MatMul, to measure the difference (dmlkit/train's benchmarks with DMLKIT_MATMULW=0).
 var MatMulWLayout = true
 
-// Im2colMode selects how [Conv] builds its patch matrix: "gather" (default) or "slice". Both give
-// identical values; they differ only in speed on the Go backend.
-var Im2colMode = "gather"
+// Im2colMode selects how [Conv] builds its patch matrix: "rows" (default), "gather" or "slice".
+// All give identical values; they differ only in speed on the Go backend.
+var Im2colMode = "rows"
 
 // Conv is a k×k convolution with the given stride and "same"-style zero padding (k/2 on each
 // side), written as im2col + one MatMul with W [k·k·C, out] plus a bias: x is [B, H, W, C]; the
 // output is [B, ⌈H/stride⌉, ⌈W/stride⌉, out] (PyTorch's Conv2d(padding=k/2) for odd k). The patch
 // layout matches PyTorch's weight [out, C, kh, kw] permuted to [kh, kw, C, out].
 //
-// The patch matrix [B·Ho·Wo, k·k·C] is gathered with one Gather of C-long rows from x (plus a
-// zero row standing for the padding); its gradient is one scatter-add. The alternative
-// ([Im2colMode] "slice") is k² strided Slices of the padded input and a Concatenate, which the Go
-// backend copies element by element. Both are ~30× faster than the Go backend's native
-// convolution (toolchain.md §4).
+// The patch matrix [B·Ho·Wo, k·k·C] is gathered from the zero-padded input in k·C-long pieces
+// (one per patch row: k neighbouring pixels × C channels are contiguous in [B, H, W, C]); its
+// gradient is one scatter-add. [Im2colMode] selects two slower alternatives: "gather", C-long
+// pieces (one per pixel of the patch: k times as many copies, each k times shorter — for the
+// first layer of a grey-image CNN, copies of one float), and "slice", k² strided Slices of the
+// padded input and a Concatenate, which the Go backend copies element by element. All are ~30×
+// faster than the Go backend's native convolution (toolchain.md §4).
 func Conv(scope *model.Scope, x *Node, out, k, stride int, bias bool) *Node {
 	if x.Rank() != 4 {
 		panic(fmt.Sprintf("models: Conv needs [B, H, W, C], got %s", x.Shape()))
@@ -120,8 +122,10 @@ func Conv(scope *model.Scope, x *Node, out, k, stride int, bias bool) *Node {
 		}
 	case Im2colMode == "slice":
 		cols = im2colSlices(x, k, stride, ho, wo)
-	default:
+	case Im2colMode == "gather":
 		cols = im2colGather(x, k, stride, ho, wo)
+	default:
+		cols = im2colRows(x, k, stride, ho, wo)
 	}
 	wt := Param(scope, "weights", []int{k, k, c, out}, HeNormal).NodeValue(x.Graph())
 	y := MatMulW(Reshape(cols, b*ho*wo, k*k*c), Reshape(ConvertDType(wt, x.DType()), k*k*c, out))
@@ -147,6 +151,31 @@ func im2colSlices(x *Node, k, stride, ho, wo int) *Node {
 		}
 	}
 	return Concatenate(patches, -1)
+}
+
+// im2colRows returns the [B·Ho·Wo·k, k·C] patch rows: x zero-padded by k/2 on each side,
+// viewed as [B·Hp, Wp·C], and for output pixel (b, i, j) and window row dy the k·C values
+// starting at row b·Hp + i·stride + dy, column j·stride·C. The rows end at column
+// ((Wo−1)·stride + k)·C ≤ Wp·C, since (⌈W/s⌉−1)·s ≤ W−1.
+func im2colRows(x *Node, k, stride, ho, wo int) *Node {
+	b, h, w, c := x.Shape().Dim(0), x.Shape().Dim(1), x.Shape().Dim(2), x.Shape().Dim(3)
+	p := k / 2
+	hp, wp := h+2*p, w+2*p
+	xp := Pad(x, ScalarZero(x.Graph(), x.DType()), PadAxis{}, PadAxis{Start: p, End: p}, PadAxis{Start: p, End: p}, PadAxis{})
+	start := make([]int32, 0, 2*b*ho*wo*k)
+	for bi := 0; bi < b; bi++ {
+		for i := 0; i < ho; i++ {
+			for j := 0; j < wo; j++ {
+				for dy := 0; dy < k; dy++ {
+					start = append(start, int32(bi*hp+i*stride+dy), int32(j*stride*c))
+				}
+			}
+		}
+	}
+	n := b * ho * wo * k
+	rows := GatherSlices(Reshape(xp, b*hp, wp*c), []int{0, 1},
+		Const(x.Graph(), tensors.FromFlatDataAndDimensions(start, n, 2)), []int{1, k * c}, false)
+	return Reshape(rows, n, k*c)
 }
 
 // im2colGather returns the [B·Ho·Wo·k·k, C] patch rows gathered from x viewed as [B·H·W, C] with
@@ -178,14 +207,77 @@ func im2colGather(x *Node, k, stride, ho, wo int) *Node {
 	return Gather(flat, Const(x.Graph(), tensors.FromFlatDataAndDimensions(idx, len(idx), 1)))
 }
 
-// MaxPool2 is 2×2 max pooling with stride 2 on [B, H, W, C] (H and W even), written as
-// Reshape to [B, H/2, 2, W/2, 2, C] + ReduceMax over the two window axes.
+// MaxPool2 is 2×2 max pooling with stride 2 on [B, H, W, C] (H and W even): [B, H/2, W/2, C].
+// Its gradient sends ∂L/∂y of a window to every element equal to the window's maximum (ties
+// included), as autodiff of ReduceMax does.
+//
+// XLA and ONNX Runtime get Reshape to [B, H/2, 2, W/2, 2, C] + ReduceMax over the two window axes.
+// On the Go backend that ReduceMax and its gradient (a Sub and a Mul broadcasting over two middle
+// axes) run through generic per-element index iterators: a third of a small-CNN training step.
+// There MaxPool2 is two pairwise maxima of contiguous halves instead — rows: x viewed as
+// [B·H/2, 2, W·C]; then columns: the result viewed as [B·H/2·W/2, 2, C] — each a Slice of the
+// two halves and an elementwise Max, with a custom gradient that uses only same-shape
+// elementwise ops and a Concatenate: for a pair (a, b) with m = max(a, b) and incoming v,
+// ∂/∂a = v·[a ≥ b], ∂/∂b = v·[b ≥ a]. An element gets v·[x = row-pair max]·[row-pair max = m]
+// = v·[x = m]: the same values, bit for bit (products with 0/1 indicators are exact), as the
+// ReduceMax path.
 func MaxPool2(x *Node) *Node {
 	b, h, w, c := x.Shape().Dim(0), x.Shape().Dim(1), x.Shape().Dim(2), x.Shape().Dim(3)
 	if h%2 != 0 || w%2 != 0 {
 		panic(fmt.Sprintf("models: MaxPool2 needs even H, W, got %s", x.Shape()))
 	}
-	return ReduceMax(Reshape(x, b, h/2, 2, w/2, 2, c), 2, 4)
+	if !MaxPoolPairs || x.Graph().Backend().String() != "go" {
+		return ReduceMax(Reshape(x, b, h/2, 2, w/2, 2, c), 2, 4)
+	}
+	var v *Node // ∂L/∂y of the gradient being built
+	var rows, cols [2]*Node
+	xc := IdentityWithCustomGradient(x, func(_, _ *Node) *Node {
+		if v == nil {
+			panic("models: MaxPool2: input gradient requested before the output's gradient")
+		}
+		gm := pairMaxGrad(cols, v)                       // [B·H/2·W/2, 2, C]
+		gx := pairMaxGrad(rows, Reshape(gm, b*h/2, w*c)) // [B·H/2, 2, W·C]
+		return Reshape(gx, b, h, w, c)
+	})
+	rows = pairHalves(Reshape(xc, b*h/2, 2, w*c))
+	cols = pairHalves(Reshape(Max(rows[0], rows[1]), b*h/2*w/2, 2, c))
+	y := Max(cols[0], cols[1])
+	y = IdentityWithCustomGradient(y, func(_, g *Node) *Node {
+		v = g
+		return g
+	})
+	return Reshape(y, b, h/2, w/2, c)
+}
+
+// MaxPoolPairs turns [MaxPool2]'s pairwise formulation on the Go backend on (default); false
+// uses ReduceMax there too (dmlkit/train's benchmarks with DMLKIT_MAXPOOL=reduce).
+var MaxPoolPairs = true
+
+// pairHalves returns x[:, 0, :] and x[:, 1, :] of x [A, 2, D], each [A, D], as Gathers of
+// D-long rows (copied as blocks; the Go backend's Slice copies element by element).
+func pairHalves(x *Node) [2]*Node {
+	a, d := x.Shape().Dim(0), x.Shape().Dim(2)
+	flat := Reshape(x, 2*a, d)
+	var p [2]*Node
+	for k := range p {
+		idx := make([]int32, a)
+		for i := range idx {
+			idx[i] = int32(2*i + k)
+		}
+		p[k] = Gather(flat, Const(x.Graph(), tensors.FromFlatDataAndDimensions(idx, a, 1)))
+	}
+	return p
+}
+
+// pairMaxGrad returns the gradient of max(p[0], p[1]) (each [A, D]) for incoming v [A, D]:
+// [v·[p0 ≥ p1], v·[p1 ≥ p0]] stacked as [A, 2, D]. Zeros are written as +0 where v·0 would
+// keep v's sign; no sum of the step can tell them apart unless all its terms are zero.
+func pairMaxGrad(p [2]*Node, v *Node) *Node {
+	a, d := v.Shape().Dim(0), v.Shape().Dim(1)
+	zero := ScalarZero(v.Graph(), v.DType())
+	g0 := Where(GreaterOrEqual(p[0], p[1]), v, zero)
+	g1 := Where(GreaterOrEqual(p[1], p[0]), v, zero)
+	return Concatenate([]*Node{Reshape(g0, a, 1, d), Reshape(g1, a, 1, d)}, 1)
 }
 
 // MaxPool3s2 is the ResNet stem pooling: 3×3 window, stride 2, padding 1 (padding never wins:

@@ -206,6 +206,11 @@ func NormalizeRows(x *Node) *Node {
 // SmallCNN is the CPU-sized backbone: for each width c in cfg.Channels a block
 // Conv3×3(c) → BN → ReLU, followed by 2×2 max pooling on all blocks but the last, then global
 // pooling. On 28×28 with [32, 64, 128]: 28 → 14 → 7 → [B, 128]; on 64×64: 64 → 32 → 16.
+//
+// A pooled block applies ReLU after the pooling: max(relu(a), …) = relu(max(a, …)) exactly, and
+// the gradients agree bit for bit too — both send v to the elements equal to the window maximum
+// m when m ≥ 0 (ReLU's gradient at 0 is 1, as GoMLX's Max(x, 0) gives) and nothing when m < 0.
+// ReLU then touches a quarter of the values.
 func SmallCNN(scope *model.Scope, cfg Config, x *Node, mode Mode) *Node {
 	if x.Rank() != 4 {
 		panic(fmt.Sprintf("models: the small CNN needs [B, H, W, C] images, got %s", x.Shape()))
@@ -219,10 +224,10 @@ func SmallCNN(scope *model.Scope, cfg Config, x *Node, mode Mode) *Node {
 		if bn {
 			h = BatchNorm(bs.At("bn"), h, mode)
 		}
-		h = Relu(h)
 		if i < len(cfg.Channels)-1 && h.Shape().Dim(1)%2 == 0 && h.Shape().Dim(2)%2 == 0 {
-			h = MaxPool2(h)
+			h = MaxPool2(h) // then ReLU, on a quarter of the values: see the doc comment
 		}
+		h = Relu(h)
 	}
 	return GlobalPool(h, cfg.Pool, cfg.GeMP)
 }

@@ -54,7 +54,7 @@ func varData(t *testing.T, store *model.Store, path string) []float32 {
 // keeps the error below 1e-5.
 func TestConvMatchesDirect(t *testing.T) {
 	defer func(m string) { Im2colMode = m }(Im2colMode)
-	for _, mode := range []string{"gather", "slice"} {
+	for _, mode := range []string{"rows", "gather", "slice"} {
 		Im2colMode = mode
 		testConvMatchesDirect(t)
 	}

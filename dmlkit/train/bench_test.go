@@ -84,6 +84,10 @@ func init() {
 	if os.Getenv("DMLKIT_MATMULW") == "0" {
 		models.MatMulWLayout = false
 	}
+	// DMLKIT_MAXPOOL=reduce benchmarks MaxPool2 as ReduceMax instead of pairwise maxima.
+	if os.Getenv("DMLKIT_MAXPOOL") == "reduce" {
+		models.MaxPoolPairs = false
+	}
 }
 
 func BenchmarkHeadContrastive(b *testing.B) {

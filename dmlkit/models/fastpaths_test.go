@@ -1,0 +1,143 @@
+package models
+
+import (
+	"math/rand/v2"
+	"testing"
+
+	"github.com/dmlkit/dmlkit/dmlkit/backend"
+	. "github.com/gomlx/gomlx/core/graph"
+	"github.com/gomlx/gomlx/core/tensors"
+	"github.com/gomlx/gomlx/ml/model"
+)
+
+// tiedImages returns values drawn from {−2, −1, 0, 1, 2} (with −0 among the zeros), so 2×2
+// windows have ties at positive values, at zero and at negative values.
+func tiedImages(seed uint64, n int) []float32 {
+	r := rand.New(rand.NewPCG(seed, 5))
+	out := make([]float32, n)
+	for i := range out {
+		out[i] = float32(r.IntN(5) - 2)
+		if out[i] == 0 && r.IntN(2) == 0 {
+			out[i] = -out[i] // −0
+		}
+	}
+	return out
+}
+
+// TestMaxPool2Gradient checks MaxPool2's value and gradient, on both of its Go-backend paths
+// (pairwise maxima, ReduceMax), against a direct loop: for L = Σ r ⊙ y, ∂L/∂x at an element is r
+// of its window when the element equals the window maximum (every tied element gets it), else
+// 0. It also checks what SmallCNN relies on: ReLU after pooling has the same value and gradient
+// as ReLU before it — an element gets r iff it equals the window maximum m and m ≥ 0. Two
+// gradients (L and Σ y²) are built in one graph. Values are small integers and r has few bits,
+// so every expected number is exact and the comparison is ==.
+func TestMaxPool2Gradient(t *testing.T) {
+	defer func(p bool) { MaxPoolPairs = p }(MaxPoolPairs)
+	const b, h, w, c = 2, 4, 6, 3
+	x := tiedImages(11, b*h*w*c)
+	rr := make([]float32, b*h/2*w/2*c)
+	for i := range rr {
+		rr[i] = float32(i%7+1) / 8
+	}
+	// Expected values by direct loops.
+	wantY := make([]float32, len(rr))
+	wantGx := make([]float32, len(x))    // ∂(Σ r⊙pool(x))/∂x
+	wantGsq := make([]float32, len(x))   // ∂(Σ pool(x)²)/∂x
+	wantGrelu := make([]float32, len(x)) // ∂(Σ r⊙relu(pool(x)))/∂x
+	at := func(n, i, j, ch int) int { return ((n*h+i)*w+j)*c + ch }
+	for n := 0; n < b; n++ {
+		for i := 0; i < h/2; i++ {
+			for j := 0; j < w/2; j++ {
+				for ch := 0; ch < c; ch++ {
+					o := ((n*h/2+i)*w/2+j)*c + ch
+					m := float32(-10)
+					for d := 0; d < 4; d++ {
+						m = max(m, x[at(n, 2*i+d/2, 2*j+d%2, ch)])
+					}
+					wantY[o] = m
+					for d := 0; d < 4; d++ {
+						k := at(n, 2*i+d/2, 2*j+d%2, ch)
+						if x[k] == m {
+							wantGx[k] = rr[o]
+							wantGsq[k] = 2 * m
+							if m >= 0 {
+								wantGrelu[k] = rr[o]
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+	for _, pairs := range []bool{true, false} {
+		MaxPoolPairs = pairs
+		e, err := NewExec(backend.MustShared(), func(xn, rn *Node) []*Node {
+			y := MaxPool2(xn)
+			l1 := ReduceAllSum(Mul(rn, y))
+			l2 := ReduceAllSum(Square(y))
+			after := ReduceAllSum(Mul(rn, Relu(MaxPool2(xn))))
+			before := ReduceAllSum(Mul(rn, MaxPool2(Relu(xn))))
+			return []*Node{y, Gradient(l1, xn)[0], Gradient(l2, xn)[0], Gradient(after, xn)[0], Gradient(before, xn)[0]}
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, err := e.Exec(tensors.FromFlatDataAndDimensions(x, b, h, w, c), tensors.FromFlatDataAndDimensions(rr, b, h/2, w/2, c))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for k, want := range [][]float32{wantY, wantGx, wantGsq, wantGrelu, wantGrelu} {
+			name := []string{"y", "∂L/∂x", "∂Σy²/∂x", "∂/∂x relu after pool", "∂/∂x relu before pool"}[k]
+			got := tensors.MustCopyFlatData[float32](out[k])
+			for i := range want {
+				if got[i] != want[i] {
+					t.Fatalf("pairs=%v: %s[%d] = %g, want %g", pairs, name, i, got[i], want[i])
+				}
+			}
+		}
+	}
+}
+
+// TestConvIm2colGradientsAgree checks that Conv's gradients (w.r.t. the input and the weights)
+// are the same bit for bit whichever [Im2colMode] builds the patch matrix, "rows" or "gather":
+// both scatter-add the patch gradient in the same order (output pixel, window row, window
+// column), so the float32 sums round identically. The "slice" mode sums in another order and is
+// checked by [TestConvMatchesDirect] only.
+func TestConvIm2colGradientsAgree(t *testing.T) {
+	defer func(m string) { Im2colMode = m }(Im2colMode)
+	for _, tc := range []struct{ k, stride, h, w, c, out int }{
+		{3, 1, 6, 5, 2, 4}, {3, 2, 7, 6, 3, 2}, {7, 2, 9, 9, 1, 2}, {3, 1, 5, 5, 1, 3},
+	} {
+		const b = 2
+		x := randImages(uint64(tc.k*10+tc.h), b, tc.h, tc.w, tc.c)
+		ho, wo := (tc.h+tc.stride-1)/tc.stride, (tc.w+tc.stride-1)/tc.stride
+		rr := randImages(9, b*ho*wo*tc.out)
+		var grads [2][]*tensors.Tensor
+		for mi, mode := range []string{"rows", "gather"} {
+			Im2colMode = mode
+			store := model.NewStore()
+			SetInitSeed(store, 7)
+			e, err := model.NewExec(backend.MustShared(), store, func(scope *model.Scope, xn *Node) []*Node {
+				scope.SetTraining(xn.Graph(), true) // weights as variables, not constants
+				y := Conv(scope.At("conv"), xn, tc.out, tc.k, tc.stride, false)
+				r := Const(xn.Graph(), tensors.FromFlatDataAndDimensions(rr, b, ho, wo, tc.out))
+				loss := ReduceAllSum(Mul(r, Square(y)))
+				return Gradient(loss, xn, store.GetVariable("/conv/weights").NodeValue(xn.Graph()))
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if grads[mi], err = e.Call(tensors.FromFlatDataAndDimensions(x, b, tc.h, tc.w, tc.c)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for gi, name := range []string{"∂L/∂x", "∂L/∂w"} {
+			rows, gather := tensors.MustCopyFlatData[float32](grads[0][gi]), tensors.MustCopyFlatData[float32](grads[1][gi])
+			for i := range rows {
+				if rows[i] != gather[i] {
+					t.Fatalf("%+v: %s[%d]: rows %g, gather %g", tc, name, i, rows[i], gather[i])
+				}
+			}
+		}
+	}
+}
