@@ -141,3 +141,35 @@ func TestConvIm2colGradientsAgree(t *testing.T) {
 		}
 	}
 }
+
+// TestReluGradient checks Relu's value and gradient against the closed forms max(x, 0) and
+// v·[x ≥ 0] (1 at x = 0 and x = −0, as GoMLX's gradient of Max(x, 0)), for L = Σ r ⊙ relu(x).
+func TestReluGradient(t *testing.T) {
+	x := tiedImages(4, 40)
+	x = append(x, 0.5, -0.25, 3e-39, -3e-39) // subnormals: nonzero, so their sign decides
+	rr := make([]float32, len(x))
+	for i := range rr {
+		rr[i] = float32(i%5) - 1.5
+	}
+	e, err := NewExec(backend.MustShared(), func(xn, rn *Node) []*Node {
+		y := Relu(xn)
+		return []*Node{y, Gradient(ReduceAllSum(Mul(rn, y)), xn)[0]}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := e.Exec(x, rr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	y, g := tensors.MustCopyFlatData[float32](out[0]), tensors.MustCopyFlatData[float32](out[1])
+	for i, v := range x {
+		wantG := float32(0)
+		if v >= 0 {
+			wantG = rr[i]
+		}
+		if y[i] != max(v, 0) || g[i] != wantG {
+			t.Errorf("x=%g: relu %g (want %g), gradient %g (want %g)", v, y[i], max(v, 0), g[i], wantG)
+		}
+	}
+}

@@ -161,7 +161,7 @@ func im2colRows(x *Node, k, stride, ho, wo int) *Node {
 	b, h, w, c := x.Shape().Dim(0), x.Shape().Dim(1), x.Shape().Dim(2), x.Shape().Dim(3)
 	p := k / 2
 	hp, wp := h+2*p, w+2*p
-	xp := Pad(x, ScalarZero(x.Graph(), x.DType()), PadAxis{}, PadAxis{Start: p, End: p}, PadAxis{Start: p, End: p}, PadAxis{})
+	xp := padSpatial(x, p)
 	start := make([]int32, 0, 2*b*ho*wo*k)
 	for bi := 0; bi < b; bi++ {
 		for i := 0; i < ho; i++ {
@@ -176,6 +176,30 @@ func im2colRows(x *Node, k, stride, ho, wo int) *Node {
 	rows := GatherSlices(Reshape(xp, b*hp, wp*c), []int{0, 1},
 		Const(x.Graph(), tensors.FromFlatDataAndDimensions(start, n, 2)), []int{1, k * c}, false)
 	return Reshape(rows, n, k*c)
+}
+
+// padSpatial zero-pads H and W of x [B, H, W, C] by p on each side. Its gradient takes the
+// interior back out of the padded gradient with one Gather of W·C-long rows (autodiff's Slice
+// copies element by element on the Go backend).
+func padSpatial(x *Node, p int) *Node {
+	if p == 0 {
+		return x
+	}
+	b, h, w, c := x.Shape().Dim(0), x.Shape().Dim(1), x.Shape().Dim(2), x.Shape().Dim(3)
+	hp, wp := h+2*p, w+2*p
+	return withCustomGradient(x, func(xc *Node) *Node {
+		return Pad(xc, ScalarZero(x.Graph(), x.DType()), PadAxis{}, PadAxis{Start: p, End: p}, PadAxis{Start: p, End: p}, PadAxis{})
+	}, func(v *Node) *Node {
+		start := make([]int32, 0, 2*b*h)
+		for bi := 0; bi < b; bi++ {
+			for i := 0; i < h; i++ {
+				start = append(start, int32(bi*hp+p+i), int32(p*c))
+			}
+		}
+		rows := GatherSlices(Reshape(v, b*hp, wp*c), []int{0, 1},
+			Const(x.Graph(), tensors.FromFlatDataAndDimensions(start, b*h, 2)), []int{1, w * c}, true)
+		return Reshape(rows, b, h, w, c)
+	})
 }
 
 // im2colGather returns the [B·Ho·Wo·k·k, C] patch rows gathered from x viewed as [B·H·W, C] with
@@ -229,24 +253,36 @@ func MaxPool2(x *Node) *Node {
 	if !MaxPoolPairs || x.Graph().Backend().String() != "go" {
 		return ReduceMax(Reshape(x, b, h/2, 2, w/2, 2, c), 2, 4)
 	}
-	var v *Node // ∂L/∂y of the gradient being built
 	var rows, cols [2]*Node
-	xc := IdentityWithCustomGradient(x, func(_, _ *Node) *Node {
-		if v == nil {
-			panic("models: MaxPool2: input gradient requested before the output's gradient")
-		}
+	y := withCustomGradient(x, func(xc *Node) *Node {
+		rows = pairHalves(Reshape(xc, b*h/2, 2, w*c))
+		cols = pairHalves(Reshape(Max(rows[0], rows[1]), b*h/2*w/2, 2, c))
+		return Max(cols[0], cols[1])
+	}, func(v *Node) *Node {
 		gm := pairMaxGrad(cols, v)                       // [B·H/2·W/2, 2, C]
 		gx := pairMaxGrad(rows, Reshape(gm, b*h/2, w*c)) // [B·H/2, 2, W·C]
 		return Reshape(gx, b, h, w, c)
 	})
-	rows = pairHalves(Reshape(xc, b*h/2, 2, w*c))
-	cols = pairHalves(Reshape(Max(rows[0], rows[1]), b*h/2*w/2, 2, c))
-	y := Max(cols[0], cols[1])
-	y = IdentityWithCustomGradient(y, func(_, g *Node) *Node {
+	return Reshape(y, b, h/2, w/2, c)
+}
+
+// withCustomGradient returns forward(x) with ∂L/∂x = grad(v), v = ∂L/∂forward(x), in place of
+// autodiff's. GoMLX hands v only to the output's gradient function, so an identity on the output
+// records it and an identity on the input uses it: reverse autodiff reaches the output first
+// (the input feeds it). Autodiff's own gradient through forward is then unused and dropped by
+// the backends' dead-code elimination. forward and grad may share state: forward runs first.
+func withCustomGradient(x *Node, forward func(x *Node) *Node, grad func(v *Node) *Node) *Node {
+	var v *Node // ∂L/∂y of the gradient being built
+	xc := IdentityWithCustomGradient(x, func(_, _ *Node) *Node {
+		if v == nil {
+			panic("models: custom gradient requested before the output's gradient")
+		}
+		return grad(v)
+	})
+	return IdentityWithCustomGradient(forward(xc), func(_, g *Node) *Node {
 		v = g
 		return g
 	})
-	return Reshape(y, b, h/2, w/2, c)
 }
 
 // MaxPoolPairs turns [MaxPool2]'s pairwise formulation on the Go backend on (default); false
@@ -376,7 +412,17 @@ func GlobalPool(x *Node, kind string, p float64) *Node {
 	panic(fmt.Sprintf("models: unknown pooling %q (want avg, max, avgmax or gem)", kind))
 }
 
-// Relu is max(x, 0).
-func Relu(x *Node) *Node { return Max(x, ZerosLike(x)) }
+// Relu is max(x, 0), with gradient v·[x ≥ 0] (GoMLX's gradient of Max(x, 0)). On the Go
+// backend the gradient is one comparison and one Where instead of autodiff's four passes
+// (Sign(Sign(x − 0) + 1)·v); it writes +0 where autodiff's v·0 keeps v's sign, which no sum can
+// tell apart unless all its terms are zero.
+func Relu(x *Node) *Node {
+	if x.Graph().Backend().String() != "go" {
+		return Max(x, ZerosLike(x))
+	}
+	return withCustomGradient(x, func(xc *Node) *Node { return Max(xc, ZerosLike(xc)) }, func(v *Node) *Node {
+		return Where(GreaterOrEqual(x, ZerosLike(x)), v, ZerosLike(v))
+	})
+}
 
 func scalarLike(x *Node, v float64) *Node { return Scalar(x.Graph(), x.DType(), v) }
