@@ -59,10 +59,8 @@ func Dense(scope *model.Scope, x *Node, out int, bias bool) *Node {
 //
 // ∂L/∂x is autodiff's v·wᵀ (no transpose needed). On other backends (XLA, ONNX Runtime), which lay
 // out their own GEMMs, MatMulW is plain MatMul: there the explicit transposes only cost time (ONNX
-// Runtime's small-CNN step: 344 → 422 ms). The custom weight gradient needs v, which GoMLX
-// hands only to y's gradient function: y's custom gradient records v and passes it on unchanged;
-// reverse autodiff reaches y before w (w feeds y), so w's custom gradient finds it. Autodiff's own
-// xᵀ·v for w is then unused and dropped by the backends' dead-code elimination.
+// Runtime's small-CNN step: 344 → 422 ms). The custom weight gradient is built with
+// [withCustomGradient]; ∂L/∂x passes through y's identity unchanged.
 func MatMulW(x, w *Node) *Node {
 	if x.Rank() != 2 || w.Rank() != 2 || x.Shape().Dim(1) != w.Shape().Dim(0) {
 		panic(fmt.Sprintf("models: MatMulW needs x [N, K] and w [K, O], got %s and %s", x.Shape(), w.Shape()))
@@ -71,19 +69,11 @@ func MatMulW(x, w *Node) *Node {
 		return MatMul(x, w) // XLA and ONNX Runtime choose their own layouts
 	}
 	n, k, o := x.Shape().Dim(0), x.Shape().Dim(1), w.Shape().Dim(1)
-	var v *Node // ∂L/∂y of the gradient being built
-	wc := IdentityWithCustomGradient(w, func(_, _ *Node) *Node {
-		if v == nil {
-			panic("models: MatMulW: weight gradient requested before the output's gradient")
-		}
+	return withCustomGradient(w, func(wc *Node) *Node { return MatMul(x, wc) }, func(v *Node) *Node {
 		if n*k <= n*o+k*o {
 			return DotGeneral(Transpose(x, 0, 1), []int{1}, nil, v, []int{0}, nil) // [K, O]
 		}
 		return Transpose(DotGeneral(Transpose(v, 0, 1), []int{1}, nil, x, []int{0}, nil), 0, 1) // [O, K] → [K, O]
-	})
-	return IdentityWithCustomGradient(MatMul(x, wc), func(_, g *Node) *Node {
-		v = g
-		return g
 	})
 }
 
