@@ -81,8 +81,9 @@ func MatMulW(x, w *Node) *Node {
 // MatMul, to measure the difference (dmlkit/train's benchmarks with DMLKIT_MATMULW=0).
 var MatMulWLayout = true
 
-// Im2colMode selects how [Conv] builds its patch matrix: "rows" (default), "gather" or "slice".
-// All give identical values; they differ only in speed on the Go backend.
+// Im2colMode selects how [Conv] builds its patch matrix on the Go backend: "rows" (default),
+// "gather" or "slice". All give identical values; they differ only in speed. Other backends use
+// "gather" unless "slice" is chosen (ONNX Runtime cannot gather multi-element slices).
 var Im2colMode = "rows"
 
 // Conv is a k×k convolution with the given stride and "same"-style zero padding (k/2 on each
@@ -112,8 +113,8 @@ func Conv(scope *model.Scope, x *Node, out, k, stride int, bias bool) *Node {
 		}
 	case Im2colMode == "slice":
 		cols = im2colSlices(x, k, stride, ho, wo)
-	case Im2colMode == "gather":
-		cols = im2colGather(x, k, stride, ho, wo)
+	case Im2colMode == "gather" || x.Graph().Backend().String() != "go":
+		cols = im2colGather(x, k, stride, ho, wo) // ONNX Runtime has no Gather of multi-element slices
 	default:
 		cols = im2colRows(x, k, stride, ho, wo)
 	}
