@@ -1,6 +1,7 @@
 package models
 
 import (
+	"math"
 	"math/rand/v2"
 	"testing"
 
@@ -170,6 +171,55 @@ func TestReluGradient(t *testing.T) {
 		}
 		if y[i] != max(v, 0) || g[i] != wantG {
 			t.Errorf("x=%g: relu %g (want %g), gradient %g (want %g)", v, y[i], max(v, 0), g[i], wantG)
+		}
+	}
+}
+
+// TestConvNativeGradients checks Conv's im2col gradients (Go backend, "rows") against GoMLX's
+// own convolution and its autodiff (ConvImpl "native", the XLA path, run here on the Go
+// backend): ∂L/∂x, ∂L/∂w and ∂L/∂b for L = Σ r ⊙ conv(x)², strides 1 and 2, odd k (even k
+// always takes im2col). Both sum
+// the same float32 products in different orders: relative tolerance 1e-5.
+func TestConvNativeGradients(t *testing.T) {
+	defer func(c string) { ConvImpl = c }(ConvImpl)
+	for _, tc := range []struct{ k, stride, h, w, c, out int }{
+		{3, 1, 6, 5, 2, 4}, {3, 2, 7, 6, 3, 2}, {7, 2, 9, 9, 1, 2}, {1, 2, 6, 6, 3, 5}, {5, 1, 6, 7, 2, 3},
+	} {
+		const b = 2
+		x := randImages(uint64(tc.k*10+tc.h), b, tc.h, tc.w, tc.c)
+		ho, wo := (tc.h+tc.stride-1)/tc.stride, (tc.w+tc.stride-1)/tc.stride
+		rr := randImages(9, b*ho*wo*tc.out)
+		var grads [2][]*tensors.Tensor
+		for mi, impl := range []string{"im2col", "native"} {
+			ConvImpl = impl
+			store := model.NewStore()
+			SetInitSeed(store, 7)
+			e, err := model.NewExec(backend.MustShared(), store, func(scope *model.Scope, xn *Node) []*Node {
+				scope.SetTraining(xn.Graph(), true)
+				y := Conv(scope.At("conv"), xn, tc.out, tc.k, tc.stride, true)
+				r := Const(xn.Graph(), tensors.FromFlatDataAndDimensions(rr, b, ho, wo, tc.out))
+				loss := ReduceAllSum(Mul(r, Square(y)))
+				return Gradient(loss, xn, store.GetVariable("/conv/weights").NodeValue(xn.Graph()),
+					store.GetVariable("/conv/biases").NodeValue(xn.Graph()))
+			})
+			if err == nil {
+				grads[mi], err = e.Call(tensors.FromFlatDataAndDimensions(x, b, tc.h, tc.w, tc.c))
+			}
+			if err != nil {
+				t.Fatalf("%+v, %s: %v", tc, impl, err)
+			}
+		}
+		for gi, name := range []string{"∂L/∂x", "∂L/∂w", "∂L/∂b"} {
+			a, n := tensors.MustCopyFlatData[float32](grads[0][gi]), tensors.MustCopyFlatData[float32](grads[1][gi])
+			scale := 0.0
+			for _, v := range n {
+				scale = math.Max(scale, math.Abs(float64(v)))
+			}
+			for i := range a {
+				if d := math.Abs(float64(a[i] - n[i])); d > 1e-5*scale {
+					t.Fatalf("%+v: %s[%d]: im2col %g, native %g", tc, name, i, a[i], n[i])
+				}
+			}
 		}
 	}
 }

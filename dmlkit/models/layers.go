@@ -81,15 +81,36 @@ func MatMulW(x, w *Node) *Node {
 // MatMul, to measure the difference (dmlkit/train's benchmarks with DMLKIT_MATMULW=0).
 var MatMulWLayout = true
 
+// ConvImpl selects how [Conv] convolves: "auto" (default) — the backend's own convolution
+// (graph.Convolve: cuDNN on an XLA GPU) on XLA, im2col + GEMM on the Go backend (its native
+// convolution is ~30× slower, toolchain.md §4) and on ONNX Runtime (its native convolution made
+// the small-CNN step slower, 350 → 550–670 ms, and its gradient of a strided convolution needs
+// input dilation, which ONNX Conv lacks) —, "im2col" or "native". Even k always takes im2col:
+// GoMLX cannot build the gradient of an asymmetrically padded convolution.
+var ConvImpl = "auto"
+
+// convNative says whether [Conv] uses the backend's convolution on the named backend.
+func convNative(backendName string) bool {
+	switch ConvImpl {
+	case "native":
+		return true
+	case "im2col":
+		return false
+	}
+	return backendName == "xla"
+}
+
 // Im2colMode selects how [Conv] builds its patch matrix on the Go backend: "rows" (default),
 // "gather" or "slice". All give identical values; they differ only in speed. Other backends use
 // "gather" unless "slice" is chosen (ONNX Runtime cannot gather multi-element slices).
 var Im2colMode = "rows"
 
-// Conv is a k×k convolution with the given stride and "same"-style zero padding (k/2 on each
-// side), written as im2col + one MatMul with W [k·k·C, out] plus a bias: x is [B, H, W, C]; the
-// output is [B, ⌈H/stride⌉, ⌈W/stride⌉, out] (PyTorch's Conv2d(padding=k/2) for odd k). The patch
-// layout matches PyTorch's weight [out, C, kh, kw] permuted to [kh, kw, C, out].
+// Conv is a k×k convolution with the given stride and "same"-style zero padding (k/2 before,
+// k−1−k/2 after: k/2 on each side for odd k) with weights W [k, k, C, out] plus a bias: x is
+// [B, H, W, C]; the output is [B, ⌈H/stride⌉, ⌈W/stride⌉, out] (PyTorch's Conv2d(padding=k/2)
+// for odd k). W's layout is PyTorch's weight [out, C, kh, kw] permuted to [kh, kw, C, out]. On
+// the Go backend and ONNX Runtime it is im2col + one MatMul with W viewed as [k·k·C, out]; on
+// XLA the backend's own convolution ([ConvImpl]).
 //
 // The patch matrix [B·Ho·Wo, k·k·C] is gathered from the zero-padded input in k·C-long pieces
 // (one per patch row: k neighbouring pixels × C channels are contiguous in [B, H, W, C]); its
@@ -104,6 +125,17 @@ func Conv(scope *model.Scope, x *Node, out, k, stride int, bias bool) *Node {
 	}
 	b, h, w, c := x.Shape().Dim(0), x.Shape().Dim(1), x.Shape().Dim(2), x.Shape().Dim(3)
 	ho, wo := (h+stride-1)/stride, (w+stride-1)/stride
+	if k%2 == 1 && convNative(x.Graph().Backend().String()) {
+		wt := Param(scope, "weights", []int{k, k, c, out}, HeNormal).NodeValue(x.Graph())
+		p := k / 2
+		pad := [][2]int{{p, p}, {p, p}} // output ⌈H/stride⌉, as the im2col path
+		y := Convolve(x, ConvertDType(wt, x.DType())).Strides(stride).PaddingPerDim(pad).Done()
+		if bias {
+			bv := Param(scope, "biases", []int{out}, Fill(0)).NodeValue(x.Graph())
+			y = Add(y, Reshape(ConvertDType(bv, x.DType()), 1, 1, 1, out))
+		}
+		return y
+	}
 	var cols *Node
 	switch {
 	case k == 1:

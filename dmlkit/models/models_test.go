@@ -53,9 +53,12 @@ func varData(t *testing.T, store *model.Store, path string) []float32 {
 // float64 (zero padding k/2, stride s); float32 accumulation over k·k·C ≤ 75 terms of size ≤ 1
 // keeps the error below 1e-5.
 func TestConvMatchesDirect(t *testing.T) {
-	defer func(m string) { Im2colMode = m }(Im2colMode)
-	for _, mode := range []string{"rows", "gather", "slice"} {
-		Im2colMode = mode
+	defer func(m, c string) { Im2colMode, ConvImpl = m, c }(Im2colMode, ConvImpl)
+	for _, mode := range []string{"rows", "gather", "slice", "native"} {
+		Im2colMode, ConvImpl = mode, "auto"
+		if mode == "native" {
+			ConvImpl = "native" // graph.Convolve, the XLA path, here on the Go backend
+		}
 		testConvMatchesDirect(t)
 	}
 }
@@ -63,6 +66,7 @@ func TestConvMatchesDirect(t *testing.T) {
 func testConvMatchesDirect(t *testing.T) {
 	for _, tc := range []struct{ k, stride, h, w, c, out int }{
 		{3, 1, 6, 5, 2, 4}, {3, 2, 7, 6, 3, 2}, {1, 2, 6, 6, 3, 5}, {7, 2, 9, 9, 1, 2}, {1, 1, 4, 4, 2, 3},
+		{2, 1, 5, 4, 2, 3}, {4, 2, 7, 6, 1, 2},
 	} {
 		b := 2
 		x := randImages(uint64(tc.k*100+tc.stride), b, tc.h, tc.w, tc.c)

@@ -137,13 +137,19 @@ func testTorchResNet(t *testing.T, depth string) {
 	if v := store.GetVariable("/backbone/layer2/0/downsample/weights"); v == nil || !v.Trainable {
 		t.Fatalf("downsample weights not loaded as a trainable variable: %v", v)
 	}
-	worst, scale := featuresVsTorch(t, store, func(scope *model.Scope, x *Node) *Node {
-		scope.SetTraining(x.Graph(), true)
-		return ResNet(scope.At("backbone"), depth, cfg, x, Mode{})
-	}, x, []int{n, h, wd, c}, want)
-	t.Logf("ResNet-%s vs PyTorch: max |Δ| = %.3g (max |feature| %.3g)", depth, worst, scale)
-	if worst > 1e-3*scale {
-		t.Errorf("dmlkit ResNet-%s differs from PyTorch's: max |Δ| = %g, scale %g", depth, worst, scale)
+	// Both convolution paths: im2col (Go backend, ONNX Runtime) and the backend's own convolution
+	// (XLA's path, run here on the Go backend).
+	defer func(c string) { ConvImpl = c }(ConvImpl)
+	for _, impl := range []string{"im2col", "native"} {
+		ConvImpl = impl
+		worst, scale := featuresVsTorch(t, store, func(scope *model.Scope, x *Node) *Node {
+			scope.SetTraining(x.Graph(), true)
+			return ResNet(scope.At("backbone"), depth, cfg, x, Mode{})
+		}, x, []int{n, h, wd, c}, want)
+		t.Logf("ResNet-%s (%s convolutions) vs PyTorch: max |Δ| = %.3g (max |feature| %.3g)", depth, impl, worst, scale)
+		if worst > 1e-3*scale {
+			t.Errorf("dmlkit ResNet-%s (%s convolutions) differs from PyTorch's: max |Δ| = %g, scale %g", depth, impl, worst, scale)
+		}
 	}
 }
 
