@@ -81,12 +81,12 @@ func MatMulW(x, w *Node) *Node {
 // MatMul, to measure the difference (dmlkit/train's benchmarks with DMLKIT_MATMULW=0).
 var MatMulWLayout = true
 
-// ConvImpl selects how [Conv] convolves: "auto" (default) — the backend's own convolution
-// (graph.Convolve: cuDNN on an XLA GPU) on XLA, im2col + GEMM on the Go backend (its native
-// convolution is ~30× slower, toolchain.md §4) and on ONNX Runtime (its native convolution made
-// the small-CNN step slower, 350 → 550–670 ms, and its gradient of a strided convolution needs
-// input dilation, which ONNX Conv lacks) —, "im2col" or "native". Even k always takes im2col:
-// GoMLX cannot build the gradient of an asymmetrically padded convolution.
+// ConvImpl selects how [Conv] convolves: "im2col", "native" (the backend's own convolution,
+// graph.Convolve) or "auto" (default): native on XLA (cuDNN on a GPU), im2col on the Go backend
+// (its native convolution is ~30× slower, toolchain.md §4) and on ONNX Runtime (its native
+// convolution made the small-CNN step slower, 350 → 550–670 ms, and the gradient of a strided
+// convolution needs input dilation, which ONNX Conv lacks). Even k always takes im2col: GoMLX
+// cannot build the gradient of an asymmetrically padded convolution.
 var ConvImpl = "auto"
 
 // convNative says whether [Conv] uses the backend's convolution on the named backend.
@@ -262,12 +262,12 @@ func im2colGather(x *Node, k, stride, ho, wo int) *Node {
 // On the Go backend that ReduceMax and its gradient (a Sub and a Mul broadcasting over two middle
 // axes) run through generic per-element index iterators: a third of a small-CNN training step.
 // There MaxPool2 is two pairwise maxima of contiguous halves instead — rows: x viewed as
-// [B·H/2, 2, W·C]; then columns: the result viewed as [B·H/2·W/2, 2, C] — each a Slice of the
+// [B·H/2, 2, W·C]; then columns: the result viewed as [B·H/2·W/2, 2, C] — each a Gather of the
 // two halves and an elementwise Max, with a custom gradient that uses only same-shape
 // elementwise ops and a Concatenate: for a pair (a, b) with m = max(a, b) and incoming v,
 // ∂/∂a = v·[a ≥ b], ∂/∂b = v·[b ≥ a]. An element gets v·[x = row-pair max]·[row-pair max = m]
-// = v·[x = m]: the same values, bit for bit (products with 0/1 indicators are exact), as the
-// ReduceMax path.
+// = v·[x = m]: the same values as the ReduceMax path, bit for bit, except that a zero is +0
+// where autodiff's v·0 keeps v's sign (see pairMaxGrad).
 func MaxPool2(x *Node) *Node {
 	b, h, w, c := x.Shape().Dim(0), x.Shape().Dim(1), x.Shape().Dim(2), x.Shape().Dim(3)
 	if h%2 != 0 || w%2 != 0 {
@@ -436,7 +436,7 @@ func GlobalPool(x *Node, kind string, p float64) *Node {
 }
 
 // Relu is max(x, 0), with gradient v·[x ≥ 0] (GoMLX's gradient of Max(x, 0)). On the Go
-// backend the gradient is one comparison and one Where instead of autodiff's four passes
+// backend the gradient is one comparison and one Where instead of autodiff's five passes
 // (Sign(Sign(x − 0) + 1)·v); it writes +0 where autodiff's v·0 keeps v's sign, which no sum can
 // tell apart unless all its terms are zero.
 func Relu(x *Node) *Node {

@@ -208,9 +208,9 @@ func NormalizeRows(x *Node) *Node {
 // pooling. On 28×28 with [32, 64, 128]: 28 → 14 → 7 → [B, 128]; on 64×64: 64 → 32 → 16.
 //
 // A pooled block applies ReLU after the pooling: max(relu(a), …) = relu(max(a, …)) exactly, and
-// the gradients agree bit for bit too — both send v to the elements equal to the window maximum
-// m when m ≥ 0 (ReLU's gradient at 0 is 1, as GoMLX's Max(x, 0) gives) and nothing when m < 0.
-// ReLU then touches a quarter of the values.
+// the gradients agree too (up to the sign of zeros) — both send v to the elements equal to the
+// window maximum m when m ≥ 0 (ReLU's gradient at 0 is 1, as GoMLX's Max(x, 0) gives) and
+// nothing when m < 0. ReLU then touches a quarter of the values.
 func SmallCNN(scope *model.Scope, cfg Config, x *Node, mode Mode) *Node {
 	if x.Rank() != 4 {
 		panic(fmt.Sprintf("models: the small CNN needs [B, H, W, C] images, got %s", x.Shape()))
