@@ -99,6 +99,43 @@ func TestMaxPool2Gradient(t *testing.T) {
 	}
 }
 
+// convCase is a convolution test case: kernel k, stride, input [2, h, w, c], out channels.
+type convCase struct{ k, stride, h, w, c, out int }
+
+// convGradients returns ∂L/∂x, ∂L/∂w (and ∂L/∂b with bias) of L = Σ r ⊙ Conv(x)² under the
+// current ConvImpl and Im2colMode, with seeded x, r and weights (the same for every setting).
+func convGradients(t *testing.T, tc convCase, bias bool) [][]float32 {
+	t.Helper()
+	const b = 2
+	x := randImages(uint64(tc.k*10+tc.h), b, tc.h, tc.w, tc.c)
+	ho, wo := (tc.h+tc.stride-1)/tc.stride, (tc.w+tc.stride-1)/tc.stride
+	rr := randImages(9, b*ho*wo*tc.out)
+	store := model.NewStore()
+	SetInitSeed(store, 7)
+	e, err := model.NewExec(backend.MustShared(), store, func(scope *model.Scope, xn *Node) []*Node {
+		scope.SetTraining(xn.Graph(), true) // weights as variables, not constants
+		y := Conv(scope.At("conv"), xn, tc.out, tc.k, tc.stride, bias)
+		r := Const(xn.Graph(), tensors.FromFlatDataAndDimensions(rr, b, ho, wo, tc.out))
+		wrt := []*Node{xn, store.GetVariable("/conv/weights").NodeValue(xn.Graph())}
+		if bias {
+			wrt = append(wrt, store.GetVariable("/conv/biases").NodeValue(xn.Graph()))
+		}
+		return Gradient(ReduceAllSum(Mul(r, Square(y))), wrt...)
+	})
+	var out []*tensors.Tensor
+	if err == nil {
+		out, err = e.Call(tensors.FromFlatDataAndDimensions(x, b, tc.h, tc.w, tc.c))
+	}
+	if err != nil {
+		t.Fatalf("%+v (ConvImpl %s, Im2colMode %s): %v", tc, ConvImpl, Im2colMode, err)
+	}
+	g := make([][]float32, len(out))
+	for i, o := range out {
+		g[i] = tensors.MustCopyFlatData[float32](o)
+	}
+	return g
+}
+
 // TestConvIm2colGradientsAgree checks that Conv's gradients (w.r.t. the input and the weights)
 // are the same bit for bit whichever [Im2colMode] builds the patch matrix, "rows" or "gather":
 // both scatter-add the patch gradient in the same order (output pixel, window row, window
@@ -106,37 +143,15 @@ func TestMaxPool2Gradient(t *testing.T) {
 // checked by [TestConvMatchesDirect] only.
 func TestConvIm2colGradientsAgree(t *testing.T) {
 	defer func(m string) { Im2colMode = m }(Im2colMode)
-	for _, tc := range []struct{ k, stride, h, w, c, out int }{
-		{3, 1, 6, 5, 2, 4}, {3, 2, 7, 6, 3, 2}, {7, 2, 9, 9, 1, 2}, {3, 1, 5, 5, 1, 3},
-	} {
-		const b = 2
-		x := randImages(uint64(tc.k*10+tc.h), b, tc.h, tc.w, tc.c)
-		ho, wo := (tc.h+tc.stride-1)/tc.stride, (tc.w+tc.stride-1)/tc.stride
-		rr := randImages(9, b*ho*wo*tc.out)
-		var grads [2][]*tensors.Tensor
-		for mi, mode := range []string{"rows", "gather"} {
-			Im2colMode = mode
-			store := model.NewStore()
-			SetInitSeed(store, 7)
-			e, err := model.NewExec(backend.MustShared(), store, func(scope *model.Scope, xn *Node) []*Node {
-				scope.SetTraining(xn.Graph(), true) // weights as variables, not constants
-				y := Conv(scope.At("conv"), xn, tc.out, tc.k, tc.stride, false)
-				r := Const(xn.Graph(), tensors.FromFlatDataAndDimensions(rr, b, ho, wo, tc.out))
-				loss := ReduceAllSum(Mul(r, Square(y)))
-				return Gradient(loss, xn, store.GetVariable("/conv/weights").NodeValue(xn.Graph()))
-			})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if grads[mi], err = e.Call(tensors.FromFlatDataAndDimensions(x, b, tc.h, tc.w, tc.c)); err != nil {
-				t.Fatal(err)
-			}
-		}
+	for _, tc := range []convCase{{3, 1, 6, 5, 2, 4}, {3, 2, 7, 6, 3, 2}, {7, 2, 9, 9, 1, 2}, {3, 1, 5, 5, 1, 3}} {
+		Im2colMode = "rows"
+		rows := convGradients(t, tc, false)
+		Im2colMode = "gather"
+		gather := convGradients(t, tc, false)
 		for gi, name := range []string{"∂L/∂x", "∂L/∂w"} {
-			rows, gather := tensors.MustCopyFlatData[float32](grads[0][gi]), tensors.MustCopyFlatData[float32](grads[1][gi])
-			for i := range rows {
-				if rows[i] != gather[i] {
-					t.Fatalf("%+v: %s[%d]: rows %g, gather %g", tc, name, i, rows[i], gather[i])
+			for i := range rows[gi] {
+				if rows[gi][i] != gather[gi][i] {
+					t.Fatalf("%+v: %s[%d]: rows %g, gather %g", tc, name, i, rows[gi][i], gather[gi][i])
 				}
 			}
 		}
@@ -178,46 +193,23 @@ func TestReluGradient(t *testing.T) {
 // TestConvNativeGradients checks Conv's im2col gradients (Go backend, "rows") against GoMLX's
 // own convolution and its autodiff (ConvImpl "native", the XLA path, run here on the Go
 // backend): ∂L/∂x, ∂L/∂w and ∂L/∂b for L = Σ r ⊙ conv(x)², strides 1 and 2, odd k (even k
-// always takes im2col). Both sum
-// the same float32 products in different orders: relative tolerance 1e-5.
+// always takes im2col). Both sum the same float32 products in different orders: relative
+// tolerance 1e-5.
 func TestConvNativeGradients(t *testing.T) {
 	defer func(c string) { ConvImpl = c }(ConvImpl)
-	for _, tc := range []struct{ k, stride, h, w, c, out int }{
-		{3, 1, 6, 5, 2, 4}, {3, 2, 7, 6, 3, 2}, {7, 2, 9, 9, 1, 2}, {1, 2, 6, 6, 3, 5}, {5, 1, 6, 7, 2, 3},
-	} {
-		const b = 2
-		x := randImages(uint64(tc.k*10+tc.h), b, tc.h, tc.w, tc.c)
-		ho, wo := (tc.h+tc.stride-1)/tc.stride, (tc.w+tc.stride-1)/tc.stride
-		rr := randImages(9, b*ho*wo*tc.out)
-		var grads [2][]*tensors.Tensor
-		for mi, impl := range []string{"im2col", "native"} {
-			ConvImpl = impl
-			store := model.NewStore()
-			SetInitSeed(store, 7)
-			e, err := model.NewExec(backend.MustShared(), store, func(scope *model.Scope, xn *Node) []*Node {
-				scope.SetTraining(xn.Graph(), true)
-				y := Conv(scope.At("conv"), xn, tc.out, tc.k, tc.stride, true)
-				r := Const(xn.Graph(), tensors.FromFlatDataAndDimensions(rr, b, ho, wo, tc.out))
-				loss := ReduceAllSum(Mul(r, Square(y)))
-				return Gradient(loss, xn, store.GetVariable("/conv/weights").NodeValue(xn.Graph()),
-					store.GetVariable("/conv/biases").NodeValue(xn.Graph()))
-			})
-			if err == nil {
-				grads[mi], err = e.Call(tensors.FromFlatDataAndDimensions(x, b, tc.h, tc.w, tc.c))
-			}
-			if err != nil {
-				t.Fatalf("%+v, %s: %v", tc, impl, err)
-			}
-		}
+	for _, tc := range []convCase{{3, 1, 6, 5, 2, 4}, {3, 2, 7, 6, 3, 2}, {7, 2, 9, 9, 1, 2}, {1, 2, 6, 6, 3, 5}, {5, 1, 6, 7, 2, 3}} {
+		ConvImpl = "im2col"
+		a := convGradients(t, tc, true)
+		ConvImpl = "native"
+		n := convGradients(t, tc, true)
 		for gi, name := range []string{"∂L/∂x", "∂L/∂w", "∂L/∂b"} {
-			a, n := tensors.MustCopyFlatData[float32](grads[0][gi]), tensors.MustCopyFlatData[float32](grads[1][gi])
 			scale := 0.0
-			for _, v := range n {
+			for _, v := range n[gi] {
 				scale = math.Max(scale, math.Abs(float64(v)))
 			}
-			for i := range a {
-				if d := math.Abs(float64(a[i] - n[i])); d > 1e-5*scale {
-					t.Fatalf("%+v: %s[%d]: im2col %g, native %g", tc, name, i, a[i], n[i])
+			for i := range a[gi] {
+				if d := math.Abs(float64(a[gi][i] - n[gi][i])); d > 1e-5*scale {
+					t.Fatalf("%+v: %s[%d]: im2col %g, native %g", tc, name, i, a[gi][i], n[gi][i])
 				}
 			}
 		}
