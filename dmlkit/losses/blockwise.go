@@ -95,16 +95,12 @@ func EvaluateBlockwise(backend compute.Backend, l Loss, emb []float64, b, d int,
 	if setSize, err = checkEvalShapes(emb, b, d, labels, setSize); err != nil {
 		return res, err
 	}
-	opt = opt.withDefaults()
+	opt = opt.withDefaults(labels)
 	store, err := evalStore(opt.Store, opt.Seed)
 	if err != nil {
 		return res, err
 	}
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("losses: %s: %v", l.Name(), r)
-		}
-	}()
+	defer recoverLossPanic(l, &err)
 	embT, labT := evalTensors(emb, b, d, labels, setSize, opt.DType)
 	blockIn := func(scope *model.Scope, e, y, qi *Node) Inputs {
 		idx := InsertAxes(qi, -1)

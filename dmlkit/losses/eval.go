@@ -39,27 +39,15 @@ func Evaluate(backend compute.Backend, l Loss, emb []float64, b, d int, labels [
 			return res, fmt.Errorf("losses: embeddings: non-finite value at row %d, column %d", i/d, i%d)
 		}
 	}
-	opt = opt.withDefaults()
-	numClasses := opt.NumClasses
-	if numClasses == 0 {
-		for _, v := range labels {
-			if int(v)+1 > numClasses {
-				numClasses = int(v) + 1
-			}
-		}
-	}
+	opt = opt.withDefaults(labels)
 	store, err := evalStore(opt.Store, opt.Seed)
 	if err != nil {
 		return res, err
 	}
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("losses: %s: %v", l.Name(), r)
-		}
-	}()
+	defer recoverLossPanic(l, &err)
 	embT, labT := evalTensors(emb, b, d, labels, setSize, opt.DType)
 	exec, err := model.NewExec(backend, store, func(scope *model.Scope, e, y *graph.Node) []*graph.Node {
-		loss := l.Build(Inputs{Emb: e, Labels: y, Scope: scope.In("loss"), NumClasses: numClasses})
+		loss := l.Build(Inputs{Emb: e, Labels: y, Scope: scope.In("loss"), NumClasses: opt.NumClasses})
 		if loss.Rank() != 0 {
 			panic(fmt.Sprintf("loss returned shape %s, want a scalar", loss.Shape()))
 		}
@@ -98,12 +86,25 @@ func checkEvalShapes(emb []float64, b, d int, labels []int64, setSize int) (int,
 	return setSize, nil
 }
 
-// withDefaults fills the defaults of EvalOptions: DType Float64.
-func (o EvalOptions) withDefaults() EvalOptions {
+// withDefaults fills the defaults of EvalOptions: DType Float64, NumClasses max(labels)+1.
+func (o EvalOptions) withDefaults(labels []int64) EvalOptions {
 	if o.DType == dtypes.InvalidDType {
 		o.DType = dtypes.Float64
 	}
+	if o.NumClasses == 0 {
+		for _, v := range labels {
+			o.NumClasses = max(o.NumClasses, int(v)+1)
+		}
+	}
 	return o
+}
+
+// recoverLossPanic, deferred, turns a panic of graph building or execution into *err naming
+// the loss.
+func recoverLossPanic(l Loss, err *error) {
+	if r := recover(); r != nil {
+		*err = fmt.Errorf("losses: %s: %v", l.Name(), r)
+	}
 }
 
 // evalStore returns store, or a new store whose graph RNG is seeded with seed.
