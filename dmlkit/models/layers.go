@@ -125,38 +125,37 @@ func Conv(scope *model.Scope, x *Node, out, k, stride int, bias bool) *Node {
 	}
 	b, h, w, c := x.Shape().Dim(0), x.Shape().Dim(1), x.Shape().Dim(2), x.Shape().Dim(3)
 	ho, wo := (h+stride-1)/stride, (w+stride-1)/stride
+	wt := ConvertDType(Param(scope, "weights", []int{k, k, c, out}, HeNormal).NodeValue(x.Graph()), x.DType())
+	var y *Node
 	if k%2 == 1 && convNative(x.Graph().Backend().String()) {
-		wt := Param(scope, "weights", []int{k, k, c, out}, HeNormal).NodeValue(x.Graph())
-		p := k / 2
-		pad := [][2]int{{p, p}, {p, p}} // output ⌈H/stride⌉, as the im2col path
-		y := Convolve(x, ConvertDType(wt, x.DType())).Strides(stride).PaddingPerDim(pad).Done()
-		if bias {
-			bv := Param(scope, "biases", []int{out}, Fill(0)).NodeValue(x.Graph())
-			y = Add(y, Reshape(ConvertDType(bv, x.DType()), 1, 1, 1, out))
-		}
-		return y
+		p := k / 2 // output ⌈H/stride⌉, as the im2col path
+		y = Convolve(x, wt).Strides(stride).PaddingPerDim([][2]int{{p, p}, {p, p}}).Done()
+	} else {
+		y = Reshape(MatMulW(Reshape(im2col(x, k, stride, ho, wo), b*ho*wo, k*k*c), Reshape(wt, k*k*c, out)), b, ho, wo, out)
 	}
-	var cols *Node
-	switch {
-	case k == 1:
-		cols = x
-		if stride > 1 {
-			cols = Slice(x, AxisRange(), AxisRange().Stride(stride), AxisRange().Stride(stride), AxisRange())
-		}
-	case Im2colMode == "slice":
-		cols = im2colSlices(x, k, stride, ho, wo)
-	case Im2colMode == "gather" || x.Graph().Backend().String() != "go":
-		cols = im2colGather(x, k, stride, ho, wo) // ONNX Runtime has no Gather of multi-element slices
-	default:
-		cols = im2colRows(x, k, stride, ho, wo)
-	}
-	wt := Param(scope, "weights", []int{k, k, c, out}, HeNormal).NodeValue(x.Graph())
-	y := MatMulW(Reshape(cols, b*ho*wo, k*k*c), Reshape(ConvertDType(wt, x.DType()), k*k*c, out))
 	if bias {
 		bv := Param(scope, "biases", []int{out}, Fill(0)).NodeValue(x.Graph())
-		y = Add(y, InsertAxes(ConvertDType(bv, x.DType()), 0))
+		y = Add(y, Reshape(ConvertDType(bv, x.DType()), 1, 1, 1, out))
 	}
-	return Reshape(y, b, ho, wo, out)
+	return y
+}
+
+// im2col returns the patches of x [B, H, W, C] for a k×k convolution with the given stride, in
+// the layout [Conv]'s MatMul takes (any shape with B·Ho·Wo·k·k·C values, row-major in
+// (b, i, j, dy, dx, c)), built as [Im2colMode] and the backend say.
+func im2col(x *Node, k, stride, ho, wo int) *Node {
+	switch {
+	case k == 1:
+		if stride > 1 {
+			return Slice(x, AxisRange(), AxisRange().Stride(stride), AxisRange().Stride(stride), AxisRange())
+		}
+		return x
+	case Im2colMode == "slice":
+		return im2colSlices(x, k, stride, ho, wo)
+	case Im2colMode == "gather" || x.Graph().Backend().String() != "go":
+		return im2colGather(x, k, stride, ho, wo) // ONNX Runtime has no Gather of multi-element slices
+	}
+	return im2colRows(x, k, stride, ho, wo)
 }
 
 // im2colSlices returns the [B, Ho, Wo, k·k·C] patches as k² strided slices of the zero-padded
