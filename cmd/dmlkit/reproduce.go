@@ -41,5 +41,8 @@ func runReproduce(args []string, stdout, stderr io.Writer) error {
 	if err := makeFigures(spec, scale, *o.results, *figOut, plots.Formats, stdout, stderr); err != nil {
 		return err
 	}
-	return makeTables(spec, scale, *o.results, *tabOut, true, stdout, stderr)
+	if err := makeTables(spec, scale, *o.results, *tabOut, true, stdout, stderr); err != nil {
+		return err
+	}
+	return makeClaims(spec, scale, *o.results, *tabOut, false, true, stdout, stderr)
 }

@@ -2,21 +2,19 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
 
-	"github.com/dmlkit/dmlkit/dmlkit/backend"
 	"github.com/dmlkit/dmlkit/dmlkit/experiments"
+	"github.com/dmlkit/dmlkit/dmlkit/reproduce"
 )
 
 func init() {
@@ -70,6 +68,9 @@ type sweepFlags struct {
 	workdir  *string
 	failFast *bool
 	quiet    *bool
+	// allowDirty lets a sweep write into reproductions/ from a tree with uncommitted changes;
+	// its records are marked (env allow_dirty) and excluded from claim verdicts.
+	allowDirty *bool
 }
 
 func addSweepFlags(fs *flag.FlagSet) *sweepFlags {
@@ -83,6 +84,7 @@ func addSweepFlags(fs *flag.FlagSet) *sweepFlags {
 	o.workdir = fs.String("workdir", "", "directory for run working directories (default: runs/PAPER at the repository root, git-ignored)")
 	o.failFast = fs.Bool("fail-fast", false, "stop starting runs after the first failure")
 	o.quiet = fs.Bool("quiet", false, "report only failures and the summary")
+	o.allowDirty = fs.Bool("allow-dirty", false, "write into reproductions/ from a tree with uncommitted changes (records are marked and excluded from verdicts)")
 	return o
 }
 
@@ -214,6 +216,10 @@ func sweep(spec *experiments.Spec, o *sweepFlags, stdout, stderr io.Writer) (*ex
 	if workdir == "" {
 		workdir = runsDir(spec)
 	}
+	env, err := provenance(resultsDir(spec, *o.results), *o.allowDirty)
+	if err != nil {
+		return nil, err
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	quiet := *o.quiet
@@ -222,7 +228,7 @@ func sweep(spec *experiments.Spec, o *sweepFlags, stdout, stderr io.Writer) (*ex
 		Store:    experiments.NewStore(resultsDir(spec, *o.results)),
 		WorkDir:  workdir,
 		Workers:  *o.workers,
-		Env:      environment(),
+		Env:      env,
 		FailFast: *o.failFast,
 		Progress: func(e experiments.Event) {
 			switch e.Kind {
@@ -251,23 +257,43 @@ func sweep(spec *experiments.Spec, o *sweepFlags, stdout, stderr io.Writer) (*ex
 	return sum, err
 }
 
-// environment describes where runs execute, stored in every record.
-func environment() map[string]any {
-	env := map[string]any{}
-	b, err := json.Marshal(backend.Describe())
-	if err == nil {
-		_ = json.Unmarshal(b, &env)
+// provenance is the environment stored in every record of a sweep writing into results
+// ([reproduce.Environment]: backend, CPU model, versions, commit and whether the tree is clean,
+// not counting results itself). A sweep that writes into the repository's reproductions/ from a
+// tree with uncommitted changes is refused unless allowDirty; then its records carry
+// allow_dirty: true and claim verdicts leave them out.
+func provenance(results string, allowDirty bool) (map[string]any, error) {
+	tree, err := reproduce.TreeState(".", results)
+	if err != nil { // not a git checkout (e.g. an unpacked release): nothing to check against
+		return reproduce.Environment(reproduce.Tree{}), nil
 	}
-	if h, err := os.Hostname(); err == nil {
-		env["hostname"] = h
+	env := reproduce.Environment(tree)
+	if !tree.Dirty {
+		return env, nil
 	}
-	if out, err := exec.Command("git", "rev-parse", "HEAD").Output(); err == nil {
-		env["git_commit"] = strings.TrimSpace(string(out))
-		if st, err := exec.Command("git", "status", "--porcelain", "--untracked-files=no").Output(); err == nil {
-			env["git_dirty"] = len(strings.TrimSpace(string(st))) > 0
+	abs, err := filepath.Abs(results)
+	if err != nil {
+		return nil, err
+	}
+	if real, err := filepath.EvalSymlinks(abs); err == nil {
+		abs = real
+	}
+	if real, err := filepath.EvalSymlinks(tree.Root); err == nil {
+		tree.Root = real
+	}
+	inRepro := strings.HasPrefix(abs+string(filepath.Separator), filepath.Join(tree.Root, "reproductions")+string(filepath.Separator))
+	if inRepro && !allowDirty {
+		ch := tree.Changed
+		more := ""
+		if len(ch) > 5 {
+			ch, more = ch[:5], fmt.Sprintf(" and %d more", len(tree.Changed)-5)
 		}
+		return nil, fmt.Errorf("refusing to write results into %s from a tree with uncommitted changes (%s%s): commit them first, or pass --allow-dirty (the records are then marked and excluded from claim verdicts)", results, strings.Join(ch, ", "), more)
 	}
-	return env
+	if allowDirty {
+		env["allow_dirty"] = true
+	}
+	return env, nil
 }
 
 func dryRun(spec *experiments.Spec, o *sweepFlags, stdout io.Writer) error {

@@ -6,12 +6,12 @@ import (
 	"image/png"
 	"os"
 	"path/filepath"
-	"reflect"
 	"strings"
 	"sync"
 	"testing"
 
 	"github.com/dmlkit/dmlkit/dmlkit/experiments"
+	"github.com/dmlkit/dmlkit/dmlkit/reproduce"
 	"gopkg.in/yaml.v3"
 )
 
@@ -55,13 +55,13 @@ func runCLI(args ...string) (int, string, string) {
 
 // toyExperiments lets a test drive the experiment commands with the toy spec above (whose keys
 // are not trainer fields) and its own runner: it removes the trainer's validator that runner.go
-// registers and restores it, and the registered runner, when the test ends.
+// (reproduce.Register) installs and restores it, and the registered runner, when the test ends.
 func toyExperiments(t *testing.T) {
 	prev, _ := experiments.RegisteredRunner()
 	experiments.SetValidator(nil)
 	t.Cleanup(func() {
 		experiments.SetRunner(prev)
-		experiments.SetValidator(validateTrainConfig)
+		experiments.SetValidator(reproduce.ValidateTrainConfig)
 	})
 }
 
@@ -188,20 +188,3 @@ func TestShardIndexFromEnvironment(t *testing.T) {
 		t.Fatal("no index accepted")
 	}
 }
-
-// TestEmb2dSeries: 7 points under a cap of 3 keep every third (indices 0, 3, 6), with their labels.
-func TestEmb2dSeries(t *testing.T) {
-	emb := []float32{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13}
-	labels := []int64{5, 5, 6, 6, 7, 7, 8}
-	got := map[string][]float64{}
-	old := emb2dMaxForTest(3)
-	defer emb2dMaxForTest(old)
-	emb2dSeries(emb, 7, labels, got)
-	want := map[string][]float64{"emb2d/x": {0, 6, 12}, "emb2d/y": {1, 7, 13}, "emb2d/label": {5, 6, 8}}
-	if !reflect.DeepEqual(got, want) {
-		t.Errorf("got %v, want %v", got, want)
-	}
-}
-
-// emb2dMaxForTest sets emb2dMax and returns the previous value.
-func emb2dMaxForTest(n int) int { old := emb2dMax; emb2dMax = n; return old }

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"strings"
 
@@ -26,6 +27,7 @@ func runTables(args []string, stdout, stderr io.Writer) error {
 	results := fs.String("results", "", "results directory (default: SPECDIR/results)")
 	out := fs.String("out", "", "output directory (default: SPECDIR/tables)")
 	quiet := fs.Bool("quiet", false, "do not print the Markdown tables")
+	includeDirty := fs.Bool("include-dirty", false, "count records written from a tree with uncommitted changes in the claims' verdicts (marked provisional)")
 	specArg, err := parseWithPositional(fs, args)
 	if err != nil {
 		return err
@@ -38,7 +40,40 @@ func runTables(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	return makeTables(spec, sc, *results, *out, !*quiet, stdout, stderr)
+	if err := makeTables(spec, sc, *results, *out, !*quiet, stdout, stderr); err != nil {
+		return err
+	}
+	return makeClaims(spec, sc, *results, *out, *includeDirty, !*quiet, stdout, stderr)
+}
+
+// makeClaims evaluates SPECDIR/claims.yaml (when there is one) on the stored records, writes
+// claims.md / claims.tex beside the tables and refreshes the "claims" block of SPECDIR/README.md.
+func makeClaims(spec *experiments.Spec, scale, results, out string, includeDirty, print bool, stdout, stderr io.Writer) error {
+	path := filepath.Join(spec.Dir, "claims.yaml")
+	if _, err := os.Stat(path); err != nil {
+		return nil
+	}
+	cs, err := experiments.LoadClaims(path)
+	if err != nil {
+		return err
+	}
+	recs, err := loadRecords(spec, results, stderr)
+	if err != nil {
+		return err
+	}
+	if out == "" {
+		out = filepath.Join(spec.Dir, "tables")
+	}
+	rep, files, err := experiments.RenderClaims(cs, recs, experiments.ClaimOptions{Scale: scale, IncludeDirty: includeDirty}, out, filepath.Join(spec.Dir, "README.md"))
+	if err != nil {
+		return err
+	}
+	if print {
+		fmt.Fprintf(stdout, "%s\n", rep.Markdown())
+	}
+	h, c, i := rep.Counts()
+	fmt.Fprintf(stdout, "claims: %d held, %d contradicted, %d inconclusive; wrote %s\n", h, c, i, strings.Join(files, " "))
+	return nil
 }
 
 func makeTables(spec *experiments.Spec, scale, results, out string, print bool, stdout, stderr io.Writer) error {

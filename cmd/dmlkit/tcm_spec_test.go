@@ -18,6 +18,7 @@ import (
 	"github.com/dmlkit/dmlkit/dmlkit/metrics"
 	"github.com/dmlkit/dmlkit/dmlkit/npy"
 	"github.com/dmlkit/dmlkit/dmlkit/plots"
+	"github.com/dmlkit/dmlkit/dmlkit/reproduce"
 )
 
 // tcmSpecPath is reproductions/tcm/spec.yaml seen from this package's directory.
@@ -195,7 +196,7 @@ func TestTCMSpecPlans(t *testing.T) {
 	}
 	perData := map[string]int{}
 	for _, r := range p.Runs {
-		cfg, err := trainConfig(experiments.Clone(r.Config))
+		cfg, err := reproduce.TrainConfig(experiments.Clone(r.Config))
 		if err != nil {
 			t.Fatalf("full run %s: %v", r.Label(), err)
 		}
@@ -217,7 +218,7 @@ func TestTCMSpecPlans(t *testing.T) {
 
 // TestTrainConfigFromSpecMap checks the spec-map → train.Config mapping of the adapter.
 func TestTrainConfigFromSpecMap(t *testing.T) {
-	c, err := trainConfig(map[string]any{
+	c, err := reproduce.TrainConfig(map[string]any{
 		"loss":    map[string]any{"name": "combo", "set": map[string]any{"expr": "rsk+tcm(lambda_neg=0)"}},
 		"sampler": map[string]any{"batch_size": 64},
 		"eval":    map[string]any{"ks": []any{1, 4}},
@@ -238,7 +239,7 @@ func TestTrainConfigFromSpecMap(t *testing.T) {
 		{"sampler": map[string]any{"batch_size": "many"}},
 		{"loss": map[string]any{"name": "combo", "set": map[string]any{"expr": "rsk+nosuchloss"}}},
 	} {
-		if err := validateTrainConfig(bad); err == nil {
+		if err := reproduce.ValidateTrainConfig(bad); err == nil {
 			t.Errorf("%v: accepted", bad)
 		}
 	}

@@ -13,7 +13,8 @@ import (
 // TableSpec declares a results table: one row per group of records (grouped by Rows), one column
 // per metric with mean ± std over seeds, a column with the paper's number next to each metric for
 // which the spec has a matching [Reference], and a column with the number of seeds. Below the
-// table, one line per [Claim] says whether the paper's claim held on the table's records.
+// table, the selection line when the table selects a row (hyper-parameter tuning). The paper's
+// claims are not a table option: they live in claims.yaml ([ClaimSet]).
 type TableSpec struct {
 	Name    string            `yaml:"name"`    // output file stem
 	Caption string            `yaml:"caption"` // table caption
@@ -26,7 +27,6 @@ type TableSpec struct {
 	Labels  map[string]string `yaml:"labels"`  // header text for keys and metrics
 	Best    string            `yaml:"best"`    // "max" or "min": bold the best mean of each metric column
 	NoRef   bool              `yaml:"no_reference"`
-	Claims  []Claim           `yaml:"claims"` // the paper's claims, checked on the table's records
 	Select  *Selection        `yaml:"select"` // a row chosen by a rule (hyperparameter tuning), reported below the table
 }
 
@@ -49,12 +49,6 @@ func (t *TableSpec) check() error {
 			return &fieldError{Path: "select." + fe.Path, Msg: fe.Msg}
 		}
 	}
-	for i := range t.Claims {
-		if err := t.Claims[i].check(); err != nil {
-			fe := err.(*fieldError)
-			return &fieldError{Path: fmt.Sprintf("claims[%d].%s", i, fe.Path), Msg: fe.Msg}
-		}
-	}
 	return nil
 }
 
@@ -71,9 +65,8 @@ type Table struct {
 	Header  []string // column titles
 	Align   []byte   // 'l' or 'r' per column
 	Rows    [][]Cell
-	Sources []string       // citations of the paper's numbers, numbered from 1 in order of first use
-	Records int            // records used
-	Claims  []ClaimVerdict // one per Spec.Claims, in order
+	Sources []string // citations of the paper's numbers, numbered from 1 in order of first use
+	Records int      // records used
 	// Selected is the row Spec.Select chose (nil without Spec.Select); that row's first cell is
 	// marked "(selected)".
 	Selected *SelectedRow
@@ -172,9 +165,6 @@ func BuildTable(t TableSpec, records []Record, refs []Reference) *Table {
 		row = append(row, Cell{Text: strconv.Itoa(len(g.Records))})
 		tab.Rows = append(tab.Rows, row)
 	}
-	for _, c := range t.Claims {
-		tab.Claims = append(tab.Claims, EvaluateClaim(c, recs, factor))
-	}
 	if t.Select != nil {
 		sel := selectRow(*t.Select, groups)
 		tab.Selected = &sel
@@ -252,9 +242,6 @@ func (t *Table) Markdown() string {
 	if t.Selected != nil {
 		b.WriteString("\n" + selectionLine(*t.Spec.Select, *t.Selected, t.Spec.label, t.factor(), d, false) + "\n")
 	}
-	for _, v := range t.Claims {
-		b.WriteString("\n" + claimLine(v, d, false) + "\n")
-	}
 	if len(t.Sources) > 0 {
 		b.WriteString("\nPaper numbers:\n")
 		for i, s := range t.Sources {
@@ -315,9 +302,6 @@ func (t *Table) LaTeX(label string) string {
 	if t.Selected != nil {
 		b.WriteString("\\par\\smallskip\\footnotesize " + selectionLine(*t.Spec.Select, *t.Selected, t.Spec.label, t.factor(), d, true) + "\n")
 	}
-	for _, v := range t.Claims {
-		b.WriteString("\\par\\smallskip\\footnotesize " + claimLine(v, d, true) + "\n")
-	}
 	if len(t.Sources) > 0 {
 		b.WriteString("\\par\\smallskip\\footnotesize Paper numbers: ")
 		for i, s := range t.Sources {
@@ -337,7 +321,7 @@ func texEscape(s string) string {
 		`\`, `\textbackslash{}`, "&", `\&`, "%", `\%`, "$", `\$`, "#", `\#`, "_", `\_`,
 		"{", `\{`, "}", `\}`, "~", `\textasciitilde{}`, "^", `\textasciicircum{}`,
 		"±", `$\pm$`, "−", `$-$`, "…", `\dots{}`, "→", `$\rightarrow$`, "≥", `$\geq$`, "≤", `$\leq$`,
-		"×", `$\times$`,
+		"×", `$\times$`, "δ", `$\delta$`, "γ", `$\gamma$`, "⌈", `$\lceil$`, "⌉", `$\rceil$`, "∞", `$\infty$`,
 	).Replace(s)
 }
 

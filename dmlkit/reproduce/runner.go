@@ -1,8 +1,8 @@
-package main
+package reproduce
 
-// The adapter between the experiments workbench and the trainer: it registers the trainer as the
-// runner of `dmlkit run` / `dmlkit reproduce` and its configuration check as the validator every
-// planned run passes before anything trains.
+// The adapter between the experiments workbench and the trainer: the trainer as the runner of
+// `dmlkit run` / `dmlkit reproduce` (and of notebooks, which call it directly), and its
+// configuration check as the validator every planned run passes before anything trains.
 
 import (
 	"context"
@@ -19,17 +19,20 @@ import (
 	"github.com/dmlkit/dmlkit/dmlkit/train"
 )
 
-func init() {
-	experiments.SetValidator(validateTrainConfig)
-	experiments.SetRunner(trainRunner)
+// Register makes the trainer the runner and validator of the experiments package
+// ([experiments.SetRunner], [experiments.SetValidator]); the CLI calls it at start, a notebook
+// before [experiments.RunSweep].
+func Register() {
+	experiments.SetValidator(ValidateTrainConfig)
+	experiments.SetRunner(TrainRunner)
 }
 
-// trainConfig turns a resolved spec configuration (a nested map with train.Config's YAML field
+// TrainConfig turns a resolved spec configuration (a nested map with train.Config's YAML field
 // names, e.g. {loss: {name: combo, set: {expr: "smoothap+tcm"}}, sampler: {batch_size: 64}}) into
 // a train.Config: train.Default() with every leaf assigned through Config.Apply, so that loss.set.*,
 // data.options.* and loss.terms.* reach their maps and lists, and unknown fields or wrongly typed
 // values fail with their dotted path.
-func trainConfig(cfg map[string]any) (train.Config, error) {
+func TrainConfig(cfg map[string]any) (train.Config, error) {
 	c := train.Default()
 	if err := c.Apply(experiments.Flatten(cfg)); err != nil {
 		return c, err
@@ -37,10 +40,10 @@ func trainConfig(cfg map[string]any) (train.Config, error) {
 	return c, nil
 }
 
-// validateTrainConfig is the experiments.Validator of the trainer: the configuration must map onto
+// ValidateTrainConfig is the experiments.Validator of the trainer: the configuration must map onto
 // train.Config and pass train.Config.Validate (known dataset, loss, model, sampler, ...).
-func validateTrainConfig(cfg map[string]any) error {
-	c, err := trainConfig(cfg)
+func ValidateTrainConfig(cfg map[string]any) error {
+	c, err := TrainConfig(cfg)
 	if err != nil {
 		return err
 	}
@@ -59,13 +62,13 @@ func opisOptions(seed int64) metrics.OPISOptions {
 // opisRanges are the calibration ranges (FAR intervals of the pooled negative pairs) at which every
 // run also reports OPIS, for seed 000 Fig. 8 (the ranking of losses under several calibration
 // ranges; the paper names 1e-3 < FAR < 5e-2 and its default 1e-2 < FAR < 1e-1). Each is stored as
-// the metric opisRangeKey(min, max).
+// the metric OPISRangeKey(min, max).
 var opisRanges = [][2]float64{{1e-3, 1e-2}, {1e-3, 5e-2}, {1e-2, 1e-1}, {5e-2, 2e-1}}
 
-// opisRangeKey names the metric of OPIS over the FAR range [lo, hi], e.g. "OPIS_far_1e-03_5e-02".
-func opisRangeKey(lo, hi float64) string { return fmt.Sprintf("OPIS_far_%.0e_%.0e", lo, hi) }
+// OPISRangeKey names the metric of OPIS over the FAR range [lo, hi], e.g. "OPIS_far_1e-03_5e-02".
+func OPISRangeKey(lo, hi float64) string { return fmt.Sprintf("OPIS_far_%.0e_%.0e", lo, hi) }
 
-// trainRunner is the experiments.Runner of the trainer. It trains rs.Config in rs.Dir with
+// TrainRunner is the experiments.Runner of the trainer. It trains rs.Config in rs.Dir with
 // train.Run, then computes OPIS and ε-OPIS on the final test embeddings the trainer wrote.
 //
 // Outcome:
@@ -87,8 +90,8 @@ func opisRangeKey(lo, hi float64) string { return fmt.Sprintf("OPIS_far_%.0e_%.0
 //     the batch's embeddings) and "time/backbone_ms" (step − loss).
 //   - With 2-D embeddings (model.dim 2, seed 000 Fig. 5): the series "emb2d/x", "emb2d/y" and
 //     "emb2d/label" for at most emb2dMax test points spread evenly over the test set.
-func trainRunner(ctx context.Context, rs experiments.RunSpec, progress func(string)) (*experiments.Outcome, error) {
-	cfg, err := trainConfig(rs.Config)
+func TrainRunner(ctx context.Context, rs experiments.RunSpec, progress func(string)) (*experiments.Outcome, error) {
+	cfg, err := TrainConfig(rs.Config)
 	if err != nil {
 		return nil, err
 	}
@@ -114,6 +117,7 @@ func trainRunner(ctx context.Context, rs experiments.RunSpec, progress func(stri
 		out.Metrics["stopped_early"] = 1
 	}
 	historySeries(res.History, out.Series)
+	bestOverTraining(out.Series, out.Metrics)
 	tm := res.Timing
 	out.Metrics["time/step_ms"] = 1e3 * tm.Step
 	out.Metrics["time/data_ms"] = 1e3 * tm.Data
@@ -143,7 +147,7 @@ func trainRunner(ctx context.Context, rs experiments.RunSpec, progress func(stri
 				return nil, fmt.Errorf("OPIS of the final test embeddings at %g ≤ FAR ≤ %g: %w", r[0], r[1], err)
 			}
 		}
-		out.Metrics[opisRangeKey(r[0], r[1])] = ro.OPIS
+		out.Metrics[OPISRangeKey(r[0], r[1])] = ro.OPIS
 		out.Series["opis/far_ranges"] = append(out.Series["opis/far_ranges"], ro.OPIS)
 	}
 	out.Metrics["OPIS"] = op.OPIS
@@ -196,6 +200,53 @@ func finalEmbeddings(dir string) (emb []float32, n, d int, labels []int64, err e
 		return nil, 0, 0, nil, fmt.Errorf("%s: labels of shape %v for %d embeddings", labPath, lshape, shape[0])
 	}
 	return emb, shape[0], shape[1], labels, nil
+}
+
+// bestOverTraining adds, for every evaluated metric with a known better direction, its best
+// value over the evaluations of the run and the epoch it was reached at: "best/R@1" and
+// "best/R@1/epoch" for the test metric R@1 (curve "curve/test/R@1"), "best/val/OPIS" for a
+// validation metric. Larger is better except for OPIS-type metrics (lower). NaN evaluations are
+// skipped; the first evaluation wins ties.
+func bestOverTraining(series map[string][]float64, dst map[string]float64) {
+	epochs := series["curve/epoch"]
+	for k, vals := range series {
+		name, ok := strings.CutPrefix(k, "curve/")
+		if !ok || name == "epoch" || name == "loss" {
+			continue
+		}
+		metric := name[strings.LastIndex(name, "/")+1:]
+		lower := strings.Contains(metric, "OPIS")
+		if !lower && !higherIsBetter(metric) {
+			continue
+		}
+		best, at := math.NaN(), -1
+		for i, v := range vals {
+			if math.IsNaN(v) {
+				continue
+			}
+			if at < 0 || (lower && v < best) || (!lower && v > best) {
+				best, at = v, i
+			}
+		}
+		if at < 0 {
+			continue
+		}
+		key := "best/" + strings.TrimPrefix(name, "test/")
+		dst[key] = best
+		if at < len(epochs) {
+			dst[key+"/epoch"] = epochs[at]
+		}
+	}
+}
+
+// higherIsBetter reports whether a retrieval or clustering metric improves upwards.
+func higherIsBetter(metric string) bool {
+	for _, p := range []string{"R@", "Recall@", "MAP@R", "R-Precision", "mAP", "NMI", "AMI", "P@"} {
+		if strings.HasPrefix(metric, p) {
+			return true
+		}
+	}
+	return false
 }
 
 // historySeries stores the evaluation history as per-evaluation curves.

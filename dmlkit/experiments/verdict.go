@@ -1,0 +1,488 @@
+package experiments
+
+import (
+	"fmt"
+	"maps"
+	"math"
+	"slices"
+	"sort"
+	"strings"
+
+	"gonum.org/v1/gonum/stat/distuv"
+)
+
+// Claim verdicts (reproducing.md §1). There is no "partly held": a claim that may hold in one
+// setting and not in another is written as one claim per setting.
+const (
+	VerdictHeld         = "held"
+	VerdictContradicted = "contradicted"
+	VerdictInconclusive = "inconclusive"
+)
+
+// VerdictRule states how verdicts are reached; tables print it beside every verdict table.
+const VerdictRule = "Verdicts come from per-seed paired differences: **held** when the 95 % Student-t " +
+	"interval (n − 1 degrees of freedom) of the mean paired difference lies wholly on the claimed side " +
+	"of zero and at least ⌈0.8 n⌉ seeds point that way; **contradicted** when the same holds on the " +
+	"opposite side; **inconclusive** otherwise (the reason is given). An interval that touches zero is " +
+	"not wholly on one side. `equivalent` holds when the whole interval lies inside ±δ (and ⌈0.8 n⌉ " +
+	"seeds do), and is contradicted when it lies wholly outside. `trend`: the paired quantity is each " +
+	"seed's least-squares slope over the sweep. `interaction`: each seed's difference of differences. " +
+	"`argmax`: each seed's margin of the claimed value over the best other value (held); contradicted " +
+	"when some other value beats it by the same rule. `rank`: every adjacent pair as `better`; " +
+	"contradicted when any pair is. Records written from a tree with uncommitted changes are excluded."
+
+// ClaimOptions control [ClaimSet.Evaluate].
+type ClaimOptions struct {
+	// Scale is used for claims whose set and entry name none (normally the scale asked for).
+	Scale string
+	// IncludeDirty counts records written from a tree with uncommitted changes (excluded by
+	// default; see [Record.Dirty]). Verdicts computed so are marked provisional.
+	IncludeDirty bool
+}
+
+// ArmStat is one arm's metric over the seeds the verdict pairs: mean ± standard error.
+type ArmStat struct {
+	Label string
+	Mean  float64
+	SE    float64 // standard error of the mean (sample std / √n); NaN when n < 2
+	N     int
+}
+
+// ClaimVerdict is the outcome of one claim.
+type ClaimVerdict struct {
+	Claim   ClaimSpec
+	Verdict string // VerdictHeld, VerdictContradicted or VerdictInconclusive
+	Reason  string // why, in words (always set)
+	Arms    []ArmStat
+	Seeds   []int64   // the seeds present in every arm, ascending
+	Diffs   []float64 // per seed: the paired quantity (unscaled); argmax: the claimed value's margin (positive: it wins)
+	// Mean, SE: of Diffs. Lo, Hi: its 95 % t-interval (NaN for n < 2).
+	Mean, SE, Lo, Hi float64
+	Toward, Against  int      // seeds strictly on the claimed side / on the opposite side (equivalent: inside / outside ±δ)
+	Need             int      // ⌈0.8 n⌉
+	Unpaired         []string // seeds left out because an arm lacks them, e.g. "seed 3 (no RS@k + TCM)"
+	Excluded         int      // records of the claim's arms excluded as written from a dirty tree
+	Provisional      bool     // dirty records were included (ClaimOptions.IncludeDirty)
+	Parts            []ClaimVerdict
+	Observed         string // argmax: the best value by mean; rank: the order by mean
+	partLabel        string // rank / argmax parts: "A vs B"
+}
+
+// Dirty reports whether the record was written from a tree with uncommitted changes, or by a run
+// told --allow-dirty (Env "git_dirty" or "allow_dirty" true).
+func (r *Record) Dirty() bool {
+	for _, k := range []string{"git_dirty", "allow_dirty"} {
+		if b, ok := r.Env[k].(bool); ok && b {
+			return true
+		}
+	}
+	return false
+}
+
+// tCrit95 is the two-sided 95 % critical value of Student's t with df degrees of freedom.
+func tCrit95(df int) float64 {
+	return distuv.StudentsT{Mu: 0, Sigma: 1, Nu: float64(df)}.Quantile(0.975)
+}
+
+// needSeeds is ⌈0.8 n⌉.
+func needSeeds(n int) int { return int(math.Ceil(0.8*float64(n) - 1e-9)) }
+
+// summarize sets Mean, SE, Lo, Hi of v.Diffs.
+func (v *ClaimVerdict) summarize() {
+	n := len(v.Diffs)
+	v.Need = needSeeds(n)
+	st := MeanStd(v.Diffs)
+	v.Mean, v.SE, v.Lo, v.Hi = st.Mean, math.NaN(), math.NaN(), math.NaN()
+	if n >= 2 {
+		v.SE = st.Std / math.Sqrt(float64(n))
+		h := tCrit95(n-1) * v.SE
+		v.Lo, v.Hi = v.Mean-h, v.Mean+h
+	}
+}
+
+// decideSide applies the rule for a claimed sign (+1: the paired quantity is claimed positive).
+func (v *ClaimVerdict) decideSide(side float64) {
+	v.summarize()
+	v.Toward, v.Against = 0, 0
+	for _, d := range v.Diffs {
+		switch {
+		case side*d > 0:
+			v.Toward++
+		case side*d < 0:
+			v.Against++
+		}
+	}
+	v.Verdict, v.Reason = sideRule(side, v.Lo, v.Hi, v.Toward, v.Against, len(v.Diffs))
+}
+
+// sideRule is the verdict for an interval [lo, hi] of a quantity claimed to have the sign of side,
+// with toward / against seeds strictly on the claimed / opposite side out of n. An interval that
+// ends exactly at zero is not wholly on one side.
+func sideRule(side, lo, hi float64, toward, against, n int) (verdict, reason string) {
+	if reason := smallN(n); reason != "" {
+		return VerdictInconclusive, reason
+	}
+	need := needSeeds(n)
+	lo, hi = side*lo, side*hi
+	if side < 0 {
+		lo, hi = hi, lo
+	}
+	switch {
+	case lo > 0 && toward >= need:
+		return VerdictHeld, "interval on the claimed side"
+	case hi < 0 && against >= need:
+		return VerdictContradicted, "interval on the opposite side"
+	case lo > 0:
+		return VerdictInconclusive, fmt.Sprintf("interval on the claimed side, but only %d of %d seeds (need %d)", toward, n, need)
+	case hi < 0:
+		return VerdictInconclusive, fmt.Sprintf("interval on the opposite side, but only %d of %d seeds (need %d)", against, n, need)
+	}
+	return VerdictInconclusive, "interval includes 0"
+}
+
+// decideEquivalent applies the rule of an equivalent claim with margin delta.
+func (v *ClaimVerdict) decideEquivalent(delta float64) {
+	v.summarize()
+	v.Toward, v.Against = 0, 0
+	above, below := 0, 0
+	for _, d := range v.Diffs {
+		switch {
+		case math.Abs(d) < delta:
+			v.Toward++
+		case d >= delta:
+			above++
+		default:
+			below++
+		}
+	}
+	v.Against = above + below
+	n := len(v.Diffs)
+	if reason := smallN(n); reason != "" {
+		v.Verdict, v.Reason = VerdictInconclusive, reason
+		return
+	}
+	switch {
+	case v.Lo > -delta && v.Hi < delta && v.Toward >= v.Need:
+		v.Verdict, v.Reason = VerdictHeld, "interval inside ±δ"
+	case (v.Lo > delta && above >= v.Need) || (v.Hi < -delta && below >= v.Need):
+		v.Verdict, v.Reason = VerdictContradicted, "interval outside ±δ"
+	case v.Lo > -delta && v.Hi < delta:
+		v.Verdict, v.Reason = VerdictInconclusive, fmt.Sprintf("interval inside ±δ, but only %d of %d seeds (need %d)", v.Toward, n, v.Need)
+	default:
+		v.Verdict, v.Reason = VerdictInconclusive, "interval not inside ±δ"
+	}
+}
+
+func smallN(n int) string {
+	switch n {
+	case 0:
+		return "no seed has every arm"
+	case 1:
+		return "n = 1: no interval"
+	}
+	return ""
+}
+
+// Evaluate computes a verdict for every claim from the records (normally a paper's whole store).
+// It returns an error only for a claim the records cannot answer unambiguously (an arm with two
+// records of one seed: the arm's where must be narrowed); a missing arm or seed gives an
+// inconclusive verdict that says so.
+func (cs *ClaimSet) Evaluate(records []Record, opt ClaimOptions) ([]ClaimVerdict, error) {
+	var out []ClaimVerdict
+	for _, c := range cs.Claims {
+		v, err := EvaluateClaim(c, cs, records, opt)
+		if err != nil {
+			return nil, fmt.Errorf("experiments: claim %q: %w", c.ID, err)
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
+
+// armValues is one arm's metric by seed.
+type armValues struct {
+	label string
+	vals  map[int64]float64
+}
+
+// EvaluateClaim computes one claim's verdict; set supplies the scale and the common where (nil:
+// none).
+func EvaluateClaim(c ClaimSpec, set *ClaimSet, records []Record, opt ClaimOptions) (ClaimVerdict, error) {
+	v := ClaimVerdict{Claim: c, Mean: math.NaN(), SE: math.NaN(), Lo: math.NaN(), Hi: math.NaN(), Provisional: opt.IncludeDirty}
+	scale := opt.Scale
+	common := map[string]any{}
+	if set != nil {
+		if set.Scale != "" {
+			scale = set.Scale
+		}
+		maps.Copy(common, set.Where)
+	}
+	if c.Scale != "" {
+		scale = c.Scale
+	}
+	maps.Copy(common, c.Where)
+	excluded := map[string]bool{}
+	collect := func(label string, wheres ...map[string]any) (armValues, error) {
+		w := maps.Clone(common)
+		for _, x := range wheres {
+			maps.Copy(w, x)
+		}
+		a := armValues{label: label, vals: map[int64]float64{}}
+		hashes := map[int64]string{}
+		for _, r := range Select(records, scale, w) {
+			if r.Dirty() && !opt.IncludeDirty {
+				excluded[r.Hash+fmt.Sprint(r.Seed)] = true
+				continue
+			}
+			m, ok := r.Metrics[c.Metric]
+			if !ok {
+				continue
+			}
+			if prev, dup := hashes[r.Seed]; dup {
+				return a, fmt.Errorf("arm %q has two records of seed %d (%s and %s): narrow its where", label, r.Seed, prev, r.Hash)
+			}
+			hashes[r.Seed] = r.Hash
+			a.vals[r.Seed] = m
+		}
+		return a, nil
+	}
+	var arms []armValues
+	add := func(label string, wheres ...map[string]any) error {
+		a, err := collect(label, wheres...)
+		arms = append(arms, a)
+		return err
+	}
+	var err error
+	switch c.Kind {
+	case KindBetter, KindEquivalent:
+		err = firstErr(add(c.Base.Label, c.Base.Where), add(c.Treatment.Label, c.Treatment.Where))
+	case KindInteraction:
+		x, y := c.Conditions[0], c.Conditions[1]
+		err = firstErr(
+			add(c.Base.Label+" | "+x.Label, x.Where, c.Base.Where), add(c.Treatment.Label+" | "+x.Label, x.Where, c.Treatment.Where),
+			add(c.Base.Label+" | "+y.Label, y.Where, c.Base.Where), add(c.Treatment.Label+" | "+y.Label, y.Where, c.Treatment.Where))
+	case KindRank:
+		for _, a := range c.Order {
+			if e := add(a.Label, a.Where); e != nil && err == nil {
+				err = e
+			}
+		}
+	case KindTrend, KindArgmax:
+		name := c.Sweep.Label
+		if name == "" {
+			name = c.Sweep.Key
+		}
+		for _, x := range c.Sweep.Values {
+			if e := add(name+" = "+FormatValue(x), map[string]any{c.Sweep.Key: x}); e != nil && err == nil {
+				err = e
+			}
+		}
+	}
+	if err != nil {
+		return v, err
+	}
+	v.Excluded = len(excluded)
+	v.Seeds, v.Unpaired = pairSeeds(arms)
+	for _, a := range arms {
+		vals := make([]float64, len(v.Seeds))
+		for i, s := range v.Seeds {
+			vals[i] = a.vals[s]
+		}
+		st := MeanStd(vals)
+		se := math.NaN()
+		if st.N >= 2 {
+			se = st.Std / math.Sqrt(float64(st.N))
+		}
+		v.Arms = append(v.Arms, ArmStat{Label: a.label, Mean: st.Mean, SE: se, N: st.N})
+	}
+	at := func(arm int, i int) float64 { return arms[arm].vals[v.Seeds[i]] }
+	n := len(v.Seeds)
+	switch c.Kind {
+	case KindBetter, KindEquivalent:
+		for i := range n {
+			v.Diffs = append(v.Diffs, at(1, i)-at(0, i))
+		}
+		if c.Kind == KindBetter {
+			v.decideSide(c.sign())
+		} else {
+			v.decideEquivalent(c.Delta)
+		}
+	case KindInteraction:
+		for i := range n {
+			v.Diffs = append(v.Diffs, (at(1, i)-at(0, i))-(at(3, i)-at(2, i)))
+		}
+		v.decideSide(c.sign())
+	case KindTrend:
+		xs := make([]float64, len(c.Sweep.Values))
+		for j, x := range c.Sweep.Values {
+			xs[j], _ = numeric(x)
+			if c.Sweep.Log {
+				xs[j] = math.Log10(xs[j])
+			}
+		}
+		for i := range n {
+			ys := make([]float64, len(arms))
+			for j := range arms {
+				ys[j] = at(j, i)
+			}
+			v.Diffs = append(v.Diffs, slope(xs, ys))
+		}
+		v.decideSide(c.sign())
+	case KindArgmax:
+		best := slices.IndexFunc(c.Sweep.Values, func(x any) bool { return ValueEqual(x, c.Sweep.Best) })
+		s := c.sign()
+		for i := range n {
+			other := math.Inf(-1)
+			for j := range arms {
+				if j != best {
+					other = math.Max(other, s*at(j, i))
+				}
+			}
+			v.Diffs = append(v.Diffs, s*at(best, i)-other)
+		}
+		v.decideSide(1)
+		// Contradicted when some other value beats the claimed one by the rule.
+		for j := range arms {
+			if j == best {
+				continue
+			}
+			p := ClaimVerdict{partLabel: arms[j].label + " vs " + arms[best].label}
+			for i := range n {
+				p.Diffs = append(p.Diffs, at(j, i)-at(best, i))
+			}
+			p.decideSide(s)
+			v.Parts = append(v.Parts, p)
+		}
+		if v.Verdict == VerdictContradicted {
+			v.Verdict, v.Reason = VerdictInconclusive, "another value beats it in most seeds, but no single value does by the rule"
+		}
+		if v.Verdict != VerdictHeld && n >= 2 {
+			for _, p := range v.Parts {
+				if p.Verdict == VerdictHeld {
+					v.Verdict, v.Reason = VerdictContradicted, p.partLabel+": the other value is better by the rule"
+					break
+				}
+			}
+		}
+		bi := 0
+		for j := range v.Arms {
+			if s*v.Arms[j].Mean > s*v.Arms[bi].Mean {
+				bi = j
+			}
+		}
+		if n > 0 {
+			v.Observed = FormatValue(c.Sweep.Values[bi])
+		}
+	case KindRank:
+		s := c.sign()
+		held, contra := 0, 0
+		var open []string
+		for j := 0; j+1 < len(arms); j++ {
+			p := ClaimVerdict{partLabel: arms[j].label + " over " + arms[j+1].label}
+			for i := range n {
+				p.Diffs = append(p.Diffs, at(j, i)-at(j+1, i))
+			}
+			p.decideSide(s)
+			switch p.Verdict {
+			case VerdictHeld:
+				held++
+			case VerdictContradicted:
+				contra++
+				open = append(open, p.partLabel+" contradicted")
+			default:
+				open = append(open, p.partLabel+": "+p.Reason)
+			}
+			v.Parts = append(v.Parts, p)
+		}
+		v.Need = needSeeds(n)
+		switch {
+		case smallN(n) != "":
+			v.Verdict, v.Reason = VerdictInconclusive, smallN(n)
+		case held == len(v.Parts):
+			v.Verdict, v.Reason = VerdictHeld, "every adjacent pair held"
+		case contra > 0:
+			v.Verdict, v.Reason = VerdictContradicted, strings.Join(open, "; ")
+		default:
+			v.Verdict, v.Reason = VerdictInconclusive, strings.Join(open, "; ")
+		}
+		idx := make([]int, len(v.Arms))
+		for j := range idx {
+			idx[j] = j
+		}
+		sort.SliceStable(idx, func(a, b int) bool { return s*v.Arms[idx[a]].Mean > s*v.Arms[idx[b]].Mean })
+		labels := make([]string, len(idx))
+		for j, k := range idx {
+			labels[j] = v.Arms[k].Label
+		}
+		if n > 0 {
+			v.Observed = strings.Join(labels, " > ")
+		}
+	}
+	if n == 0 {
+		var empty []string
+		for _, a := range arms {
+			if len(a.vals) == 0 {
+				empty = append(empty, a.label)
+			}
+		}
+		if len(empty) > 0 {
+			v.Reason = "no records for " + strings.Join(empty, ", ")
+			if v.Excluded > 0 {
+				v.Reason += fmt.Sprintf(" (%d from a dirty tree excluded)", v.Excluded)
+			}
+		}
+	}
+	return v, nil
+}
+
+func firstErr(errs ...error) error {
+	for _, e := range errs {
+		if e != nil {
+			return e
+		}
+	}
+	return nil
+}
+
+// pairSeeds returns the seeds every arm has (ascending) and, for the others, which arms lack them.
+func pairSeeds(arms []armValues) (paired []int64, unpaired []string) {
+	all := map[int64]bool{}
+	for _, a := range arms {
+		for s := range a.vals {
+			all[s] = true
+		}
+	}
+	seeds := slices.Sorted(maps.Keys(all))
+	for _, s := range seeds {
+		var lack []string
+		for _, a := range arms {
+			if _, ok := a.vals[s]; !ok {
+				lack = append(lack, a.label)
+			}
+		}
+		if len(lack) == 0 {
+			paired = append(paired, s)
+		} else {
+			unpaired = append(unpaired, fmt.Sprintf("seed %d (no %s)", s, strings.Join(lack, ", ")))
+		}
+	}
+	return paired, unpaired
+}
+
+// slope is the least-squares slope of ys against xs.
+func slope(xs, ys []float64) float64 {
+	n := float64(len(xs))
+	var mx, my float64
+	for i := range xs {
+		mx += xs[i]
+		my += ys[i]
+	}
+	mx /= n
+	my /= n
+	var sxy, sxx float64
+	for i := range xs {
+		sxy += (xs[i] - mx) * (ys[i] - my)
+		sxx += (xs[i] - mx) * (xs[i] - mx)
+	}
+	return sxy / sxx
+}

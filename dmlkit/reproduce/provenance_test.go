@@ -1,0 +1,101 @@
+package reproduce
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+func gitRepo(t *testing.T) string {
+	t.Helper()
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("git not installed")
+	}
+	dir := t.TempDir()
+	run := func(args ...string) {
+		cmd := exec.Command("git", args...)
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@t", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@t")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	write := func(p, s string) {
+		os.MkdirAll(filepath.Dir(filepath.Join(dir, p)), 0o755)
+		if err := os.WriteFile(filepath.Join(dir, p), []byte(s), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	run("init", "-q")
+	write("code.go", "package x\n")
+	write("reproductions/p/results/small.jsonl", "{}\n")
+	write(".gitignore", "runs/\n")
+	run("add", ".")
+	run("commit", "-q", "-m", "init")
+	return dir
+}
+
+func TestTreeState(t *testing.T) {
+	dir := gitRepo(t)
+	results := filepath.Join(dir, "reproductions", "p", "results")
+	tr, err := TreeState(dir, results)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tr.Dirty || len(tr.Commit) != 40 {
+		t.Fatalf("fresh commit: %+v", tr)
+	}
+	// Appending to the results file being written does not make the tree dirty; nor do ignored files.
+	os.WriteFile(filepath.Join(results, "small.jsonl"), []byte("{}\n{}\n"), 0o644)
+	os.MkdirAll(filepath.Join(dir, "runs"), 0o755)
+	os.WriteFile(filepath.Join(dir, "runs", "log"), []byte("x"), 0o644)
+	if tr, _ := TreeState(dir, results); tr.Dirty {
+		t.Errorf("results append / ignored file made the tree dirty: %v", tr.Changed)
+	}
+	// Without the ignore the results file counts.
+	if tr, _ := TreeState(dir); !tr.Dirty || !slices.Equal(tr.Changed, []string{"reproductions/p/results/small.jsonl"}) {
+		t.Errorf("without ignore: %+v", tr)
+	}
+	// A modified source file and an untracked, not ignored file both count, from a subdirectory too.
+	os.WriteFile(filepath.Join(dir, "code.go"), []byte("package y\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, "new.go"), []byte("package x\n"), 0o644)
+	tr, err = TreeState(filepath.Join(dir, "reproductions"), "p/results")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !tr.Dirty || !slices.Equal(tr.Changed, []string{"code.go", "new.go"}) {
+		t.Errorf("changes: %+v", tr)
+	}
+	env := Environment(tr)
+	if env["git_commit"] != tr.Commit || env["git_dirty"] != true || env["cpu_model"] == "" || env["go_version"] == nil {
+		t.Errorf("environment %v", env)
+	}
+	if _, err := TreeState(t.TempDir()); err == nil || !strings.Contains(err.Error(), "git rev-parse") {
+		t.Errorf("outside a work tree: %v", err)
+	}
+}
+
+func TestBestOverTraining(t *testing.T) {
+	nan := func() float64 { var z float64; return z / z }()
+	series := map[string][]float64{
+		"curve/epoch":       {1, 2, 3, 4},
+		"curve/loss":        {3, 2, 1, 0.5},
+		"curve/test/R@1":    {0.5, 0.7, 0.7, 0.6}, // max 0.7, first reached at epoch 2
+		"curve/val/OPIS":    {0.02, nan, 0.01, 0.015},
+		"curve/test/n_skip": {1, 2, 3, 4}, // no known direction: left out
+	}
+	got := map[string]float64{}
+	bestOverTraining(series, got)
+	want := map[string]float64{"best/R@1": 0.7, "best/R@1/epoch": 2, "best/val/OPIS": 0.01, "best/val/OPIS/epoch": 3}
+	if len(got) != len(want) {
+		t.Fatalf("got %v, want %v", got, want)
+	}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("%s = %v, want %v", k, got[k], v)
+		}
+	}
+}
