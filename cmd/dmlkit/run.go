@@ -253,8 +253,16 @@ func sweep(spec *experiments.Spec, o *sweepFlags, stdout, stderr io.Writer) (*ex
 	if sum != nil {
 		fmt.Fprintf(stdout, "%s scale %q: %d runs selected, %d already stored, %d ran, %d failed; results in %s\n",
 			spec.Paper, scale, sum.Total, sum.Skipped, sum.Ran, len(sum.Failed), opt.Store.Dir)
+		printPending(sum.Pending, stdout)
 	}
 	return sum, err
+}
+
+// printPending lists the sweep points that wait for a tuning step's selection.
+func printPending(p []experiments.Pending, w io.Writer) {
+	for _, x := range p {
+		fmt.Fprintf(w, "pending: %s (%s; run again once those tuning runs are stored)\n", x.Point, x.Reason)
+	}
 }
 
 // provenance is the environment stored in every record of a sweep writing into results
@@ -305,7 +313,11 @@ func dryRun(spec *experiments.Spec, o *sweepFlags, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	plan, err := spec.Plan(scale)
+	recs, _, err := experiments.NewStore(resultsDir(spec, *o.results)).Load()
+	if err != nil {
+		return err
+	}
+	plan, err := spec.PlanWith(scale, recs)
 	if err != nil {
 		return err
 	}
@@ -320,10 +332,6 @@ func dryRun(spec *experiments.Spec, o *sweepFlags, stdout io.Writer) error {
 		}
 	}
 	runs = experiments.Filter(runs, only)
-	recs, _, err := experiments.NewStore(resultsDir(spec, *o.results)).Load()
-	if err != nil {
-		return err
-	}
 	done := experiments.Done(recs, scale)
 	n := 0
 	for _, r := range runs {
@@ -335,6 +343,7 @@ func dryRun(spec *experiments.Spec, o *sweepFlags, stdout io.Writer) error {
 		fmt.Fprintf(stdout, "%4d  %s  %-6s  %s\n", r.Index, r.Hash, state, r.Label())
 	}
 	fmt.Fprintf(stdout, "%d of %d runs (scale %q) selected, %d stored\n", len(runs), len(plan.Runs), scale, n)
+	printPending(plan.Pending, stdout)
 	return nil
 }
 

@@ -26,6 +26,7 @@ type Spec struct {
 	Reference   []Reference               `yaml:"reference"`   // the paper's numbers, cited
 	Figures     []FigureSpec              `yaml:"figures"`     // declarative figures
 	Tables      []TableSpec               `yaml:"tables"`      // declarative tables
+	Tune        []TuneSpec                `yaml:"tune"`        // tuning steps on held-out training classes (see [TuneSpec])
 	Launch      Launch                    `yaml:"launch"`      // container image and resources for --emit
 
 	// Path is the file the spec was read from (empty when parsed from bytes); Dir its directory.
@@ -191,6 +192,9 @@ func (s *Spec) check() error {
 			return fmt.Errorf("field \"reference[%d].source\": missing (cite the table and row)", i)
 		}
 	}
+	if err := s.checkTunes(); err != nil {
+		return err
+	}
 	names := map[string]bool{}
 	for i := range s.Figures {
 		f := &s.Figures[i]
@@ -297,6 +301,7 @@ type Run struct {
 	Seed   int64          // also written into Config at the spec's seed key
 	Params map[string]any // the swept values (dotted key → value), without the seed
 	Config map[string]any // the full resolved configuration
+	Tune   string         // the tuning step the run belongs to ("" for a sweep point)
 }
 
 // Label is a short human description of the run: its swept values and seed.
@@ -314,13 +319,24 @@ type Plan struct {
 	Spec  *Spec
 	Scale string
 	Runs  []Run
+	// Pending lists the points that wait for a tuning step's selection (see [Spec.PlanWith]);
+	// their runs are not in Runs yet.
+	Pending []Pending
 }
 
 // Resolve expands the sweep of the given scale into runs, without checking configuration values.
 // Precedence, lowest first: base, the scale's overrides, the sweep point, the seed. A scale entry
 // may replace the seeds, grid (per key) or list of the sweep. An empty scale name is allowed only
 // when the spec defines no scales.
-func (s *Spec) Resolve(scale string) (*Plan, error) {
+//
+// Points that take values from a tuning step ("tuned") are pending here, as no records are read;
+// [Spec.PlanWith] resolves them from the stored tuning runs.
+func (s *Spec) Resolve(scale string) (*Plan, error) { return s.resolve(scale, nil) }
+
+// resolve is Resolve with the selections of the tuning steps (step name → dotted key → value).
+// The runs of the tuning steps the points need come first; a run's Index counts the runs of
+// pending points too, so shards keep their runs when a selection arrives.
+func (s *Spec) resolve(scale string, sel map[string]map[string]any) (*Plan, error) {
 	var over map[string]any
 	if scale == "" {
 		if len(s.Scales) > 0 {
@@ -371,11 +387,30 @@ func (s *Spec) Resolve(scale string) (*Plan, error) {
 		}
 	}
 
-	points := expand(grid, list)
+	type point struct {
+		pt    map[string]any
+		seeds []int64
+		tune  string
+		waits []string
+	}
+	var points []point
+	var needed []string
+	for _, pt := range expand(grid, list) {
+		pt, names := pointTunes(pt)
+		needed = append(needed, names...)
+		pt, waits := applyTunes(pt, names, sel)
+		points = append(points, point{pt: pt, seeds: seeds, waits: waits})
+	}
+	var all []point
+	for _, tp := range s.tunePoints(needed, sel) {
+		all = append(all, point{pt: tp.point, seeds: tp.seeds, tune: tp.tune, waits: tp.waits})
+	}
+	all = append(all, points...)
 	plan := &Plan{Spec: s, Scale: scale}
 	byHash := map[string]string{}
-	for _, pt := range points {
-		ptSeeds := seeds
+	index := 0
+	for _, p := range all {
+		pt, ptSeeds := p.pt, p.seeds
 		if v, ok := pt["seeds"]; ok {
 			ptSeeds, _ = toSeeds(v) // checked by Parse
 			q := make(map[string]any, len(pt))
@@ -385,6 +420,16 @@ func (s *Spec) Resolve(scale string) (*Plan, error) {
 				}
 			}
 			pt = q
+		}
+		if len(p.waits) > 0 {
+			label := strings.TrimSuffix(Run{Params: pt}.Label(), " seed=0")
+			if p.tune != "" {
+				label = "tuning step " + p.tune
+			}
+			plan.Pending = append(plan.Pending, Pending{Point: label, Waits: p.waits,
+				Reason: "waits for the selection of " + strings.Join(p.waits, ", ")})
+			index += len(ptSeeds)
+			continue
 		}
 		for _, seed := range ptSeeds {
 			cfg := Clone(base)
@@ -400,7 +445,8 @@ func (s *Spec) Resolve(scale string) (*Plan, error) {
 			if err != nil {
 				return nil, err
 			}
-			r := Run{Index: len(plan.Runs), Hash: h, Seed: seed, Params: pt, Config: cfg}
+			r := Run{Index: index, Hash: h, Seed: seed, Params: pt, Config: cfg, Tune: p.tune}
+			index++
 			if prev, dup := byHash[h]; dup {
 				return nil, fmt.Errorf("experiments: %s: sweep points %q and %q resolve to the same configuration", s.name(), prev, r.Label())
 			}

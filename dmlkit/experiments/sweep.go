@@ -36,10 +36,11 @@ type ExecOptions struct {
 
 // Summary counts what [Execute] did.
 type Summary struct {
-	Total   int      // runs given
-	Skipped int      // already in the store
-	Ran     int      // finished and stored now
-	Failed  []string // "hash (label): error" of runs that failed; they left no record
+	Total   int       // runs given
+	Skipped int       // already in the store
+	Ran     int       // finished and stored now
+	Failed  []string  // "hash (label): error" of runs that failed; they left no record
+	Pending []Pending // RunSweep: points still waiting for a tuning step's selection
 }
 
 // Execute runs every run of runs (a plan's runs, possibly filtered or sharded) whose (scale, hash)
@@ -224,25 +225,60 @@ type SweepOptions struct {
 }
 
 // RunSweep resolves and validates the whole plan of the scale (so that a bad value anywhere fails
-// before any training), keeps the runs of the shard and the filter, and executes them.
+// before any training), keeps the runs of the shard and the filter, and executes them. Tuning
+// steps ([TuneSpec]) run first: after each round the plan is resolved again from the store
+// ([Spec.PlanWith]) and the points whose selections became available run next, until nothing
+// new can run. Points still waiting (e.g. for a tuning run in another shard) are listed in
+// Summary.Pending; they are not failures.
 func RunSweep(ctx context.Context, s *Spec, opt SweepOptions) (*Plan, *Summary, error) {
-	plan, err := s.Plan(opt.Scale)
-	if err != nil {
-		return nil, nil, err
+	if opt.Store == nil {
+		return nil, nil, errors.New("experiments: RunSweep needs a Store")
 	}
-	if len(opt.Only) > 0 && len(Filter(plan.Runs, opt.Only)) == 0 {
-		// Checked on the whole plan: one shard may legitimately hold none of the selected runs.
-		return plan, nil, fmt.Errorf("experiments: %s: the --only filter %v matches none of the %d runs of scale %q", s.name(), opt.Only, len(plan.Runs), opt.Scale)
-	}
-	runs := plan.Runs
-	if opt.Of > 1 {
-		if runs, err = Shard(runs, opt.Index, opt.Of); err != nil {
+	total := &Summary{}
+	var plan *Plan
+	ran := map[string]bool{}
+	for round := 0; ; round++ {
+		recs, _, err := opt.Store.Load()
+		if err != nil {
 			return plan, nil, err
 		}
-	} else if opt.Of == 1 && opt.Index != 0 {
-		return plan, nil, fmt.Errorf("experiments: shard --index %d --of 1: need index 0", opt.Index)
+		if plan, err = s.PlanWith(opt.Scale, recs); err != nil {
+			return nil, nil, err
+		}
+		if round == 0 && len(opt.Only) > 0 && len(Filter(plan.Runs, opt.Only)) == 0 && len(plan.Pending) == 0 {
+			// Checked on the whole plan: one shard may legitimately hold none of the selected runs.
+			return plan, nil, fmt.Errorf("experiments: %s: the --only filter %v matches none of the %d runs of scale %q", s.name(), opt.Only, len(plan.Runs), opt.Scale)
+		}
+		runs := plan.Runs
+		if opt.Of > 1 {
+			if runs, err = Shard(runs, opt.Index, opt.Of); err != nil {
+				return plan, nil, err
+			}
+		} else if opt.Of == 1 && opt.Index != 0 {
+			return plan, nil, fmt.Errorf("experiments: shard --index %d --of 1: need index 0", opt.Index)
+		}
+		var todo []Run
+		for _, r := range Filter(runs, opt.Only) {
+			if !ran[r.Hash] {
+				ran[r.Hash] = true
+				todo = append(todo, r)
+			}
+		}
+		if round > 0 && len(todo) == 0 {
+			break
+		}
+		sum, err := Execute(ctx, plan, todo, opt.ExecOptions)
+		if sum != nil {
+			total.Total += sum.Total
+			total.Skipped += sum.Skipped
+			total.Ran += sum.Ran
+			total.Failed = append(total.Failed, sum.Failed...)
+		}
+		if err != nil || len(plan.Pending) == 0 {
+			total.Pending = plan.Pending
+			return plan, total, err
+		}
 	}
-	runs = Filter(runs, opt.Only)
-	sum, err := Execute(ctx, plan, runs, opt.ExecOptions)
-	return plan, sum, err
+	total.Pending = plan.Pending
+	return plan, total, nil
 }

@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -338,7 +339,7 @@ type TableResult struct {
 // records of tables that name no scale ("" = all scales).
 func RenderTables(s *Spec, records []Record, scale, outDir string) []TableResult {
 	var out []TableResult
-	for _, t := range s.Tables {
+	for _, t := range append(slices.Clone(s.Tables), s.TuneTables()...) {
 		res := TableResult{Name: t.Name}
 		recs, sc := selectFor(records, t.Scale, scale, t.Where)
 		if len(recs) == 0 {

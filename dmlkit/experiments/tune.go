@@ -1,0 +1,404 @@
+package experiments
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+)
+
+// TuneSpec is a tuning step of a spec (reproducing.md §2): a grid of hyper-parameters trained on
+// held-out *training* classes (Point sets the validation split, e.g. data.val_classes: 0.1), a
+// stated selection rule on the validation metrics, and the selected values flowing into every
+// sweep point that names the step in its "tuned" entry:
+//
+//	tune:
+//	  - name: margins
+//	    point: {loss.set.expr: smoothap+tcm, data.val_classes: 0.1, eval.opis: true}
+//	    grid: {loss.set.options.tcm.pos_margin: [0.8, 0.9, 0.95], loss.set.options.tcm.neg_margin: [0.25, 0.5, 0.75]}
+//	    seeds: [0]
+//	    select: {metric: val/OPIS, lower: true, guard: val/R@1, within: 0.01}
+//	sweep:
+//	  list:
+//	    - {loss.set.expr: smoothap+tcm, tuned: margins}   # gets the selected pos_margin / neg_margin
+//
+// A tuning step's runs are planned only at the scales where some sweep point (or another step)
+// names it. Until every grid point × seed of a step is stored, the points that need it are
+// pending ([Plan.Pending]); [RunSweep] runs the steps first and then the points they unblock. A
+// step's own point may name other steps in "tuned" (e.g. margins tuned at the tuned learning
+// rate). Steps sharing a Group must have the same budget (grid points × seeds), so every method
+// is tuned equally. The selection is a regenerated table, "tune_<name>" ([Spec.TuneTables]).
+type TuneSpec struct {
+	Name    string            `yaml:"name"`
+	Caption string            `yaml:"caption"`
+	Point   map[string]any    `yaml:"point"`  // dotted keys shared by the tuning runs (may hold "tuned")
+	Grid    map[string][]any  `yaml:"grid"`   // the tuned hyper-parameters
+	Seeds   []int64           `yaml:"seeds"`  // default [0]
+	Select  Selection         `yaml:"select"` // the rule, on validation metrics
+	Group   string            `yaml:"group"`  // steps of one group get equal budgets
+	Labels  map[string]string `yaml:"labels"` // header text of the selection table
+	Digits  *int              `yaml:"digits"` // decimals of the selection table (default 3)
+}
+
+// tunedKey is the reserved sweep-point key naming the tuning steps whose selection it takes.
+const tunedKey = "tuned"
+
+func (t *TuneSpec) check() error {
+	bad := func(field, format string, a ...any) error {
+		return &fieldError{Path: field, Msg: fmt.Sprintf(format, a...)}
+	}
+	if t.Name == "" || strings.ContainsAny(t.Name, " ,/") {
+		return bad("name", "%q: want a name without spaces, commas or slashes", t.Name)
+	}
+	if len(t.Grid) == 0 {
+		return bad("grid", "missing (the hyper-parameters to tune)")
+	}
+	for _, k := range sortedKeys(t.Grid) {
+		if len(t.Grid[k]) < 2 {
+			return bad("grid."+k, "want at least 2 values, got %d", len(t.Grid[k]))
+		}
+		if _, ok := t.Point[k]; ok {
+			return bad("grid."+k, "also set in point")
+		}
+	}
+	if len(t.Point) == 0 {
+		return bad("point", "missing (at least the validation split, e.g. data.val_classes: 0.1)")
+	}
+	if err := t.Select.check(); err != nil {
+		fe := err.(*fieldError)
+		return bad("select."+fe.Path, "%s", fe.Msg)
+	}
+	if !strings.HasPrefix(t.Select.Metric, "val/") || (t.Select.Guard != "" && !strings.HasPrefix(t.Select.Guard, "val/")) {
+		return bad("select", "select on validation metrics (val/…), never on test metrics")
+	}
+	seen := map[int64]bool{}
+	for _, s := range t.Seeds {
+		if seen[s] {
+			return bad("seeds", "seed %d listed twice", s)
+		}
+		seen[s] = true
+	}
+	return nil
+}
+
+// budget is the number of runs of the step.
+func (t *TuneSpec) budget() int {
+	n := max(len(t.Seeds), 1)
+	for _, v := range t.Grid {
+		n *= len(v)
+	}
+	return n
+}
+
+func (t *TuneSpec) seeds() []int64 {
+	if len(t.Seeds) == 0 {
+		return []int64{0}
+	}
+	return t.Seeds
+}
+
+// checkTunes validates the spec's tuning steps together: unique names, known references, no
+// cycles, equal budgets within a group.
+func (s *Spec) checkTunes() error {
+	byName := map[string]*TuneSpec{}
+	for i := range s.Tune {
+		t := &s.Tune[i]
+		t.Point = asMap(normalize(t.Point))
+		for k, v := range t.Grid {
+			t.Grid[k] = normalize(v).([]any)
+		}
+		if err := t.check(); err != nil {
+			var fe *fieldError
+			if errors.As(err, &fe) {
+				return fmt.Errorf("field \"tune[%d].%s\" (%s): %s", i, fe.Path, t.Name, fe.Msg)
+			}
+			return err
+		}
+		if byName[t.Name] != nil {
+			return fmt.Errorf("field \"tune[%d].name\": %q used twice", i, t.Name)
+		}
+		byName[t.Name] = t
+	}
+	groups := map[string]*TuneSpec{}
+	for i := range s.Tune {
+		t := &s.Tune[i]
+		if t.Group == "" {
+			continue
+		}
+		if g := groups[t.Group]; g != nil && g.budget() != t.budget() {
+			return fmt.Errorf("field \"tune[%d]\" (%s): group %q: %d runs, but %s has %d (every method of a group gets the same tuning budget)",
+				i, t.Name, t.Group, t.budget(), g.Name, g.budget())
+		}
+		groups[t.Group] = t
+	}
+	check := func(field string, p map[string]any) error {
+		names, err := tunedNames(p)
+		if err != nil {
+			return fmt.Errorf("field %q: %w", field, err)
+		}
+		for _, n := range names {
+			if byName[n] == nil {
+				return fmt.Errorf("field %q: no tuning step named %q", field, n)
+			}
+		}
+		return nil
+	}
+	for i, p := range s.Sweep.List {
+		if err := check(fmt.Sprintf("sweep.list[%d].tuned", i), p); err != nil {
+			return err
+		}
+	}
+	for name, sc := range s.Scales {
+		if l, ok := sc["list"].([]any); ok {
+			for i, e := range l {
+				if m, ok := e.(map[string]any); ok {
+					if err := check(fmt.Sprintf("scales.%s.list[%d].tuned", name, i), m); err != nil {
+						return err
+					}
+				}
+			}
+		}
+	}
+	// Dependencies between steps must not form a cycle.
+	state := map[string]int{} // 1 visiting, 2 done
+	var visit func(n string, path []string) error
+	visit = func(n string, path []string) error {
+		switch state[n] {
+		case 1:
+			return fmt.Errorf("field \"tune\": steps depend on each other in a cycle: %s", strings.Join(append(path, n), " → "))
+		case 2:
+			return nil
+		}
+		state[n] = 1
+		deps, _ := tunedNames(byName[n].Point)
+		for _, d := range deps {
+			if byName[d] == nil {
+				return fmt.Errorf("field \"tune\" (%s): point names no tuning step %q", n, d)
+			}
+			if err := visit(d, append(path, n)); err != nil {
+				return err
+			}
+		}
+		state[n] = 2
+		return nil
+	}
+	for i := range s.Tune {
+		if err := visit(s.Tune[i].Name, nil); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// tunedNames reads a point's "tuned" entry: a name or a list of names.
+func tunedNames(p map[string]any) ([]string, error) {
+	v, ok := p[tunedKey]
+	if !ok {
+		return nil, nil
+	}
+	switch x := v.(type) {
+	case string:
+		return []string{x}, nil
+	case []any:
+		var out []string
+		for _, e := range x {
+			s, ok := e.(string)
+			if !ok {
+				return nil, fmt.Errorf("want tuning step names, got %v", e)
+			}
+			out = append(out, s)
+		}
+		return out, nil
+	}
+	return nil, fmt.Errorf("want a tuning step name or a list of names, got %v", v)
+}
+
+// tune returns the tuning step called name (nil if none).
+func (s *Spec) tune(name string) *TuneSpec {
+	for i := range s.Tune {
+		if s.Tune[i].Name == name {
+			return &s.Tune[i]
+		}
+	}
+	return nil
+}
+
+// Pending is a sweep point (or tuning step) that cannot be planned yet because a tuning step it
+// takes values from has no selection.
+type Pending struct {
+	Point  string   // the point's values, as a run label without the seed
+	Waits  []string // the tuning steps without a selection
+	Reason string
+}
+
+// Selected is the outcome of a tuning step on stored records.
+type Selected struct {
+	Name   string
+	Values map[string]any // dotted key → selected value
+	Row    SelectedRow
+	Runs   int // stored runs of the step
+	Want   int // planned runs of the step
+}
+
+// PlanWith resolves the scale like [Spec.Plan], taking the selections of the tuning steps from
+// the stored records: a step whose runs are all stored selects its grid point by its rule, and
+// the points naming it get the selected values; the others are listed in Plan.Pending.
+func (s *Spec) PlanWith(scale string, records []Record) (*Plan, error) {
+	sel := map[string]map[string]any{}
+	for range len(s.Tune) + 1 { // each round can unblock one more level of dependent steps
+		p, err := s.resolve(scale, sel)
+		if err != nil {
+			return nil, err
+		}
+		changed := false
+		for _, st := range s.Selections(p, records) {
+			if st.Values != nil && sel[st.Name] == nil {
+				sel[st.Name] = st.Values
+				changed = true
+			}
+		}
+		if !changed {
+			if err := p.Validate(registeredValidator()); err != nil {
+				return nil, err
+			}
+			return p, nil
+		}
+	}
+	return nil, fmt.Errorf("experiments: %s: tuning steps did not settle", s.name())
+}
+
+// Selections applies each planned tuning step's rule to its stored records (those of the plan's
+// scale whose hash is one of the step's runs). A step with runs missing has no Values.
+func (s *Spec) Selections(p *Plan, records []Record) []Selected {
+	var out []Selected
+	for _, t := range s.Tune {
+		hashes := map[string]bool{}
+		for _, r := range p.Runs {
+			if r.Tune == t.Name {
+				hashes[r.Hash] = true
+			}
+		}
+		if len(hashes) == 0 {
+			continue
+		}
+		var recs []Record
+		for _, r := range records {
+			if r.Scale == p.Scale && hashes[r.Hash] {
+				recs = append(recs, r)
+			}
+		}
+		st := Selected{Name: t.Name, Runs: len(recs), Want: len(hashes)}
+		if len(recs) == len(hashes) {
+			keys := sortedKeys(t.Grid)
+			st.Row = selectRow(t.Select, GroupBy(recs, keys))
+			if st.Row.Row >= 0 {
+				st.Values = map[string]any{}
+				for i, k := range st.Row.Keys {
+					st.Values[k] = st.Row.Values[i]
+				}
+			}
+		}
+		out = append(out, st)
+	}
+	return out
+}
+
+// TuneTables returns the selection table of every tuning step: one row per grid point (mean ±
+// std over its seeds) with the selection rule's metric and guard, the selected row marked.
+func (s *Spec) TuneTables() []TableSpec {
+	var out []TableSpec
+	for _, t := range s.Tune {
+		where := maps.Clone(t.Point)
+		delete(where, tunedKey)
+		for k, v := range t.Grid {
+			where[k] = v
+		}
+		metrics := []string{t.Select.Metric}
+		if t.Select.Guard != "" {
+			metrics = append(metrics, t.Select.Guard)
+		}
+		caption := t.Caption
+		if caption == "" {
+			caption = fmt.Sprintf("Tuning step %q on held-out training classes: %s over %s", t.Name, strings.Join(metrics, ", "), strings.Join(sortedKeys(t.Grid), " × "))
+		}
+		sel := t.Select
+		digits := 3
+		if t.Digits != nil {
+			digits = *t.Digits
+		}
+		out = append(out, TableSpec{Name: "tune_" + t.Name, Caption: caption, Where: where, Rows: sortedKeys(t.Grid),
+			Metrics: metrics, Labels: t.Labels, NoRef: true, Select: &sel, Digits: &digits})
+	}
+	return out
+}
+
+// pointTunes splits a sweep point's "tuned" entry off: the point without it and the names.
+func pointTunes(pt map[string]any) (map[string]any, []string) {
+	names, _ := tunedNames(pt) // checked by Parse
+	if names == nil {
+		return pt, nil
+	}
+	q := maps.Clone(pt)
+	delete(q, tunedKey)
+	return q, names
+}
+
+// applyTunes merges the selections of names into the point; it returns the names without one.
+func applyTunes(pt map[string]any, names []string, sel map[string]map[string]any) (map[string]any, []string) {
+	var waits []string
+	q := maps.Clone(pt)
+	for _, n := range names {
+		v, ok := sel[n]
+		if !ok {
+			waits = append(waits, n)
+			continue
+		}
+		for k, x := range v {
+			if _, set := q[k]; !set { // a value written in the point wins over the selection
+				q[k] = x
+			}
+		}
+	}
+	return q, waits
+}
+
+// tunePoints expands the tuning steps that the plan's points need (transitively) into points
+// tagged with the step's name; a step whose own point waits for a selection is one placeholder
+// point with waits set and as many seeds as the step has runs.
+func (s *Spec) tunePoints(needed []string, sel map[string]map[string]any) (pts []tunePoint) {
+	done := map[string]bool{}
+	var add func(n string)
+	add = func(n string) {
+		if done[n] {
+			return
+		}
+		done[n] = true
+		t := s.tune(n)
+		base, deps := pointTunes(t.Point)
+		for _, d := range deps {
+			add(d)
+		}
+		base, waits := applyTunes(base, deps, sel)
+		if len(waits) > 0 { // a placeholder holding the step's budget of run indices
+			pts = append(pts, tunePoint{point: map[string]any{}, seeds: make([]int64, t.budget()), tune: n, waits: waits})
+			return
+		}
+		for _, p := range expand(t.Grid, []map[string]any{base}) {
+			pts = append(pts, tunePoint{point: p, seeds: t.seeds(), tune: n})
+		}
+	}
+	names := slices.Clone(needed)
+	slices.Sort(names)
+	for _, n := range slices.Compact(names) {
+		add(n)
+	}
+	return pts
+}
+
+type tunePoint struct {
+	point map[string]any
+	seeds []int64
+	tune  string
+	waits []string // the step's own point waits for these selections
+}

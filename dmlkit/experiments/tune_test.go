@@ -1,0 +1,174 @@
+package experiments
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"testing"
+)
+
+// tuneSpec: a learning-rate step ("lr", three values, seed 0) on a validation split, a margin
+// step that runs at the selected learning rate, and three sweep points: one tuned on lr, one on
+// both, one untuned.
+const tuneSpec = `
+paper: toy
+base: {opt: {lr: 1}, loss: {name: a}}
+tune:
+  - name: lr
+    point: {data.val: 0.1}
+    grid: {opt.lr: [0.1, 0.3, 1.0]}
+    select: {metric: val/acc}
+    group: lr
+  - name: margin
+    point: {data.val: 0.1, loss.name: b, tuned: lr}
+    grid: {loss.m: [1, 2]}
+    select: {metric: val/acc}
+sweep:
+  list:
+    - {loss.name: a, tuned: lr}
+    - {loss.name: b, tuned: [lr, margin]}
+    - {loss.name: c}
+  seeds: [0, 1]
+`
+
+// toyAcc is the validation accuracy of a configuration: best at lr 0.3, then at margin 2.
+func toyAcc(cfg map[string]any) float64 {
+	lr, _ := Get(cfg, "opt.lr")
+	m, _ := Get(cfg, "loss.m")
+	l, _ := numeric(lr)
+	mf, _ := numeric(m)
+	return 1 - (l-0.3)*(l-0.3) + mf/10
+}
+
+func tuneRecords(p *Plan, tune string, n int) []Record {
+	var out []Record
+	for _, r := range p.Runs {
+		if r.Tune == tune && len(out) < n {
+			out = append(out, Record{Hash: r.Hash, Scale: p.Scale, Seed: r.Seed, Config: r.Config, Metrics: Metrics{"val/acc": toyAcc(r.Config)}})
+		}
+	}
+	return out
+}
+
+func TestTunePlanWith(t *testing.T) {
+	s := mustParse(t, tuneSpec)
+	// Nothing stored: the lr step's 3 runs and the untuned point's 2; both tuned points and the
+	// margin step (which needs lr) wait. Indices count the waiting runs: lr 0–2, margin's
+	// placeholder 3–4, point a 5–6, point b 7–8, point c 9–10.
+	p, err := s.PlanWith("", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var idx []int
+	for _, r := range p.Runs {
+		idx = append(idx, r.Index)
+	}
+	if got := fmt.Sprint(idx); got != "[0 1 2 9 10]" || len(p.Pending) != 3 {
+		t.Fatalf("runs at %s, pending %+v", got, p.Pending)
+	}
+	if p.Pending[0].Point != "tuning step margin" || p.Pending[1].Point != "loss.name=a" || fmt.Sprint(p.Pending[2].Waits) != "[lr margin]" {
+		t.Errorf("pending %+v", p.Pending)
+	}
+	// Two of the three lr runs stored: an incomplete grid selects nothing.
+	if p2, _ := s.PlanWith("", tuneRecords(p, "lr", 2)); len(p2.Runs) != 5 {
+		t.Errorf("incomplete grid: %d runs", len(p2.Runs))
+	}
+	// The whole lr grid: lr 0.3 is selected (accuracy 1 against 0.96 and 0.51); point a gets it
+	// (Params show it), the margin step runs at it, point b still waits for margin.
+	recs := tuneRecords(p, "lr", 3)
+	p, err = s.PlanWith("", recs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	byLabel := map[string]Run{}
+	for _, r := range p.Runs {
+		byLabel[r.Label()] = r
+	}
+	a, ok := byLabel["loss.name=a opt.lr=0.3 seed=1"]
+	if !ok || a.Index != 6 {
+		t.Fatalf("point a: %+v (runs %v)", a, keysOf(byLabel))
+	}
+	if m, ok := byLabel["data.val=0.1 loss.m=2 loss.name=b opt.lr=0.3 seed=0"]; !ok || m.Tune != "margin" || m.Index != 4 {
+		t.Errorf("margin step at the tuned lr: %+v", m)
+	}
+	if len(p.Pending) != 1 || p.Pending[0].Point != "loss.name=b opt.lr=0.3" {
+		t.Errorf("pending %+v", p.Pending)
+	}
+	// Then the margin grid: margin 2 is selected and point b gets both selections.
+	p, _ = s.PlanWith("", append(recs, tuneRecords(p, "margin", 2)...))
+	if len(p.Pending) != 0 || len(p.Runs) != 3+2+2+2+2 {
+		t.Fatalf("all resolved: %d runs, pending %+v", len(p.Runs), p.Pending)
+	}
+	found := false
+	for _, r := range p.Runs {
+		if r.Label() == "loss.m=2 loss.name=b opt.lr=0.3 seed=0" && r.Index == 7 {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("point b with both selections missing")
+	}
+	// The selection table of each step marks the chosen row.
+	tabs := s.TuneTables()
+	if len(tabs) != 2 || tabs[0].Name != "tune_lr" || tabs[0].Select.Metric != "val/acc" {
+		t.Fatalf("tune tables %+v", tabs)
+	}
+	tab := BuildTable(tabs[0], recs, nil)
+	if tab.Selected == nil || FormatValue(tab.Selected.Values) != "[0.3]" {
+		t.Errorf("tune_lr selects %+v", tab.Selected)
+	}
+}
+
+func keysOf[V any](m map[string]V) []string { return sortedKeys(m) }
+
+func TestTuneSpecErrors(t *testing.T) {
+	cases := []struct{ name, from, to, want string }{
+		{"test metric", "select: {metric: val/acc}\n    group: lr", "select: {metric: acc}\n    group: lr", "validation metrics"},
+		{"unknown step", "tuned: [lr, margin]", "tuned: [lr, nope]", `no tuning step named "nope"`},
+		{"cycle", "point: {data.val: 0.1}", "point: {data.val: 0.1, tuned: margin}", "cycle"},
+		{"budget", "select: {metric: val/acc}\nsweep", "select: {metric: val/acc}\n    group: lr\nsweep", "same tuning budget"},
+		{"one value", "grid: {loss.m: [1, 2]}", "grid: {loss.m: [1]}", "at least 2 values"},
+	}
+	for _, c := range cases {
+		y := strings.Replace(tuneSpec, c.from, c.to, 1)
+		if y == tuneSpec {
+			t.Fatalf("%s: replacement %q not found", c.name, c.from)
+		}
+		if _, err := Parse([]byte(y), "spec.yaml"); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: err %v, want %q", c.name, err, c.want)
+		}
+	}
+}
+
+// TestRunSweepRunsTuningFirst: one RunSweep call runs the lr step, then the margin step at the
+// selected lr, then every point — each configuration once — and leaves nothing pending.
+func TestRunSweepRunsTuningFirst(t *testing.T) {
+	s := mustParse(t, strings.Replace(tuneSpec, "paper: toy", "paper: toy\nscales: {small: {}}", 1))
+	var calls atomic.Int64
+	runner := func(ctx context.Context, r RunSpec, progress func(string)) (*Outcome, error) {
+		calls.Add(1)
+		return &Outcome{Metrics: map[string]float64{"val/acc": toyAcc(r.Config)}}, nil
+	}
+	st := NewStore(t.TempDir())
+	opt := SweepOptions{Scale: "small", ExecOptions: ExecOptions{Runner: runner, Store: st, WorkDir: t.TempDir(), Workers: 2}}
+	plan, sum, err := RunSweep(context.Background(), s, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if calls.Load() != 11 || sum.Ran != 11 || len(sum.Pending) != 0 || len(plan.Runs) != 11 {
+		t.Fatalf("calls %d, summary %+v, plan %d runs", calls.Load(), sum, len(plan.Runs))
+	}
+	recs, _, _ := st.Load()
+	for _, r := range recs {
+		if n, _ := Get(r.Config, "loss.name"); n == "b" && r.Config["data"] == nil {
+			if lr, _ := Get(r.Config, "opt.lr"); FormatValue(lr) != "0.3" {
+				t.Errorf("point b trained at lr %v", lr)
+			}
+		}
+	}
+	// Again: everything is stored, nothing runs.
+	if _, sum, _ = RunSweep(context.Background(), s, opt); sum.Ran != 0 || calls.Load() != 11 {
+		t.Errorf("second sweep ran %d", sum.Ran)
+	}
+}
