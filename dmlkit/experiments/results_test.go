@@ -358,3 +358,19 @@ func TestEmitK8sAndSlurm(t *testing.T) {
 		}
 	}
 }
+
+// TestTableScopedReferences: a table with references scoped to it uses only those; other tables
+// never see them.
+func TestTableScopedReferences(t *testing.T) {
+	spec, refs := tableFixture()
+	refs = append(refs, Reference{Match: map[string]any{"loss.name": "rsk", "loss.margin": 0.5}, Metric: "R@1", Value: 83.9,
+		Source: "seed 000 Table 9 (ViT-B/16)", Tables: []string{"t9"}})
+	if got := BuildTable(spec, fixtureRecords(), refs).Markdown(); strings.Contains(got, "83.90") || !strings.Contains(got, "| rsk | 0.5 | 65.00 | 70.50 [1] | 1 |") {
+		t.Errorf("unscoped table uses the scoped reference:\n%s", got)
+	}
+	spec.Name = "t9"
+	got := BuildTable(spec, fixtureRecords(), refs).Markdown()
+	if !strings.Contains(got, "| rsk | 0.5 | 65.00 | 83.90 [1] | 1 |") || !strings.Contains(got, "| rsk | 0.2 | **71.00 ± 1.41** | — | 2 |") {
+		t.Errorf("scoped table:\n%s", got)
+	}
+}

@@ -54,6 +54,10 @@ type Reference struct {
 	Value  float64        `yaml:"value"`
 	Std    float64        `yaml:"std"`    // optional ± reported by the paper (0: none)
 	Source string         `yaml:"source"` // e.g. "seed 000 Table 2, iNat row"
+	// Tables, when set, scopes the reference to these tables. A table with scoped references uses
+	// only those (e.g. Table 9's ViT-B/16 RS@k row beside the same runs that Table 2 compares with
+	// its ResNet-50 row); the others use the unscoped ones.
+	Tables []string `yaml:"tables"`
 }
 
 // Launch holds what --emit needs to run the sweep in a cluster.

@@ -93,6 +93,7 @@ func BuildTable(t TableSpec, records []Record, refs []Reference) *Table {
 		factor = 1
 	}
 	tab := &Table{Spec: t, Records: len(recs)}
+	refs = refsForTable(refs, t.Name)
 	for _, k := range t.Rows {
 		tab.Header = append(tab.Header, t.label(k))
 		tab.Align = append(tab.Align, 'l')
@@ -360,6 +361,24 @@ func RenderTables(s *Spec, records []Record, scale, outDir string) []TableResult
 		out = append(out, res)
 	}
 	return out
+}
+
+// refsForTable returns the references a table uses: those scoped to it (Reference.Tables names
+// it) when there are any — then no unscoped reference mixes in — else the unscoped ones.
+func refsForTable(refs []Reference, table string) []Reference {
+	var own, general []Reference
+	for _, r := range refs {
+		switch {
+		case len(r.Tables) == 0:
+			general = append(general, r)
+		case slices.Contains(r.Tables, table):
+			own = append(own, r)
+		}
+	}
+	if len(own) > 0 {
+		return own
+	}
+	return general
 }
 
 // writeFileAtomic writes data to a temporary file next to path and renames it into place.
