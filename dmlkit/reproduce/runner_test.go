@@ -1,6 +1,7 @@
 package reproduce
 
 import (
+	"math"
 	"reflect"
 	"testing"
 )
@@ -21,3 +22,64 @@ func TestEmb2dSeries(t *testing.T) {
 
 // emb2dMaxForTest sets emb2dMax and returns the previous value.
 func emb2dMaxForTest(n int) int { old := emb2dMax; emb2dMax = n; return old }
+
+// TestFarThresholdByHand: four items of labels a, a, b, c on a line at 0, 1, 3, 7: the negative
+// pairs and distances are (0,3)=3, (0,7)=7, (1,3)=2, (1,7)=6, (3,7)=4 → sorted 2, 3, 4, 6, 7.
+// FAR 0.2 → the ⌈0.2·5⌉ = 1st → 2; FAR 0.5 → the 3rd → 4; FAR 1 → 7.
+func TestFarThresholdByHand(t *testing.T) {
+	emb := []float32{0, 1, 3, 7}
+	labels := []int64{1, 1, 2, 3}
+	items := []int{0, 1, 2, 3}
+	for far, want := range map[float64]float64{0.2: 2, 0.5: 4, 1: 7, 1e-9: 2} {
+		if got := farThreshold(emb, 1, labels, items, far); got != want {
+			t.Errorf("FAR %g: d* = %v, want %v", far, got, want)
+		}
+	}
+	if got := farThreshold(emb, 1, []int64{1, 1, 1, 1}, items, 0.5); !math.IsNaN(got) {
+		t.Errorf("no negatives: %v, want NaN", got)
+	}
+	// spread: sample std of 2, 4, 4, 4, 5, 5, 7, 9 (mean 5, Σ(x−5)² = 32) = √(32/7).
+	if got := spread([]float64{2, 4, 4, 4, 5, 5, 7, 9, math.NaN()}); math.Abs(got-math.Sqrt(32.0/7)) > 1e-12 {
+		t.Errorf("spread %v", got)
+	}
+}
+
+// TestAlphabetThresholds: evaluation labels 964.. (alphabet 30 starts at 964); a background
+// label makes the whole set "not Omniglot evaluation".
+func TestAlphabetThresholds(t *testing.T) {
+	// Two items of two characters of the first evaluation alphabet, 1-D embeddings 0, 0.5, 2, 2.5:
+	// negatives (0,2)=2, (0,2.5)=2.5, (0.5,2)=1.5, (0.5,2.5)=2 → sorted 1.5, 2, 2, 2.5; FAR 1e-2 → 1.5.
+	got := alphabetThresholds([]float32{0, 0.5, 2, 2.5}, 4, 1, []int64{964, 964, 965, 965})
+	if len(got) != 1 || got[0] != 1.5 {
+		t.Errorf("thresholds %v, want [1.5]", got)
+	}
+	if got := alphabetThresholds([]float32{0, 1}, 2, 1, []int64{3, 964}); got != nil {
+		t.Errorf("background label: %v, want nil", got)
+	}
+}
+
+// TestPairDistances: positives join equal labels and negatives different ones (checked by
+// recomputing each sampled distance's possible values), deterministic in the seed.
+func TestPairDistances(t *testing.T) {
+	// Labels 0,0,1,1,2 on a line at 0, 1, 10, 12, 100: positive distances ∈ {1, 2}; negatives ≥ 9.
+	emb := []float32{0, 1, 10, 12, 100}
+	labels := []int64{0, 0, 1, 1, 2}
+	pos, neg := pairDistances(emb, 5, 1, labels, 200, 7)
+	if len(pos) != 200 || len(neg) != 200 {
+		t.Fatalf("%d positives, %d negatives", len(pos), len(neg))
+	}
+	for _, x := range pos {
+		if x != 1 && x != 2 {
+			t.Fatalf("positive distance %v", x)
+		}
+	}
+	for _, x := range neg {
+		if x < 9 {
+			t.Fatalf("negative distance %v", x)
+		}
+	}
+	pos2, _ := pairDistances(emb, 5, 1, labels, 200, 7)
+	if !reflect.DeepEqual(pos, pos2) {
+		t.Error("not deterministic")
+	}
+}

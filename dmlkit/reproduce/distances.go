@@ -1,0 +1,141 @@
+package reproduce
+
+import (
+	"math"
+	"math/rand/v2"
+	"slices"
+
+	"github.com/dmlkit/dmlkit/dmlkit/data"
+)
+
+// distSamples is the number of positive and of negative pairs whose L2 distances a run stores
+// (series "dist/pos", "dist/neg") for distance-distribution figures (seed 000 Fig. 10).
+var distSamples = 4000
+
+// pairDistances samples up to k positive pairs (same label, i ≠ j) and k negative pairs
+// (different labels) of the n embeddings [n, d] uniformly with replacement, deterministically
+// from seed, and returns their L2 distances. Positive pairs are drawn by picking an anchor among
+// the items whose class has ≥ 2 items, then another item of its class.
+func pairDistances(emb []float32, n, d int, labels []int64, k int, seed uint64) (pos, neg []float64) {
+	if n < 2 {
+		return nil, nil
+	}
+	rng := rand.New(rand.NewPCG(seed, 0x46_49_47_31_30)) // "FIG10"
+	byClass := map[int64][]int{}
+	for i, l := range labels[:n] {
+		byClass[l] = append(byClass[l], i)
+	}
+	var anchors []int
+	for i, l := range labels[:n] {
+		if len(byClass[l]) >= 2 {
+			anchors = append(anchors, i)
+		}
+	}
+	dist := func(i, j int) float64 {
+		var s float64
+		for c := 0; c < d; c++ {
+			x := float64(emb[i*d+c]) - float64(emb[j*d+c])
+			s += x * x
+		}
+		return math.Sqrt(s)
+	}
+	if len(anchors) > 0 {
+		for range k {
+			i := anchors[rng.IntN(len(anchors))]
+			cls := byClass[labels[i]]
+			j := i
+			for j == i {
+				j = cls[rng.IntN(len(cls))]
+			}
+			pos = append(pos, dist(i, j))
+		}
+	}
+	if len(byClass) >= 2 {
+		for len(neg) < k {
+			i, j := rng.IntN(n), rng.IntN(n)
+			if labels[i] != labels[j] {
+				neg = append(neg, dist(i, j))
+			}
+		}
+	}
+	return pos, neg
+}
+
+// farThreshold is the distance threshold d* at which a fraction far of the negative pairs
+// (different labels) among the given items fall below it: the ⌈far·N⌉-th smallest of the N
+// negative distances (all pairs). It returns NaN when there are no negative pairs.
+func farThreshold(emb []float32, d int, labels []int64, items []int, far float64) float64 {
+	var negs []float64
+	for a := 0; a < len(items); a++ {
+		for b := a + 1; b < len(items); b++ {
+			i, j := items[a], items[b]
+			if labels[i] == labels[j] {
+				continue
+			}
+			var s float64
+			for c := 0; c < d; c++ {
+				x := float64(emb[i*d+c]) - float64(emb[j*d+c])
+				s += x * x
+			}
+			negs = append(negs, math.Sqrt(s))
+		}
+	}
+	if len(negs) == 0 {
+		return math.NaN()
+	}
+	slices.Sort(negs)
+	k := int(math.Ceil(far*float64(len(negs)))) - 1
+	return negs[max(k, 0)]
+}
+
+// fig1FAR is the target false-acceptance rate of the thresholds d* of seed 000 Fig. 1.
+const fig1FAR = 1e-2
+
+// alphabetThresholds computes, for Omniglot test embeddings (evaluation labels 964–1622), the
+// threshold d* at FAR 1e-2 within each evaluation alphabet: the test distributions of seed 000
+// Fig. 1, whose claim is that a threshold-consistent model needs about the same d* everywhere.
+// It returns the per-alphabet thresholds in alphabet order (nil when the labels are not Omniglot
+// evaluation characters).
+func alphabetThresholds(emb []float32, n, d int, labels []int64) []float64 {
+	groups := map[int][]int{}
+	for i, l := range labels[:n] {
+		a := data.OmniglotAlphabet(int(l))
+		if a < data.OmniglotBackgroundAlphabets {
+			return nil
+		}
+		groups[a] = append(groups[a], i)
+	}
+	keys := make([]int, 0, len(groups))
+	for a := range groups {
+		keys = append(keys, a)
+	}
+	slices.Sort(keys)
+	out := make([]float64, len(keys))
+	for i, a := range keys {
+		out[i] = farThreshold(emb, d, labels, groups[a], fig1FAR)
+	}
+	return out
+}
+
+// spread is the sample standard deviation of the finite values of xs (NaN with fewer than 2).
+func spread(xs []float64) float64 {
+	var v []float64
+	for _, x := range xs {
+		if !math.IsNaN(x) {
+			v = append(v, x)
+		}
+	}
+	if len(v) < 2 {
+		return math.NaN()
+	}
+	var m float64
+	for _, x := range v {
+		m += x
+	}
+	m /= float64(len(v))
+	var ss float64
+	for _, x := range v {
+		ss += (x - m) * (x - m)
+	}
+	return math.Sqrt(ss / float64(len(v)-1))
+}
