@@ -170,14 +170,15 @@ func TestTCMPaperNumbers(t *testing.T) {
 }
 
 // TestTCMSpecPlans resolves every scale through the trainer's validator (reproduce.Register).
-// Without stored records the small scale's two tuned-margin points (3 seeds each) wait for the
-// tuning step "margins"; its 9 grid runs are planned.
+// Without stored records the small scale plans only the 24 learning-rate tuning runs (4 losses ×
+// 6); every other point waits. With (fabricated) records of the tuning runs the plan completes:
+// 24 + 27 margin-grid runs + 136 points = 187 runs, none pending.
 func TestTCMSpecPlans(t *testing.T) {
 	s := loadTCMSpec(t)
 	for _, c := range []struct {
 		scale         string
 		runs, pending int
-	}{{"smoke", 4, 0}, {"small", 92, 2}} {
+	}{{"smoke", 4, 0}, {"small", 24, 49}} {
 		p, err := s.Plan(c.scale)
 		if err != nil {
 			t.Fatalf("scale %s: %v", c.scale, err)
@@ -185,6 +186,10 @@ func TestTCMSpecPlans(t *testing.T) {
 		if len(p.Runs) != c.runs || len(p.Pending) != c.pending {
 			t.Errorf("scale %s: %d runs and %d pending points, want %d and %d", c.scale, len(p.Runs), len(p.Pending), c.runs, c.pending)
 		}
+	}
+	p, _ := tcmTunedPlan(t, s)
+	if len(p.Runs) != 187 || len(p.Pending) != 0 {
+		t.Errorf("small with tuning records: %d runs, %d pending; want 187, 0", len(p.Runs), len(p.Pending))
 	}
 	// The full scale (31 paper configurations, one seed) validates: its datasets inat, sop, cub and
 	// cars are registered with the trainer (dmlkit/train/data_images.go). Only validation: the
@@ -481,66 +486,80 @@ func TestTCMFig7(t *testing.T) {
 	}
 }
 
-// TestTCMTunedMarginsMatchSelection: the tuned-margin runs of the small sweep (Smooth-AP + TCM and
-// RS@k + TCM, all training characters) take the margins that the tuning step "margins" selects
-// from the stored grid runs (validation metrics on held-out training characters only); the
-// selection equals the one of the regenerated table tune_margins, computed here independently by
-// hand from the grid records, and every stored tuned run carries it.
-func TestTCMTunedMarginsMatchSelection(t *testing.T) {
-	s := loadTCMSpec(t)
-	recs, _, err := experiments.NewStore(filepath.Join(filepath.Dir(tcmSpecPath), "results")).Load()
-	if err != nil {
-		t.Fatal(err)
+// tcmVal is a fabricated validation result of a tuning run, a function of its configuration:
+// val/R@1 peaks at lr 2e-3 and proxy multiplier 100; val/OPIS falls with m− and rises with m+.
+func tcmVal(cfg map[string]any) experiments.Metrics {
+	num := func(k string) float64 {
+		v, _ := experiments.Get(cfg, k)
+		f, _ := strconv.ParseFloat(experiments.FormatValue(v), 64)
+		return f
+	}
+	lr := num("optimizer.lr")
+	r1 := 0.9 - math.Pow(math.Log10(lr/2e-3), 2)
+	if g, ok := experiments.Get(cfg, "optimizer.groups"); ok && strings.Contains(experiments.FormatValue(g), `"lr_mul":100`) {
+		r1 += 0.01
+	}
+	return experiments.Metrics{"val/R@1": r1, "val/OPIS": 0.01 - 0.01*num("loss.set.options.tcm.neg_margin") + 0.001*num("loss.set.options.tcm.pos_margin")}
+}
+
+// tcmTunedPlan resolves the small scale after fabricating a record (tcmVal) for every tuning run
+// the plan asks for, step after step; it returns the plan and the records.
+func tcmTunedPlan(t *testing.T, s *experiments.Spec) (*experiments.Plan, []experiments.Record) {
+	t.Helper()
+	var recs []experiments.Record
+	have := map[string]bool{}
+	for range 3 {
+		p, err := s.PlanWith("small", recs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range p.Runs {
+			if r.Tune != "" && !have[r.Hash] {
+				have[r.Hash] = true
+				recs = append(recs, experiments.Record{Hash: r.Hash, Scale: "small", Seed: r.Seed, Config: r.Config, Metrics: tcmVal(r.Config)})
+			}
+		}
 	}
 	p, err := s.PlanWith("small", recs)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var got map[string]any
-	for _, st := range s.Selections(p, recs) {
-		if st.Name == "margins" {
-			got = st.Values
-		}
-	}
-	// By hand: among the grid records (data.val_classes 0.1, one seed each), the best val/R@1,
-	// then the lowest val/OPIS among those within 0.01 of it.
-	grid := experiments.Select(recs, "small", map[string]any{"data.val_classes": 0.1, "loss.set.expr": "smoothap+tcm"})
-	if len(grid) != 9 {
-		t.Fatalf("%d grid records, want 9", len(grid))
-	}
-	best := math.Inf(-1)
-	for _, r := range grid {
-		best = math.Max(best, r.Metrics["val/R@1"])
-	}
-	var want *experiments.Record
-	for i, r := range grid {
-		if r.Metrics["val/R@1"] >= best-0.01 && (want == nil || r.Metrics["val/OPIS"] < want.Metrics["val/OPIS"]) {
-			want = &grid[i]
-		}
-	}
-	for _, k := range []string{"loss.set.options.tcm.pos_margin", "loss.set.options.tcm.neg_margin"} {
-		w, _ := experiments.Get(want.Config, k)
-		if !experiments.ValueEqual(got[k], w) {
-			t.Errorf("selection %s = %v, by hand %v", k, got[k], w)
-		}
-	}
-	seeds := map[string][]int64{}
+	return p, recs
+}
+
+// TestTCMTuningFlowsIntoRuns: with fabricated tuning results, each point takes the values its
+// steps select — worked out by hand from tcmVal: lr 2e-3 for Smooth-AP and RS@k (the grid value
+// nearest the peak), lr 2e-3 with multiplier 100 for ProxyNCA and ArcFace, margins (0.8, 0.75)
+// (the largest m− and smallest m+; val/R@1 is equal across the margin grid) — and the margin grid
+// itself trains at Smooth-AP's selected lr.
+func TestTCMTuningFlowsIntoRuns(t *testing.T) {
+	s := loadTCMSpec(t)
+	p, _ := tcmTunedPlan(t, s)
+	want := map[string]string{"smoothap": "0.002", "rsk": "0.002", "proxynca": "0.002", "arcface": "0.002"}
+	n := map[string]int{}
 	for _, r := range p.Runs {
-		if r.Tune != "" {
+		if r.Tune != "" && r.Tune != "margins" {
 			continue
-		}
-		if _, tuned := r.Params["loss.set.options.tcm.pos_margin"]; !tuned {
-			continue
-		}
-		for k, v := range got {
-			if x, _ := experiments.Get(r.Config, k); !experiments.ValueEqual(x, v) {
-				t.Errorf("run %s: %s = %v, selection %v", r.Label(), k, x, v)
-			}
 		}
 		expr, _ := experiments.Get(r.Config, "loss.set.expr")
-		seeds[fmt.Sprint(expr)] = append(seeds[fmt.Sprint(expr)], r.Seed)
+		base := strings.SplitN(experiments.FormatValue(expr), "+", 2)[0]
+		lr, _ := experiments.Get(r.Config, "optimizer.lr")
+		if w, ok := want[base]; ok && experiments.FormatValue(lr) != w {
+			t.Errorf("run %s: lr %v, want %s", r.Label(), lr, w)
+		}
+		g, _ := experiments.Get(r.Config, "optimizer.groups")
+		if proxy := base == "proxynca" || base == "arcface" || strings.Contains(experiments.FormatValue(expr), "arcface"); proxy != strings.Contains(experiments.FormatValue(g), `"lr_mul":100`) {
+			t.Errorf("run %s: optimizer.groups %v", r.Label(), experiments.FormatValue(g))
+		}
+		if pos, ok := experiments.Get(r.Config, "loss.set.options.tcm.pos_margin"); ok && r.Tune == "" {
+			neg, _ := experiments.Get(r.Config, "loss.set.options.tcm.neg_margin")
+			if experiments.FormatValue(pos) != "0.8" || experiments.FormatValue(neg) != "0.75" {
+				t.Errorf("run %s: margins (%v, %v), want (0.8, 0.75)", r.Label(), pos, neg)
+			}
+			n[experiments.FormatValue(expr)]++
+		}
 	}
-	if w := map[string][]int64{"smoothap+tcm": {0, 1, 2}, "rsk+tcm": {0, 1, 2}}; !reflect.DeepEqual(seeds, w) {
-		t.Errorf("tuned-margin runs (loss → seeds) %v, want %v", seeds, w)
+	if n["smoothap+tcm"] != 5 || n["rsk+tcm"] != 5 {
+		t.Errorf("tuned-margin runs per loss %v, want 5 each", n)
 	}
 }
