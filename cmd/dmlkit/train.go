@@ -103,6 +103,9 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 		}
 		return err
 	}
+	for _, c := range res.ResumeChanges {
+		fmt.Fprintf(stderr, "train: resumed with a changed setting (allowed): %s\n", c)
+	}
 	fmt.Fprintf(stdout, "done: %d steps, final loss %.4f%s; run directory %s\n", res.Steps, res.FinalLoss,
 		map[bool]string{true: " (early stop)", false: ""}[res.StoppedEarly], res.OutDir)
 	return nil

@@ -64,4 +64,19 @@ func TestTrainCommandSmoke(t *testing.T) {
 	if last.Step != 4 || last.Metrics["test/R@1"] <= 0 || last.Metrics["test/R@1"] > 1 {
 		t.Errorf("last record %+v: want step 4 and a test R@1 in (0, 1]", last)
 	}
+
+	// Resume: a changed model is refused naming the field; more steps are accepted and stated.
+	resumeArgs := []string{"train", "--config", exampleConfig, "--quiet", "--out", dir, "--resume",
+		"--set", "data.max_train_classes=16", "--set", "data.max_test_classes=10", "--set", "data.val_classes=0",
+		"--set", "eval.patience=0", "--set", "eval.opis=false", "--set", "sampler.batch_size=32"}
+	out.Reset()
+	errb.Reset()
+	if code := run(append(resumeArgs, "--set", "steps=4", "--set", "model.dim=64"), &out, &errb); code == 0 || !strings.Contains(errb.String(), "model.dim: 128 → 64") {
+		t.Errorf("resume with model.dim=64: exit %d, stderr %q; want a refusal naming model.dim", code, errb.String())
+	}
+	out.Reset()
+	errb.Reset()
+	if code := run(append(resumeArgs, "--set", "steps=6"), &out, &errb); code != 0 || !strings.Contains(errb.String(), "steps: 4 → 6") {
+		t.Errorf("resume with steps=6: exit %d, stderr %q; want success stating steps: 4 → 6", code, errb.String())
+	}
 }

@@ -94,6 +94,10 @@ type Result struct {
 	Interrupted  bool // StopAfter reached
 	OutDir       string
 	Timing       Timing // wall-clock times of this session (seed 000 Table 4)
+	// ResumeChanges lists the configuration changes a resumed session accepted (more epochs or
+	// steps, checkpoint and evaluation batch settings), "field: old → new"; any other difference
+	// from the run directory's config.resolved.yaml makes a resume fail.
+	ResumeChanges []string
 }
 
 // Run trains cfg, writing the run directory outDir (created if needed), and reports progress
@@ -102,7 +106,9 @@ func Run(ctx context.Context, cfg Config, outDir string, progress func(Progress)
 	return RunWithOptions(ctx, cfg, outDir, Options{Progress: progress})
 }
 
-// RunWithOptions trains cfg. The run directory receives config.resolved.yaml, env.json,
+// RunWithOptions trains cfg. With opt.Resume and a checkpoint in outDir, cfg must equal the run's
+// config.resolved.yaml except for the fields a resume may change (see [Result.ResumeChanges]);
+// otherwise it fails naming the fields. The run directory receives config.resolved.yaml, env.json,
 // metrics.jsonl (one line per evaluation), checkpoints/ (every checkpoint.every_steps steps and at
 // the end of every epoch) and, at the end, test_embeddings.npy [N, D] float32 and
 // test_labels.npy [N] int64.
@@ -132,12 +138,16 @@ func RunWithOptions(ctx context.Context, cfg Config, outDir string, opt Options)
 	}
 	store := model.NewStore()
 	var st State
+	var resumeChanges []string
 	ck, err := LatestCheckpoint(outDir)
 	if err != nil {
 		return nil, fmt.Errorf("train: %w", err)
 	}
 	switch {
 	case ck != "" && opt.Resume:
+		if resumeChanges, err = checkResume(outDir, &cfg); err != nil {
+			return nil, err
+		}
 		if st, err = loadCheckpoint(ck, store); err != nil {
 			return nil, err
 		}
@@ -181,7 +191,11 @@ func RunWithOptions(ctx context.Context, cfg Config, outDir string, opt Options)
 	}
 
 	r := &runner{cfg: &cfg, opt: opt, eng: eng, split: split, eval: eval, out: outDir, spe: spe, total: total, epochs: epochs, st: st, start: time.Now()}
-	if err := r.loop(ctx, sampler); err != nil {
+	err = r.loop(ctx, sampler)
+	if r.res != nil {
+		r.res.ResumeChanges = resumeChanges
+	}
+	if err != nil {
 		return nil, err
 	}
 	return r.res, nil
