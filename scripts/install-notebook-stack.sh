@@ -81,5 +81,8 @@ if [[ ${NB_STACK_FORCE:-0} == 1 || -z $kdir || ! -f $kdir/kernel.json ]] ||
 else
 	log "GoNB kernel already registered in $kdir"
 fi
-jupyter kernelspec list | grep -q '^ *gonb ' || { log "gonb kernel not registered"; exit 1; }
+# Not `jupyter kernelspec list | grep -q`: grep -q exits at the first match, jupyter then dies of
+# SIGPIPE and pipefail turns the match into a failure.
+kernels=$(jupyter kernelspec list 2>/dev/null)
+grep -q '^ *gonb ' <<<"$kernels" || { log "gonb kernel not registered"; exit 1; }
 log "done in $(($(date +%s) - t0)) s (gonb $gonb_want, goimports $gimp_want)"
