@@ -69,12 +69,12 @@ func runLoss(args []string, stdout, stderr io.Writer) error {
 	var sets lossSetFlag
 	fs.Var(&sets, "set", "hyperparameter key=value (repeatable); keys are the loss's yaml field names")
 	embPath := fs.String("emb", "", "embeddings .npy, [B, D] float32/float64")
-	labelsPath := fs.String("labels", "", "labels .npy, [B] or [B, S] label sets (-1 = empty slot), int32/int64")
+	labelsPath := fs.String("labels", "", "labels .npy, [B] class indices or [B, S] label sets (-1 = empty slot, the only negative label), int32/int64")
 	gradPath := fs.String("grad", "", "write ∂L/∂embeddings here as a [B, D] float64 .npy")
 	asJSON := fs.Bool("json", false, "print one JSON object")
 	dtypeName := fs.String("dtype", "float64", "compute dtype: float64 or float32")
 	seed := fs.Int64("seed", 0, "seed for the initialisation of learnable parameters (proxies)")
-	numClasses := fs.Int("num-classes", 0, "number of classes for proxy losses (default: max label + 1)")
+	numClasses := fs.Int("num-classes", 0, "number of classes (default: max label + 1); every label must be below it")
 	if err := fs.Parse(args); err != nil {
 		return errUsage
 	}
@@ -126,6 +126,21 @@ func runLoss(args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("--labels %s: shape %v, want [%d] or [%d, S] to match the embeddings", *labelsPath, lshape, eshape[0], eshape[0])
 	}
 	b, d := eshape[0], eshape[1]
+	if *numClasses < 0 {
+		return fmt.Errorf("--num-classes %d: want > 0 (or 0 for max label + 1)", *numClasses)
+	}
+	nc := *numClasses
+	if nc == 0 {
+		for _, v := range labels {
+			nc = max(nc, int(v)+1)
+		}
+	}
+	if err := losses.CheckLabels(labels, setSize, nc); err != nil {
+		if *numClasses > 0 {
+			return fmt.Errorf("--labels %s with --num-classes %d: %w", *labelsPath, *numClasses, err)
+		}
+		return fmt.Errorf("--labels %s: %w", *labelsPath, err)
+	}
 	opt := losses.EvalOptions{Grad: true, DType: dtype, Seed: *seed, NumClasses: *numClasses}
 	res, err := losses.Evaluate(backend.MustShared(), l, emb, b, d, labels, setSize, opt)
 	if err != nil {

@@ -93,6 +93,60 @@ func TestLossCommand(t *testing.T) {
 	}
 }
 
+// TestLossCommandLabels: labels outside the class count (given by --num-classes or, by default,
+// max label + 1) and negative labels other than −1 in a label-set slot are errors naming the file,
+// the row and the value, for proxy and pair losses alike; the valid cases still give a value.
+func TestLossCommandLabels(t *testing.T) {
+	t.Setenv("GOMLX_BACKEND", "go")
+	dir := t.TempDir()
+	emb := filepath.Join(dir, "e.npy")
+	e := make([]float32, 7*2)
+	for i := range 7 {
+		e[2*i], e[2*i+1] = float32(math.Cos(float64(i))), float32(math.Sin(float64(i)))
+	}
+	if err := npy.Write(emb, e, 7, 2); err != nil {
+		t.Fatal(err)
+	}
+	write := func(name string, v []int64, shape ...int) string {
+		p := filepath.Join(dir, name)
+		if err := npy.Write(p, v, shape...); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	seven := write("y7.npy", []int64{0, 1, 2, 3, 4, 5, 6}, 7)
+	neg := write("yneg.npy", []int64{0, 0, 1, 1, -2, 2, 2}, 7)
+	minus1 := write("yminus1.npy", []int64{0, 0, 1, 1, -1, 2, 2}, 7)
+	sets := write("ysets.npy", []int64{0, -1, 0, 1, 1, -1, 1, 2, 2, -1, 2, 0, 0, -1}, 7, 2)
+	badSets := write("ybadsets.npy", []int64{0, -1, 0, 1, 1, -3, 1, 2, 2, -1, 2, 0, 0, -1}, 7, 2)
+	for _, tc := range []struct {
+		args []string
+		msg  string // "" = success
+	}{
+		{[]string{"--name", "proxyanchor", "--num-classes", "3", "--labels", seven}, "row 3 is 3, outside the 3 classes"},
+		{[]string{"--name", "contrastive", "--num-classes", "3", "--labels", seven}, "row 3 is 3, outside the 3 classes"},
+		{[]string{"--name", "proxyanchor", "--num-classes", "-1", "--labels", seven}, "--num-classes -1"},
+		{[]string{"--name", "proxyanchor", "--labels", neg}, "row 4 is -2"},
+		{[]string{"--name", "triplet", "--labels", minus1}, "row 4 is -1"},
+		{[]string{"--name", "contrastive", "--labels", badSets}, "row 2, slot 1 is -3"},
+		{[]string{"--name", "proxyanchor", "--num-classes", "7", "--labels", seven}, ""},
+		{[]string{"--name", "contrastive", "--labels", sets}, ""},
+	} {
+		var out, errb bytes.Buffer
+		code := run(append([]string{"loss", "--emb", emb}, tc.args...), &out, &errb)
+		if tc.msg == "" {
+			if code != 0 || !strings.Contains(out.String(), "value:") {
+				t.Errorf("%v: exit %d, stderr %q; want a value", tc.args, code, errb.String())
+			}
+			continue
+		}
+		file := tc.args[len(tc.args)-1]
+		if code != 1 || !strings.Contains(errb.String(), tc.msg) || (!strings.Contains(tc.msg, "num-classes") && !strings.Contains(errb.String(), file)) {
+			t.Errorf("%v: exit %d, stderr %q; want exit 1 naming %s and %q", tc.args, code, errb.String(), filepath.Base(file), tc.msg)
+		}
+	}
+}
+
 func TestLossList(t *testing.T) {
 	var out, errb bytes.Buffer
 	if code := run([]string{"loss", "--list", "--json"}, &out, &errb); code != 0 {

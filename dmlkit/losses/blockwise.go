@@ -96,6 +96,9 @@ func EvaluateBlockwise(backend compute.Backend, l Loss, emb []float64, b, d int,
 		return res, err
 	}
 	opt = opt.withDefaults(labels)
+	if err := CheckLabels(labels, setSize, opt.NumClasses); err != nil {
+		return res, err
+	}
 	store, err := evalStore(opt.Store, opt.Seed)
 	if err != nil {
 		return res, err

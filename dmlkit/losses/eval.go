@@ -40,6 +40,9 @@ func Evaluate(backend compute.Backend, l Loss, emb []float64, b, d int, labels [
 		}
 	}
 	opt = opt.withDefaults(labels)
+	if err := CheckLabels(labels, setSize, opt.NumClasses); err != nil {
+		return res, err
+	}
 	store, err := evalStore(opt.Store, opt.Seed)
 	if err != nil {
 		return res, err
@@ -86,7 +89,8 @@ func checkEvalShapes(emb []float64, b, d int, labels []int64, setSize int) (int,
 	return setSize, nil
 }
 
-// withDefaults fills the defaults of EvalOptions: DType Float64, NumClasses max(labels)+1.
+// withDefaults fills the defaults of EvalOptions: DType Float64, NumClasses max(labels)+1 (checked
+// against the labels by [CheckLabels] all the same: an explicit NumClasses is never raised).
 func (o EvalOptions) withDefaults(labels []int64) EvalOptions {
 	if o.DType == dtypes.InvalidDType {
 		o.DType = dtypes.Float64
@@ -97,6 +101,42 @@ func (o EvalOptions) withDefaults(labels []int64) EvalOptions {
 		}
 	}
 	return o
+}
+
+// IgnoreLabel marks an empty slot of a label set ([B, S] labels, S > 1): the slot matches no
+// label. It is the only negative label a loss accepts.
+const IgnoreLabel = -1
+
+// CheckLabels checks labels ([B] when setSize is 1, else [B, setSize] label sets) against the class
+// count numClasses: every label must be a class index in [0, numClasses), or [IgnoreLabel] in a
+// slot of a label set. The error names the row (and slot) and the value. Every entry point that
+// takes labels from outside ([Evaluate], [EvaluateBlockwise], the trainer's loss stage) calls it
+// before building a graph, where an out-of-range label would silently select no proxy or another
+// class's.
+func CheckLabels(labels []int64, setSize, numClasses int) error {
+	if numClasses <= 0 {
+		return fmt.Errorf("losses: number of classes %d: want > 0", numClasses)
+	}
+	if setSize <= 0 {
+		setSize = 1
+	}
+	for i, v := range labels {
+		if v >= 0 && v < int64(numClasses) || (v == IgnoreLabel && setSize > 1) {
+			continue
+		}
+		where := fmt.Sprintf("row %d", i)
+		if setSize > 1 {
+			where = fmt.Sprintf("row %d, slot %d", i/setSize, i%setSize)
+		}
+		if v < 0 {
+			if setSize > 1 {
+				return fmt.Errorf("losses: labels: %s is %d: negative labels other than %d (an empty slot of a label set) are not class indices", where, v, IgnoreLabel)
+			}
+			return fmt.Errorf("losses: labels: %s is %d: a plain label must be a class index in [0, %d) (%d marks only an empty slot of a [B, S] label set)", where, v, numClasses, IgnoreLabel)
+		}
+		return fmt.Errorf("losses: labels: %s is %d, outside the %d classes [0, %d)", where, v, numClasses, numClasses)
+	}
+	return nil
 }
 
 // recoverLossPanic, deferred, turns a panic of graph building or execution into *err naming
