@@ -171,7 +171,8 @@ func RunWithOptions(ctx context.Context, cfg Config, outDir string, opt Options)
 	}
 	tr := split.train
 	h, w, c := tr.Dims()
-	eng, err := newEngine(&cfg, b, store, len(classesOf(tr)), h, w, c)
+	classes := classesOf(tr)
+	eng, err := newEngine(&cfg, b, store, len(classes), h, w, c)
 	if err != nil {
 		return nil, err
 	}
@@ -190,7 +191,8 @@ func RunWithOptions(ctx context.Context, cfg Config, outDir string, opt Options)
 		epochs = (total + spe - 1) / spe
 	}
 
-	r := &runner{cfg: &cfg, opt: opt, eng: eng, split: split, eval: eval, out: outDir, spe: spe, total: total, epochs: epochs, st: st, start: time.Now()}
+	r := &runner{cfg: &cfg, opt: opt, eng: eng, split: split, eval: eval, out: outDir, spe: spe, total: total, epochs: epochs, st: st, start: time.Now(),
+		classIndex: classIndex(classes)}
 	err = r.loop(ctx, sampler)
 	if r.res != nil {
 		r.res.ResumeChanges = resumeChanges
@@ -215,6 +217,9 @@ type runner struct {
 	start  time.Time
 	res    *Result
 	lastLR float64
+	// classIndex maps a training label to its class index in [0, number of classes) when the
+	// labels are not already 0, 1, …, n−1 (nil: they are, and are used as they are).
+	classIndex map[int32]int64
 
 	firstLabels []int64 // labels of the session's first batch (for Timing.Loss)
 	stepSum     float64 // seconds in trainStep after the session's first step
@@ -258,6 +263,9 @@ func (r *runner) loop(ctx context.Context, sampler *Sampler) error {
 			labels := make([]int64, n)
 			for i, j := range idx {
 				labels[i] = int64(trLabels[j])
+				if r.classIndex != nil {
+					labels[i] = r.classIndex[trLabels[j]]
+				}
 			}
 			if cfg.Mixup.Enabled {
 				mr := rand.New(rand.NewPCG(uint64(cfg.Seed), 0x3c0000000^uint64(r.st.Step)))
@@ -466,6 +474,23 @@ func (r *runner) finishTiming() error {
 		}
 	}
 	return nil
+}
+
+// classIndex returns the map from the sorted training classes to 0, 1, …, n−1, or nil when they
+// are those already. The loss sees class indices: a proxy loss has one proxy per class, indexed by
+// label, and labels left with gaps (a data.val_classes split, a dataset numbering from 1) would
+// index past its n proxies. The map keeps the order, so nothing else changes.
+func classIndex(classes []int32) map[int32]int64 {
+	m := map[int32]int64{}
+	ident := true
+	for i, c := range classes {
+		m[c] = int64(i)
+		ident = ident && c == int32(i)
+	}
+	if ident {
+		return nil
+	}
+	return m
 }
 
 // evenSubset returns m indices spread evenly over [0, n).
