@@ -154,7 +154,8 @@ func loadIDXSplit(name, dir string, classes []string) (*Split, error) {
 
 // LoadIDX reads an IDX image file (magic 0x803, [N, rows, cols] uint8) and its label file
 // (magic 0x801, [N] uint8), gzipped or not (by a .gz suffix), into [N, rows, cols, 1] with the
-// label bytes as labels. The two counts must agree; a short payload is ErrTruncated.
+// label bytes as labels. The two counts must agree; a short payload is ErrTruncated; a file with a
+// PATH.sha256 beside it must match it ([VerifySidecar]).
 func LoadIDX(dataset, imagesPath, labelsPath string) (*Images, error) {
 	ims, h, w, err := readIDX(dataset, imagesPath, 0x803)
 	if err != nil {
@@ -178,6 +179,9 @@ func LoadIDX(dataset, imagesPath, labelsPath string) (*Images, error) {
 // readIDX returns the payload of an IDX file with the given magic and, for images, its rows and
 // cols (1, 1 for labels).
 func readIDX(dataset, path string, magic uint32) ([]byte, int, int, error) {
+	if err := VerifySidecar(dataset, path); err != nil {
+		return nil, 0, 0, err
+	}
 	f, err := os.Open(path)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {

@@ -154,11 +154,15 @@ func isFile(p string) bool {
 // LoadOmniglotFile reads one Omniglot .npz (images.npy [C, 20, 105, 105] with bytes 0 = ink,
 // 255 = background; labels.npy int64 [C, 20] with row i = character i) and returns its C·20
 // images at size×size (see [OmniglotOptions.Size]) with label = row + labelOffset, 255 = ink.
-// Any byte other than 0 or 255, a label that is not its row index, or a short member is an error.
+// Any byte other than 0 or 255, a label that is not its row index, or a short member is an error,
+// and so is a file that does not match its PATH.sha256 when one sits beside it ([VerifySidecar]).
 func LoadOmniglotFile(path string, size int, labelOffset int32) (*Images, error) {
 	const ds = "omniglot"
 	if size <= 0 || size > omniglotSide {
 		return nil, ferr(ds, path, 0, nil, "size %d out of range 1..%d", size, omniglotSide)
+	}
+	if err := VerifySidecar(ds, path); err != nil {
+		return nil, err
 	}
 	zr, err := zip.OpenReader(path)
 	if err != nil {

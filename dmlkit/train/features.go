@@ -7,6 +7,7 @@ import (
 
 	"github.com/dmlkit/dmlkit/dmlkit/backend"
 	"github.com/dmlkit/dmlkit/dmlkit/config"
+	"github.com/dmlkit/dmlkit/dmlkit/data"
 	"github.com/dmlkit/dmlkit/dmlkit/models"
 	"github.com/dmlkit/dmlkit/dmlkit/npy"
 	. "github.com/gomlx/gomlx/core/graph"
@@ -59,8 +60,14 @@ func init() {
 	})
 }
 
-// ReadFeatures reads a float32 [N, F] feature file and its [N] label file.
+// ReadFeatures reads a float32 [N, F] feature file and its [N] label file (each checked against a
+// PATH.sha256 beside it, when there is one).
 func ReadFeatures(featPath, labelPath string) (*Features, error) {
+	for _, p := range []string{featPath, labelPath} {
+		if err := data.VerifySidecar("npy-features", p); err != nil {
+			return nil, err
+		}
+	}
 	x, shape, err := npy.ReadFloat32(featPath)
 	if err != nil {
 		return nil, err
