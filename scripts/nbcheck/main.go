@@ -5,6 +5,12 @@
 //
 //	go run ./scripts/nbcheck [-out out/notebooks] [-scale smoke] [-budget 300s] [notebooks/*.ipynb ...]
 //	go run ./scripts/nbcheck -check-only executed.ipynb ...
+//	go run ./scripts/nbcheck -lint [notebooks/*.ipynb ...]       # committed notebooks: see [Lint]
+//	go run ./scripts/nbcheck -normalize notebooks/x.ipynb executed.ipynb   # see [Normalize]
+//	go run ./scripts/nbcheck -stamp notebooks/x.ipynb ...        # stamp notebooks/x.html, see [Stamp]
+//
+// The last three are the steps of scripts/export-notebooks.sh, which commits notebooks executed
+// from stored results with an HTML export beside each.
 //
 // Each notebook is executed with `jupyter nbconvert --execute` (nbclient, record_timing on,
 // allow_errors on so every failing cell is reported) into -out, with SCALE and
@@ -44,8 +50,19 @@ func run(args []string, stdout, stderr io.Writer) int {
 	kernel := fs.String("kernel", "gonb", "Jupyter kernel name")
 	jupyter := fs.String("jupyter", "jupyter", "the jupyter command")
 	checkOnly := fs.Bool("check-only", false, "do not execute: check already executed notebooks")
+	lint := fs.Bool("lint", false, "do not execute: lint committed notebooks and their HTML exports (outputs, machine paths, export up to date)")
+	normalize := fs.String("normalize", "", "do not execute: write the one executed notebook given, normalized for committing, to this file")
+	stamp := fs.Bool("stamp", false, "do not execute: stamp each notebook's HTML export (same name, .html) with the notebook's content hash")
 	if err := fs.Parse(args); err != nil {
 		return 2
+	}
+	switch {
+	case *lint:
+		return runLint(fs.Args(), stdout, stderr)
+	case *normalize != "":
+		return runNormalize(fs.Args(), *normalize, stderr)
+	case *stamp:
+		return runStamp(fs.Args(), stdout, stderr)
 	}
 	switch *scale {
 	case "smoke", "small", "full":
@@ -100,6 +117,111 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	if failed {
 		return 1
+	}
+	return 0
+}
+
+// committedNotebooks is files, or notebooks/*.ipynb when files is empty.
+func committedNotebooks(files []string) ([]string, error) {
+	if len(files) > 0 {
+		return files, nil
+	}
+	files, err := filepath.Glob("notebooks/*.ipynb")
+	if err == nil && len(files) == 0 {
+		err = fmt.Errorf("no notebooks given and none in notebooks/*.ipynb")
+	}
+	return files, err
+}
+
+// htmlFor is the HTML export beside a notebook: x.ipynb → x.html.
+func htmlFor(nb string) string { return strings.TrimSuffix(nb, filepath.Ext(nb)) + ".html" }
+
+func runLint(files []string, stdout, stderr io.Writer) int {
+	files, err := committedNotebooks(files)
+	if err != nil {
+		fmt.Fprintf(stderr, "nbcheck: %v\n", err)
+		return 2
+	}
+	failed := false
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			fmt.Fprintf(stderr, "nbcheck: %v\n", err)
+			return 1
+		}
+		html, err := os.ReadFile(htmlFor(f))
+		if err != nil {
+			html = nil
+		}
+		probs, err := Lint(f, data, html)
+		if err != nil {
+			fmt.Fprintf(stderr, "nbcheck: %v\n", err)
+			return 1
+		}
+		for _, p := range probs {
+			fmt.Fprintf(stdout, "  PROBLEM %s\n", abbrev(p.String(), 400))
+		}
+		status := "ok"
+		if len(probs) > 0 {
+			status, failed = "FAIL", true
+		}
+		fmt.Fprintf(stdout, "%s %s (lint): %d problems\n", status, f, len(probs))
+	}
+	if failed {
+		return 1
+	}
+	return 0
+}
+
+func runNormalize(files []string, out string, stderr io.Writer) int {
+	if len(files) != 1 {
+		fmt.Fprintln(stderr, "nbcheck: -normalize OUT wants exactly one executed notebook")
+		return 2
+	}
+	data, err := os.ReadFile(files[0])
+	if err == nil {
+		data, err = Normalize(data)
+	}
+	if err == nil {
+		err = os.WriteFile(out, data, 0o644)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "nbcheck: %s: %v\n", files[0], err)
+		return 1
+	}
+	return 0
+}
+
+func runStamp(files []string, stdout, stderr io.Writer) int {
+	files, err := committedNotebooks(files)
+	if err != nil {
+		fmt.Fprintf(stderr, "nbcheck: %v\n", err)
+		return 2
+	}
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			fmt.Fprintf(stderr, "nbcheck: %v\n", err)
+			return 1
+		}
+		hash, err := ContentHash(data)
+		if err != nil {
+			fmt.Fprintf(stderr, "nbcheck: %s: %v\n", f, err)
+			return 1
+		}
+		h := htmlFor(f)
+		html, err := os.ReadFile(h)
+		if err == nil {
+			html, err = Stamp(html, hash)
+		}
+		if err == nil {
+			err = os.WriteFile(h, html, 0o644)
+		}
+		if err != nil {
+			fmt.Fprintf(stderr, "nbcheck: %s: %v\n", h, err)
+			return 1
+		}
+		fmt.Fprintf(stdout, "stamped %s (%.19s…)\n", h, hash)
 	}
 	return 0
 }
