@@ -2,6 +2,7 @@ package train
 
 import (
 	"fmt"
+	"math"
 	"sort"
 	"strings"
 	"time"
@@ -23,7 +24,7 @@ type engine struct {
 	nClass  int
 	h, w, c int // image shape
 
-	step    *model.Exec // direct step: (x, y, lr, t) → loss
+	step    *model.Exec // direct step: (x, y, lr, t) → (loss, 0·Σ emb)
 	grads   *model.Exec // direct gradients, no update (tests)
 	embed   *model.Exec // inference embedding (x) → emb
 	msEmbed *model.Exec // multistage stage 1: (x) → loss embedding, no stats update
@@ -34,6 +35,10 @@ type engine struct {
 
 	// stageTimes are the wall times of the three stages of the last multistage step.
 	stageTimes [3]time.Duration
+	// embFinite reports whether every embedding of the last training step's batch was finite.
+	// Losses built of hinges (contrastive, triplet, Smooth-AP, …) can map NaN embeddings to a
+	// finite value, so a finite loss alone does not show that the parameters are finite.
+	embFinite bool
 }
 
 const (
@@ -59,6 +64,8 @@ func newEngine(cfg *Config, b compute.Backend, store *model.Store, nClasses, h, 
 	mk := func(fn any) (*model.Exec, error) {
 		switch f := fn.(type) {
 		case func(*model.Scope, *Node, *Node, *Node, *Node) *Node:
+			return model.NewExec(b, store, f)
+		case func(*model.Scope, *Node, *Node, *Node, *Node) (*Node, *Node):
 			return model.NewExec(b, store, f)
 		case func(*model.Scope, *Node) *Node:
 			return model.NewExec(b, store, f)
@@ -123,6 +130,12 @@ func (e *engine) trainableInGraph(g *Graph, prefix string) []*model.Variable {
 }
 
 func (e *engine) lossAndGrads(scope *model.Scope, x, y *Node) (*Node, []*model.Variable, []*Node) {
+	loss, _, vs, grads := e.lossEmbAndGrads(scope, x, y)
+	return loss, vs, grads
+}
+
+// lossEmbAndGrads is lossAndGrads that also returns the batch's loss embeddings.
+func (e *engine) lossEmbAndGrads(scope *model.Scope, x, y *Node) (*Node, *Node, []*model.Variable, []*Node) {
 	out := models.Build(scope.At(modelScope), e.cfg.Model, x, models.Mode{Train: true})
 	loss := e.buildLoss(scope, out.LossEmb, y)
 	vs := e.trainableInGraph(loss.Graph(), "/")
@@ -130,7 +143,7 @@ func (e *engine) lossAndGrads(scope *model.Scope, x, y *Node) (*Node, []*model.V
 	for i, v := range vs {
 		nodes[i] = v.NodeValue(loss.Graph())
 	}
-	return loss, vs, Gradient(loss, nodes...)
+	return loss, out.LossEmb, vs, Gradient(loss, nodes...)
 }
 
 // liveVariables makes the graph read variables as parameters: the Go backend otherwise embeds
@@ -138,11 +151,15 @@ func (e *engine) lossAndGrads(scope *model.Scope, x, y *Node) (*Node, []*model.V
 // (Capabilities.PreferConstantsForVariables), and a cached graph would keep stale weights.
 func liveVariables(scope *model.Scope, g *Graph) { scope.SetTraining(g, true) }
 
-func (e *engine) stepGraph(scope *model.Scope, x, y, lr, t *Node) *Node {
+// stepGraph is one direct optimiser step. Besides the loss it returns 0·Σ emb over the batch's
+// loss embeddings, which is 0 when they are all finite and NaN otherwise: a read-only extra
+// output (nothing consumes it in the graph, so the step's values are unchanged) by which the
+// trainer stops at the first step whose parameters have diverged.
+func (e *engine) stepGraph(scope *model.Scope, x, y, lr, t *Node) (*Node, *Node) {
 	liveVariables(scope, x.Graph())
-	loss, vs, grads := e.lossAndGrads(scope, x, y)
+	loss, emb, vs, grads := e.lossEmbAndGrads(scope, x, y)
 	applyUpdates(e.store, &e.cfg.Optimizer, vs, grads, lr, t)
-	return loss
+	return loss, ReduceAllSum(MulScalar(emb, 0))
 }
 
 // gradsGraph returns [loss, grads...] in path order, without updating anything but BN statistics.
@@ -286,6 +303,8 @@ func (e *engine) trainStep(pix []float32, n int, labels []int64, setSize int, lr
 	if err != nil {
 		return 0, err
 	}
+	z := scalarValue(out[1])
+	e.embFinite = !math.IsNaN(z) && !math.IsInf(z, 0)
 	return scalarValue(out[0]), nil
 }
 
@@ -304,6 +323,13 @@ func (e *engine) multistageAccumulate(pix []float32, n int, y *tensors.Tensor) (
 		}
 		d = out[0].Shape().Dim(1)
 		embs = append(embs, tensors.MustCopyFlatData[float32](out[0])...)
+	}
+	e.embFinite = true
+	for _, v := range embs {
+		if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
+			e.embFinite = false
+			break
+		}
 	}
 	t1 := time.Now()
 	loss, G, err := e.lossStage(embs, n, d, y)

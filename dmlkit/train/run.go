@@ -81,6 +81,37 @@ type EvalRecord struct {
 	LR       float64            `json:"lr"`
 	Metrics  map[string]float64 `json:"metrics"`
 	WallTime float64            `json:"wall_time_s"`
+	// Failed, on the last record of a run that stopped on an error (e.g. a non-finite loss),
+	// says why; such a record has no metrics.
+	Failed string `json:"failed,omitempty"`
+}
+
+// DivergedError is the error of a run stopped at the first step whose loss, or whose batch
+// embeddings, were not finite. The run directory's metrics.jsonl then ends with a record marked
+// failed, and no test embeddings are written.
+type DivergedError struct {
+	Step       int     // 1-based number of the optimiser step that showed it
+	Loss       float64 // that step's loss
+	Embeddings bool    // the loss was finite but the batch's embeddings were not
+}
+
+func (e *DivergedError) Error() string {
+	if e.Embeddings {
+		return fmt.Sprintf("train: diverged at step %d: the batch's embeddings are not finite (NaN/Inf; the loss, %v, hides it), so the parameters "+
+			"became non-finite in the update of step %d (lower optimizer.lr or set optimizer.clip_value)", e.Step, e.Loss, e.Step-1)
+	}
+	return fmt.Sprintf("train: diverged at step %d: loss is %v (lower optimizer.lr or set optimizer.clip_value)", e.Step, e.Loss)
+}
+
+// diverged appends the failed record of a diverged step to metrics.jsonl and returns its
+// *DivergedError.
+func (r *runner) diverged(loss float64) error {
+	de := &DivergedError{Step: r.st.Step + 1, Loss: loss, Embeddings: !math.IsNaN(loss) && !math.IsInf(loss, 0)}
+	rec := EvalRecord{Step: r.st.Step, Epoch: float64(r.st.Step) / float64(r.spe), LR: r.lastLR, WallTime: r.wall(), Failed: de.Error()}
+	if err := appendJSONL(filepath.Join(r.out, "metrics.jsonl"), rec); err != nil {
+		return fmt.Errorf("%w (and the failed record could not be written: %v)", de, err)
+	}
+	return de
 }
 
 // Result summarises a finished run.
@@ -289,8 +320,8 @@ func (r *runner) loop(ctx context.Context, sampler *Sampler) error {
 				r.stepSum += time.Since(tStep).Seconds()
 				r.res.Timing.Steps++
 			}
-			if math.IsNaN(loss) || math.IsInf(loss, 0) {
-				return fmt.Errorf("train: step %d: loss is %v (lower optimizer.lr or enable optimizer.clip_value)", r.st.Step, loss)
+			if math.IsNaN(loss) || math.IsInf(loss, 0) || !r.eng.embFinite {
+				return r.diverged(loss)
 			}
 			lastLoss = loss
 			r.st.Step++
