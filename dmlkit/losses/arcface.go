@@ -48,6 +48,9 @@ func (c *ArcFaceConfig) Name() string { return "arcface" }
 
 // Validate implements Validator.
 func (c *ArcFaceConfig) Validate() error {
+	if c.Margin < 0 {
+		return fmt.Errorf("margin = %g: want ≥ 0 (radians)", c.Margin)
+	}
 	if c.Scale <= 0 {
 		return fmt.Errorf("scale = %g: want > 0", c.Scale)
 	}
@@ -82,6 +85,9 @@ func (c *CosFaceConfig) Name() string { return "cosface" }
 
 // Validate implements Validator.
 func (c *CosFaceConfig) Validate() error {
+	if c.Margin < 0 {
+		return fmt.Errorf("margin = %g: want ≥ 0", c.Margin)
+	}
 	if c.Scale <= 0 {
 		return fmt.Errorf("scale = %g: want > 0", c.Scale)
 	}

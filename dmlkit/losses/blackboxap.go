@@ -42,6 +42,9 @@ func (c *BlackboxAPConfig) Name() string { return "blackboxap" }
 
 // Validate implements Validator.
 func (c *BlackboxAPConfig) Validate() error {
+	if c.Margin < 0 {
+		return fmt.Errorf("margin = %g: want ≥ 0", c.Margin)
+	}
 	if c.Lambda <= 0 {
 		return fmt.Errorf("lambda = %g: want > 0", c.Lambda)
 	}

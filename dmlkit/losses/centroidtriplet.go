@@ -45,6 +45,9 @@ func (c *CentroidTripletConfig) Name() string { return "centroidtriplet" }
 
 // Validate implements Validator.
 func (c *CentroidTripletConfig) Validate() error {
+	if c.Margin < 0 {
+		return fmt.Errorf("margin %g: want ≥ 0", c.Margin)
+	}
 	if c.Distance != "l2" && c.Distance != "squared_l2" {
 		return fmt.Errorf("distance %q: want squared_l2 or l2", c.Distance)
 	}

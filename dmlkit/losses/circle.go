@@ -39,6 +39,9 @@ func (c *CircleConfig) Name() string { return "circle" }
 
 // Validate implements Validator.
 func (c *CircleConfig) Validate() error {
+	if c.Margin < 0 {
+		return fmt.Errorf("m = %g: want ≥ 0", c.Margin)
+	}
 	if c.Gamma <= 0 {
 		return fmt.Errorf("gamma = %g: want > 0", c.Gamma)
 	}

@@ -53,6 +53,12 @@ func (c *ContrastiveConfig) Validate() error {
 	if c.Distance != "l2" && c.Distance != "cosine" {
 		return fmt.Errorf("distance %q: want l2 or cosine", c.Distance)
 	}
+	if c.Distance == "l2" && (c.PosMargin < 0 || c.NegMargin < 0) {
+		return fmt.Errorf("pos_margin %g, neg_margin %g: l2 distances are ≥ 0, so the margins must be too", c.PosMargin, c.NegMargin)
+	}
+	if c.Distance == "cosine" && (c.PosMargin < -1 || c.PosMargin > 1 || c.NegMargin < -1 || c.NegMargin > 1) {
+		return fmt.Errorf("pos_margin %g, neg_margin %g: cosine margins must lie in [-1, 1]", c.PosMargin, c.NegMargin)
+	}
 	return nil
 }
 

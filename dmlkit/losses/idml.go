@@ -96,6 +96,12 @@ func (c *IDMLConfig) Validate() error {
 	if c.Tau <= 0 {
 		return fmt.Errorf("tau %g: must be > 0", c.Tau)
 	}
+	if c.Margin < 0 || c.PairMargin < 0 {
+		return fmt.Errorf("margin %g, pair_margin %g: must be ≥ 0", c.Margin, c.PairMargin)
+	}
+	if c.Scale <= 0 {
+		return fmt.Errorf("scale %g: must be > 0", c.Scale)
+	}
 	if c.Gamma < 0 {
 		return fmt.Errorf("gamma %g: must be ≥ 0", c.Gamma)
 	}

@@ -58,6 +58,9 @@ func (c *MarginConfig) Name() string { return "margin" }
 
 // Validate implements Validator.
 func (c *MarginConfig) Validate() error {
+	if c.Margin < 0 {
+		return fmt.Errorf("margin = %g: want ≥ 0", c.Margin)
+	}
 	if c.Sampling != "distance" && c.Sampling != "all" {
 		return fmt.Errorf("sampling %q: want distance or all", c.Sampling)
 	}

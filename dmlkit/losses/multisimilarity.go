@@ -1,6 +1,8 @@
 package losses
 
 import (
+	"fmt"
+
 	. "github.com/gomlx/gomlx/core/graph"
 )
 
@@ -40,6 +42,17 @@ func DefaultMultiSimilarity() *MultiSimilarityConfig {
 
 // Name implements Loss.
 func (c *MultiSimilarityConfig) Name() string { return "multisimilarity" }
+
+// Validate implements Validator.
+func (c *MultiSimilarityConfig) Validate() error {
+	if c.Alpha <= 0 || c.Beta <= 0 {
+		return fmt.Errorf("alpha %g, beta %g: scales must be > 0", c.Alpha, c.Beta)
+	}
+	if c.Epsilon < 0 {
+		return fmt.Errorf("epsilon = %g: want ≥ 0", c.Epsilon)
+	}
+	return nil
+}
 
 // Build implements Loss.
 func (c *MultiSimilarityConfig) Build(in Inputs) *Node {

@@ -41,6 +41,17 @@ func DefaultProxyAnchor() *ProxyAnchorConfig { return &ProxyAnchorConfig{Margin:
 // Name implements Loss.
 func (c *ProxyAnchorConfig) Name() string { return "proxyanchor" }
 
+// Validate implements Validator.
+func (c *ProxyAnchorConfig) Validate() error {
+	if c.Alpha <= 0 {
+		return fmt.Errorf("alpha = %g: want > 0", c.Alpha)
+	}
+	if c.Margin < 0 {
+		return fmt.Errorf("margin = %g: want ≥ 0", c.Margin)
+	}
+	return nil
+}
+
 // Build implements Loss.
 func (c *ProxyAnchorConfig) Build(in Inputs) *Node {
 	proxies := blProxies(in, "proxyanchor", "proxies", in.NumClasses)

@@ -13,6 +13,7 @@ package losses
 
 import (
 	"fmt"
+	"math"
 	"sort"
 	"strings"
 
@@ -104,9 +105,29 @@ func Names() []string {
 	return out
 }
 
+// finiteField rejects a NaN or infinite hyperparameter (a float or a list of floats).
+func finiteField(key string, v any) error {
+	var xs []float64
+	switch x := v.(type) {
+	case float64:
+		xs = []float64{x}
+	case float32:
+		xs = []float64{float64(x)}
+	case []float64:
+		xs = x
+	}
+	for _, x := range xs {
+		if math.IsNaN(x) || math.IsInf(x, 0) {
+			return fmt.Errorf("%s = %v: want a finite number", key, x)
+		}
+	}
+	return nil
+}
+
 // New creates the loss registered under name with the paper's defaults, then applies set (keys are
 // the config's yaml field names, values strings or YAML-typed values). Errors name the loss and the
-// field at fault.
+// field at fault. Hyperparameters are validated: non-finite numbers are errors for every loss,
+// and each loss rejects values outside its range (a negative margin or scale, …).
 func New(name string, set map[string]any) (Loss, error) {
 	e, ok := registry[name]
 	if !ok {
@@ -115,6 +136,11 @@ func New(name string, set map[string]any) (Loss, error) {
 	l := e.New()
 	if err := config.SetAll(l, set); err != nil {
 		return nil, fmt.Errorf("losses: %s: %w", name, err)
+	}
+	for _, f := range config.Fields(l) {
+		if err := finiteField(f.Key, f.Value); err != nil {
+			return nil, fmt.Errorf("losses: %s: %w", name, err)
+		}
 	}
 	if v, ok := l.(Validator); ok {
 		if err := v.Validate(); err != nil {

@@ -51,6 +51,12 @@ func (c *SoftTripleConfig) Validate() error {
 		return fmt.Errorf("centers_per_class = %d: want ≥ 1", c.Centers)
 	case c.Gamma <= 0:
 		return fmt.Errorf("gamma = %g: want > 0", c.Gamma)
+	case c.Lambda <= 0:
+		return fmt.Errorf("la = %g: want > 0", c.Lambda)
+	case c.Margin < 0:
+		return fmt.Errorf("margin = %g: want ≥ 0", c.Margin)
+	case c.Tau < 0:
+		return fmt.Errorf("tau = %g: want ≥ 0", c.Tau)
 	}
 	return nil
 }

@@ -54,6 +54,9 @@ func (c *TripletConfig) Name() string { return "triplet" }
 
 // Validate implements Validator.
 func (c *TripletConfig) Validate() error {
+	if c.Margin < 0 {
+		return fmt.Errorf("margin %g: want ≥ 0 (a negative margin asks the negative to be closer than the positive)", c.Margin)
+	}
 	if c.Distance != "l2" && c.Distance != "squared_l2" {
 		return fmt.Errorf("distance %q: want l2 or squared_l2", c.Distance)
 	}
