@@ -170,15 +170,15 @@ func TestTCMPaperNumbers(t *testing.T) {
 }
 
 // TestTCMSpecPlans resolves every scale through the trainer's validator (reproduce.Register).
-// Without stored records the small scale plans only the 24 learning-rate tuning runs (4 losses ×
-// 6); every other point waits. With (fabricated) records of the tuning runs the plan completes:
-// 24 + 27 margin-grid runs + 136 points = 187 runs, none pending.
+// Without stored records the small scale plans only the 32 learning-rate tuning runs (4 losses ×
+// 8); every other point waits. With (fabricated) records of the tuning runs the plan completes:
+// 32 + 27 margin-grid runs + 136 points = 195 runs, none pending.
 func TestTCMSpecPlans(t *testing.T) {
 	s := loadTCMSpec(t)
 	for _, c := range []struct {
 		scale         string
 		runs, pending int
-	}{{"smoke", 4, 0}, {"small", 24, 49}} {
+	}{{"smoke", 4, 0}, {"small", 32, 49}} {
 		p, err := s.Plan(c.scale)
 		if err != nil {
 			t.Fatalf("scale %s: %v", c.scale, err)
@@ -188,8 +188,8 @@ func TestTCMSpecPlans(t *testing.T) {
 		}
 	}
 	p, _ := tcmTunedPlan(t, s)
-	if len(p.Runs) != 187 || len(p.Pending) != 0 {
-		t.Errorf("small with tuning records: %d runs, %d pending; want 187, 0", len(p.Runs), len(p.Pending))
+	if len(p.Runs) != 195 || len(p.Pending) != 0 {
+		t.Errorf("small with tuning records: %d runs, %d pending; want 195, 0", len(p.Runs), len(p.Pending))
 	}
 	// The full scale (31 paper configurations, one seed) validates: its datasets inat, sop, cub and
 	// cars are registered with the trainer (dmlkit/train/data_images.go). Only validation: the

@@ -50,6 +50,9 @@ type SelectedRow struct {
 	Guard      float64  // its mean Guard (raw; NaN without a guard)
 	BestGuard  float64  // the best mean Guard over the rows (raw; NaN without a guard)
 	Candidates int      // rows within the guard
+	// Edge lists the row keys (numeric in every row) whose selected value is the smallest or
+	// largest of the grid: the optimum may lie outside the grid, which the line below says.
+	Edge []string
 }
 
 // selectRow applies sel to the table's groups (in table order).
@@ -88,6 +91,23 @@ func selectRow(sel Selection, groups []*Group) SelectedRow {
 			out.Keys, out.Values = g.Keys, g.Values
 		}
 	}
+	if out.Row >= 0 {
+		for k := range out.Keys {
+			sel, ok := numeric(out.Values[k])
+			lo, hi, allNum := sel, sel, ok
+			for _, g := range groups {
+				x, ok := numeric(g.Values[k])
+				if !ok {
+					allNum = false
+					break
+				}
+				lo, hi = math.Min(lo, x), math.Max(hi, x)
+			}
+			if allNum && lo < hi && (sel == lo || sel == hi) {
+				out.Edge = append(out.Edge, out.Keys[k])
+			}
+		}
+	}
 	return out
 }
 
@@ -118,6 +138,9 @@ func selectionLine(sel Selection, r SelectedRow, label func(string) string, fact
 			fmtNum(sel.Within*gf, digits), fmtNum(r.BestGuard*gf, digits), fmtNum(r.Guard*gf, digits))
 	}
 	s += "."
+	for _, k := range r.Edge {
+		s += fmt.Sprintf(" %s is at the edge of its grid: the optimum may lie outside it.", label(k))
+	}
 	if tex {
 		return "\\textbf{" + esc(s) + "}"
 	}

@@ -30,12 +30,13 @@ func TestSelection(t *testing.T) {
 		sel        Selection
 		want       float64
 		candidates int
+		edge       bool // m = 0.25 and 0.90 are the grid's smallest and largest values
 	}{
-		{Selection{Metric: "val/OPIS", Lower: true}, 0.25, 4},                                  // no guard: c
-		{Selection{Metric: "val/OPIS", Lower: true, Guard: "val/R@1", Within: 0.02}, 0.75, 3},  // c is 0.03 below: b
-		{Selection{Metric: "val/OPIS", Lower: true, Guard: "val/R@1", Within: 0.005}, 0.90, 2}, // a and d: d
-		{Selection{Metric: "val/OPIS", Lower: true, Guard: "val/R@1", Within: 0.015}, 0.75, 3}, // b exactly at the edge
-		{Selection{Metric: "val/R@1", Lower: false}, 0.50, 4},                                  // highest R@1: a
+		{Selection{Metric: "val/OPIS", Lower: true}, 0.25, 4, true},                                   // no guard: c
+		{Selection{Metric: "val/OPIS", Lower: true, Guard: "val/R@1", Within: 0.02}, 0.75, 3, false},  // c is 0.03 below: b
+		{Selection{Metric: "val/OPIS", Lower: true, Guard: "val/R@1", Within: 0.005}, 0.90, 2, true},  // a and d: d
+		{Selection{Metric: "val/OPIS", Lower: true, Guard: "val/R@1", Within: 0.015}, 0.75, 3, false}, // b exactly at the edge
+		{Selection{Metric: "val/R@1", Lower: false}, 0.50, 4, false},                                  // highest R@1: a
 	} {
 		spec := TableSpec{Name: "t", Rows: []string{"m"}, Metrics: []string{"val/OPIS", "val/R@1"}, Factor: 100, Select: &tc.sel}
 		if err := spec.check(); err != nil {
@@ -48,6 +49,9 @@ func TestSelection(t *testing.T) {
 			continue
 		}
 		md := tab.Markdown()
+		if hasEdge := strings.Contains(md, "m is at the edge of its grid"); hasEdge != tc.edge || (len(got.Edge) == 1) != tc.edge {
+			t.Errorf("%+v: edge flag %v / %v, want %v:\n%s", tc.sel, hasEdge, got.Edge, tc.edge, md)
+		}
 		if !strings.Contains(md, FormatValue(tc.want)+" (selected)") || !strings.Contains(md, "Selected: m = "+FormatValue(tc.want)) {
 			t.Errorf("%+v: Markdown lacks the selection:\n%s", tc.sel, md)
 		}
