@@ -16,5 +16,9 @@ func TestDumpFigures(t *testing.T) {
 		if _, err := Save(p, st, filepath.Join(dir, name)); err != nil {
 			t.Fatal(err)
 		}
+		probs, _ := CheckLayout(p, st)
+		for _, pr := range probs {
+			t.Logf("%s: %s", name, pr)
+		}
 	}
 }

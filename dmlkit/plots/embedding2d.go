@@ -58,7 +58,7 @@ const (
 // Densities are per class (each integrates to 1) and share one scale across classes and panels,
 // so bands and contours compare directly. Classes keep one colour across panels
 // ([Style.ClassColors]). The legend of each panel lists σ in degrees per class; the numbers are in
-// [EmbeddingFigure.Classes] for captions. Each panel is st.Width × st.Height.
+// [EmbeddingFigure.Classes] for captions. The panels share st.Width side by side, each st.Height high.
 func Embedding2D(st Style, l Labels, panels []EmbeddingPanel) (*EmbeddingFigure, error) {
 	if len(panels) == 0 {
 		return nil, errors.New("plots: Embedding2D: no panels")
@@ -180,7 +180,7 @@ func Embedding2D(st Style, l Labels, panels []EmbeddingPanel) (*EmbeddingFigure,
 					ct := plotter.NewContour(g, []float64{frac * peak}, nil)
 					ct.Palette = nil
 					ct.LineStyles = []draw.LineStyle{{Color: blend(cols[colIdx[cs.Label]], 0.4+0.2*float64(li)), Width: st.LineWidth * 0.6}}
-					pl.Add(ct)
+					pl.Add(dataPlotter{ct})
 				}
 			}
 		}
@@ -189,18 +189,15 @@ func Embedding2D(st Style, l Labels, panels []EmbeddingPanel) (*EmbeddingFigure,
 			ov.classes = append(ov.classes, cs)
 			ov.cols = append(ov.cols, cols[colIdx[cs.Label]])
 		}
-		pl.Add(ov)
+		pl.Add(dataPlotter{ov})
 
-		leg := plot.NewLegend()
-		leg.TextStyle.Font.Size = st.TickSize
-		leg.ThumbnailWidth = 0.12 * vg.Inch
-		leg.Add("class: circ. std (deg)")
+		leg := []LegendEntry{{Text: "circ. std (deg)"}}
 		for k, cs := range fig.Classes[i] {
-			leg.Add(FormatLabel(cs.Label)+": "+formatDegrees(cs.CircStd), swatch{ov.cols[k]})
+			leg = append(leg, LegendEntry{Text: FormatLabel(cs.Label) + ": " + formatDegrees(cs.CircStd), Thumbs: []plot.Thumbnailer{swatch{ov.cols[k]}}})
 		}
 		fig.Plots = append(fig.Plots, pl)
 		fig.Titles = append(fig.Titles, p.Title)
-		fig.Legends = append(fig.Legends, &leg)
+		fig.Legends = append(fig.Legends, leg)
 	}
 	return fig, nil
 }
@@ -337,6 +334,22 @@ func (o *embOverlay) Plot(c draw.Canvas, p *plot.Plot) {
 	lab := p.Title.TextStyle
 	lab.Font.Size = o.st.TickSize + 1
 	lab.XAlign, lab.YAlign = draw.XCenter, draw.YCenter
+	var labelAngles []float64
+	if o.onCircle {
+		// Class labels sit on a circle at their class's direction, spread apart where they would
+		// overprint (classes whose directions nearly coincide).
+		var w vg.Length
+		for _, cs := range o.classes {
+			w = max(w, lab.Width(FormatLabel(cs.Label)))
+		}
+		rPts := float64(trX(o.labelR) - trX(0))
+		sep := float64(max(w, lab.Height("0"))+3) / rPts
+		labelAngles = make([]float64, len(o.classes))
+		for k, cs := range o.classes {
+			labelAngles[k] = cs.Direction
+		}
+		spreadAngles(labelAngles, sep)
+	}
 	for k, cs := range o.classes {
 		col := o.cols[k]
 		phi := math.Atan2(cs.Mean[1], cs.Mean[0])
@@ -361,12 +374,52 @@ func (o *embOverlay) Plot(c draw.Canvas, p *plot.Plot) {
 		}
 		var lx, ly float64
 		if o.onCircle {
-			lx, ly = o.labelR*math.Cos(cs.Direction), o.labelR*math.Sin(cs.Direction)
+			lx, ly = o.labelR*math.Cos(labelAngles[k]), o.labelR*math.Sin(labelAngles[k])
 		} else {
 			lx, ly = tx+o.labelOff*ux, ty+o.labelOff*uy
 		}
 		if c.Contains(pt(lx, ly)) {
 			c.FillText(lab, pt(lx, ly), FormatLabel(cs.Label))
+		}
+	}
+}
+
+// spreadAngles moves the angles (radians; NaN ones are left alone) apart until neighbours around
+// the circle are at least sep apart, each as little as it can: a few hundred rounds of pushing
+// too-close neighbours apart symmetrically. It gives up on the spacing when the circle is too
+// small for it (n·sep > 2π).
+func spreadAngles(a []float64, sep float64) {
+	var idx []int
+	for i, v := range a {
+		if !math.IsNaN(v) {
+			idx = append(idx, i)
+		}
+	}
+	n := len(idx)
+	if n < 2 || float64(n)*sep > 2*math.Pi {
+		return
+	}
+	for round := 0; round < 500; round++ {
+		sort.Slice(idx, func(i, j int) bool { return a[idx[i]] < a[idx[j]] })
+		moved := false
+		for i := 0; i < n; i++ {
+			p, q := idx[i], idx[(i+1)%n]
+			gap := a[q] - a[p]
+			if i == n-1 {
+				gap += 2 * math.Pi
+			}
+			if gap < sep-1e-9 {
+				d := (sep - gap) / 2 * 1.01
+				a[p] -= d
+				a[q] += d
+				moved = true
+			}
+		}
+		for _, i := range idx {
+			a[i] = math.Remainder(a[i], 2*math.Pi)
+		}
+		if !moved {
+			return
 		}
 	}
 }

@@ -157,7 +157,7 @@ func TestKDE2DIntegratesToOne(t *testing.T) {
 
 func TestClassColors(t *testing.T) {
 	st := DefaultStyle()
-	if c := st.ClassColors(3); c[0] != OkabeIto[0] || c[2] != OkabeIto[2] {
+	if c := st.ClassColors(3); c[0] != PrintPalette[0] || c[2] != PrintPalette[2] {
 		t.Errorf("3 classes: %v", c)
 	}
 	c := st.ClassColors(10)
@@ -191,7 +191,7 @@ func ringData(nClass, n int, radius, phase float64) EmbeddingPanel {
 }
 
 func TestEmbedding2DRenders(t *testing.T) {
-	st := DefaultStyle()
+	st := PageStyle()
 	dir := t.TempDir()
 	if d := os.Getenv("DMLKIT_PLOTS_DUMP"); d != "" {
 		dir = d
@@ -223,10 +223,13 @@ func TestEmbedding2DRenders(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		// Two panels of 3.5in × 2.5in plus a title line of 1.6 × 9pt at 300 dpi.
-		wantH := int(math.Round((2.5*72 + 1.6*9) / 72 * 300))
-		if sz := img.Bounds().Size(); sz.X != 2100 || math.Abs(float64(sz.Y-wantH)) > 1 {
-			t.Errorf("%s: PNG %v, want 2100×%d", c.name, sz, wantH)
+		// Two panels sharing the page width (6.9in), 2.6in high, plus a title line of 1.6 × 9pt at 300 dpi.
+		wantH := int(math.Round((2.6*72 + 1.6*9) / 72 * 300))
+		if sz := img.Bounds().Size(); sz.X != 2070 || math.Abs(float64(sz.Y-wantH)) > 1 {
+			t.Errorf("%s: PNG %v, want 2070×%d", c.name, sz, wantH)
+		}
+		if probs, _ := CheckLayout(fig, st); len(probs) > 0 {
+			t.Errorf("%s: layout: %q", c.name, probs)
 		}
 		if f := nonWhiteFraction(img); f < 0.03 {
 			t.Errorf("%s: only %.4f of the pixels are not white", c.name, f)

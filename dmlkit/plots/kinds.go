@@ -48,20 +48,26 @@ func xys(x, y []float64) plotter.XYs {
 	return out
 }
 
-// Lines draws each series as a line with a translucent ± Err band, in palette order, with a legend
-// when there is more than one series (or the only one is named).
-func Lines(st Style, l Labels, series []Series) (*plot.Plot, error) {
+// Lines draws each series as a line with a translucent ± Err band (e.g. ± SE over seeds), with a
+// legend below the plot when there is more than one series (or the only one is named). A series
+// keeps its slot's colour, dash and marker ([Style.Slots]); Markers draws the marker at each point.
+func Lines(st Style, l Labels, series []Series) (*Chart, error) {
 	if len(series) == 0 {
 		return nil, errors.New("plots: Lines: no series")
 	}
-	p := st.newPlot(l)
-	p.Add(plotter.NewGrid())
+	ch := newChart(st, l)
+	ch.Plot.Add(plotter.NewGrid())
+	names := make([]string, len(series))
+	for i, s := range series {
+		names[i] = s.Name
+	}
+	slots := st.SlotsOf(names)
 	// Bands first, so that no band veils another series' line.
 	for i, s := range series {
 		if err := s.check(); err != nil {
 			return nil, fmt.Errorf("plots: Lines: %w", err)
 		}
-		if hasBand(s.Err) {
+		if hasBand(s.Err) && len(s.X) > 1 {
 			poly := make(plotter.XYs, 0, 2*len(s.X))
 			for j := range s.X {
 				poly = append(poly, plotter.XY{X: s.X[j], Y: s.Y[j] + s.Err[j]})
@@ -73,48 +79,84 @@ func Lines(st Style, l Labels, series []Series) (*plot.Plot, error) {
 			if err != nil {
 				return nil, fmt.Errorf("plots: Lines: %w", err)
 			}
-			band.Color = st.Translucent(st.Color(i))
+			band.Color = st.Translucent(st.Color(slots[i]))
 			band.LineStyle.Width = 0
-			p.Add(band)
+			ch.AddData(band)
+		}
+	}
+	named := 0
+	for _, s := range series {
+		if s.Name != "" {
+			named++
 		}
 	}
 	for i, s := range series {
+		k := slots[i]
 		line, err := plotter.NewLine(xys(s.X, s.Y))
 		if err != nil {
 			return nil, fmt.Errorf("plots: Lines: series %q: %w", s.Name, err)
 		}
-		line.LineStyle = st.lineStyle(i)
-		p.Add(line)
+		line.LineStyle = st.lineStyle(k)
+		ch.AddData(line)
+		thumbs := []plot.Thumbnailer{line}
 		if len(s.X) == 1 && hasBand(s.Err) {
 			// A band needs two points; show a lone point's spread as an error bar.
 			eb, err := plotter.NewYErrorBars(errXY{s.X[0], s.Y[0], s.Err[0]})
 			if err != nil {
 				return nil, fmt.Errorf("plots: Lines: %w", err)
 			}
-			eb.LineStyle = st.lineStyle(i)
-			p.Add(eb)
+			eb.LineStyle = st.lineStyle(k)
+			ch.AddData(eb)
 		}
 		if s.Markers {
 			sc, err := plotter.NewScatter(xys(s.X, s.Y))
 			if err != nil {
 				return nil, fmt.Errorf("plots: Lines: %w", err)
 			}
-			sc.GlyphStyle = draw.GlyphStyle{Color: st.Color(i), Radius: 1.6, Shape: glyph(i)}
-			p.Add(sc)
-			p.Legend.Add(s.Name, line, sc)
-		} else if s.Name != "" {
-			p.Legend.Add(s.Name, line)
+			sc.GlyphStyle = draw.GlyphStyle{Color: st.Color(k), Radius: 2, Shape: Glyph(k)}
+			ch.AddData(sc)
+			thumbs = append(thumbs, sc)
+		}
+		if s.Name != "" {
+			ch.AddLegend(s.Name, thumbs...)
 		}
 	}
-	return p, nil
+	return ch, nil
 }
 
-// legendRoom raises the top of the y axis so that a legend in the top corner does not cover data.
-func legendRoom(p *plot.Plot, entries int) {
-	if entries == 0 {
+// LogX puts the x axis on a log scale with ticks at the given values (e.g. the points of a
+// geometric sweep: 16, 32, 64, …), or at the powers of ten when none are given.
+func (ch *Chart) LogX(ticksAt ...float64) {
+	ch.Plot.X.Scale = plot.LogScale{}
+	if len(ticksAt) == 0 {
+		ch.Plot.X.Tick.Marker = plot.LogTicks{Prec: -1}
 		return
 	}
-	p.Y.Max += (0.08 + 0.07*float64(entries)) * (p.Y.Max - p.Y.Min)
+	var ticks plot.ConstantTicks
+	for _, v := range ticksAt {
+		ticks = append(ticks, plot.Tick{Value: v, Label: strconv.FormatFloat(v, 'g', 4, 64)})
+	}
+	ch.Plot.X.Tick.Marker = ticks
+}
+
+// RotateXTicks turns the x tick labels by deg degrees (counter-clockwise), anchored at their end,
+// so that long category names do not overprint.
+func (ch *Chart) RotateXTicks(deg float64) {
+	if deg == 0 {
+		return
+	}
+	ch.Plot.X.Tick.Label.Rotation = deg * math.Pi / 180
+	ch.Plot.X.Tick.Label.XAlign = draw.XRight
+	ch.Plot.X.Tick.Label.YAlign = draw.YTop
+}
+
+// gapTicks makes the ticks of a nominal axis invisible but 2.5pt long, so that the tick labels
+// keep off the data (gonum sets them to zero length, and the labels' font box then reaches into
+// the data area).
+func gapTicks(a *plot.Axis) {
+	a.Tick.LineStyle.Width = 0.5
+	a.Tick.LineStyle.Color = color.Transparent
+	a.Tick.Length = 2.5
 }
 
 func hasBand(err []float64) bool {
@@ -126,12 +168,16 @@ func hasBand(err []float64) bool {
 	return false
 }
 
-func glyph(i int) draw.GlyphDrawer {
-	shapes := []draw.GlyphDrawer{draw.CircleGlyph{}, draw.SquareGlyph{}, draw.TriangleGlyph{}, draw.PlusGlyph{}, draw.CrossGlyph{}, draw.RingGlyph{}, draw.BoxGlyph{}, draw.PyramidGlyph{}}
-	return shapes[i%len(shapes)]
+// Glyph is the marker of slot k: filled circle, square, triangle, then hollow ring, box, pyramid,
+// then plus and cross; slots k and k + 8 differ in their marker (k + k/8 modulo 8) as well as
+// their dash pattern.
+func Glyph(k int) draw.GlyphDrawer {
+	shapes := []draw.GlyphDrawer{draw.CircleGlyph{}, draw.SquareGlyph{}, draw.TriangleGlyph{}, draw.RingGlyph{}, draw.BoxGlyph{}, draw.PyramidGlyph{}, draw.PlusGlyph{}, draw.CrossGlyph{}}
+	return shapes[(k+k/len(shapes))%len(shapes)]
 }
 
-// Point is one labelled point of a scatter plot; points with the same Group share a colour.
+// Point is one labelled point of a scatter plot; points with the same Group share a colour and
+// marker (the group's slot, see [Style.Slots]).
 type Point struct {
 	X, Y   float64
 	Label  string  // optional annotation next to the point
@@ -140,15 +186,37 @@ type Point struct {
 	Marked bool    // drawn with a black ring (e.g. the TCM-regularised models of seed 000 Fig. 3)
 }
 
-// ScatterPareto draws the points, coloured by group and sized by Point.Size, rings the marked ones
-// (legend entry markLabel, when not empty), and joins their Pareto frontier (see [ParetoFrontier])
-// with a dashed step line.
-func ScatterPareto(st Style, l Labels, pts []Point, maxX, maxY bool, markLabel ...string) (*plot.Plot, error) {
-	if len(pts) == 0 {
-		return nil, errors.New("plots: ScatterPareto: no points")
+// SizeKey is a legend entry for a marker size of [Pareto] (e.g. "batch 256" for Size 2).
+type SizeKey struct {
+	Label string
+	Size  float64
+}
+
+// ParetoOptions are the settings of [Pareto].
+type ParetoOptions struct {
+	MaxX, MaxY bool      // larger x (y) is better; otherwise smaller is
+	MarkLabel  string    // legend entry of the rings of marked points ("" for none)
+	Sizes      []SizeKey // legend entries of the marker sizes
+}
+
+// ScatterPareto is [Pareto] with the options as arguments (markLabel: the rings' legend entry).
+func ScatterPareto(st Style, l Labels, pts []Point, maxX, maxY bool, markLabel ...string) (*Chart, error) {
+	opt := ParetoOptions{MaxX: maxX, MaxY: maxY}
+	if len(markLabel) > 0 {
+		opt.MarkLabel = markLabel[0]
 	}
-	p := st.newPlot(l)
-	p.Add(plotter.NewGrid())
+	return Pareto(st, l, pts, opt)
+}
+
+// Pareto draws the points, coloured and shaped by group and sized by Point.Size, rings the marked
+// ones, and draws their Pareto frontier (see [ParetoFrontier]) on top as a black staircase through
+// the non-dominated points, which are drawn again with a black outline.
+func Pareto(st Style, l Labels, pts []Point, opt ParetoOptions) (*Chart, error) {
+	if len(pts) == 0 {
+		return nil, errors.New("plots: Pareto: no points")
+	}
+	ch := newChart(st, l)
+	ch.Plot.Add(plotter.NewGrid())
 	var groups []string
 	byGroup := map[string]plotter.XYs{}
 	sizes := map[string][]float64{}
@@ -156,65 +224,88 @@ func ScatterPareto(st Style, l Labels, pts []Point, maxX, maxY bool, markLabel .
 	var markedSize []float64
 	x := make([]float64, len(pts))
 	y := make([]float64, len(pts))
+	radius := func(size float64) vg.Length {
+		if size <= 0 {
+			size = 1
+		}
+		return vg.Length(2.2 * size)
+	}
 	for i, pt := range pts {
 		x[i], y[i] = pt.X, pt.Y
 		if _, ok := byGroup[pt.Group]; !ok {
 			groups = append(groups, pt.Group)
 		}
-		size := pt.Size
-		if size <= 0 {
-			size = 1
-		}
 		byGroup[pt.Group] = append(byGroup[pt.Group], plotter.XY{X: pt.X, Y: pt.Y})
-		sizes[pt.Group] = append(sizes[pt.Group], size)
+		sizes[pt.Group] = append(sizes[pt.Group], pt.Size)
 		if pt.Marked {
 			marked = append(marked, plotter.XY{X: pt.X, Y: pt.Y})
-			markedSize = append(markedSize, size)
+			markedSize = append(markedSize, pt.Size)
 		}
 	}
-	legendEntries := len(groups) + 1
-	front := ParetoFrontier(x, y, maxX, maxY)
-	fr := make(plotter.XYs, len(front))
-	for i, j := range front {
-		fr[i] = plotter.XY{X: x[j], Y: y[j]}
-	}
-	fl, err := plotter.NewLine(fr)
-	if err != nil {
-		return nil, fmt.Errorf("plots: ScatterPareto: %w", err)
-	}
-	fl.LineStyle = draw.LineStyle{Color: color.Gray{0x55}, Width: st.LineWidth * 0.8, Dashes: []vg.Length{3, 2}}
-	p.Add(fl)
-	p.Legend.Add("Pareto frontier", fl)
+	slots := st.SlotsOf(groups)
 	for i, g := range groups {
 		sc, err := plotter.NewScatter(byGroup[g])
 		if err != nil {
-			return nil, fmt.Errorf("plots: ScatterPareto: %w", err)
+			return nil, fmt.Errorf("plots: Pareto: %w", err)
 		}
-		sc.GlyphStyle = draw.GlyphStyle{Color: st.Color(i), Radius: 2, Shape: glyph(i)}
-		gs, col, sh := sizes[g], st.Color(i), glyph(i)
-		sc.GlyphStyleFunc = func(k int) draw.GlyphStyle {
-			return draw.GlyphStyle{Color: col, Radius: vg.Length(2 * gs[k]), Shape: sh}
+		k := slots[i]
+		col, sh, gs := withAlpha(st.Color(k), 210), Glyph(k), sizes[g]
+		sc.GlyphStyle = draw.GlyphStyle{Color: st.Color(k), Radius: 2.2, Shape: sh}
+		sc.GlyphStyleFunc = func(j int) draw.GlyphStyle {
+			return draw.GlyphStyle{Color: col, Radius: radius(gs[j]), Shape: sh}
 		}
-		p.Add(sc)
+		ch.AddData(sc)
 		if g != "" {
-			p.Legend.Add(g, sc)
+			th := *sc
+			th.GlyphStyleFunc = nil
+			ch.AddLegend(g, &th)
 		}
+	}
+	for _, sk := range opt.Sizes {
+		th := &plotter.Scatter{GlyphStyle: draw.GlyphStyle{Color: color.Gray{0x80}, Radius: radius(sk.Size), Shape: draw.RingGlyph{}}}
+		ch.AddLegend(sk.Label, th)
 	}
 	if len(marked) > 0 {
 		ring, err := plotter.NewScatter(marked)
 		if err != nil {
-			return nil, fmt.Errorf("plots: ScatterPareto: %w", err)
+			return nil, fmt.Errorf("plots: Pareto: %w", err)
 		}
-		ring.GlyphStyle = draw.GlyphStyle{Color: color.Black, Radius: 3.5, Shape: draw.RingGlyph{}}
+		ring.GlyphStyle = draw.GlyphStyle{Color: color.Black, Radius: 3.7, Shape: draw.RingGlyph{}}
 		ring.GlyphStyleFunc = func(k int) draw.GlyphStyle {
-			return draw.GlyphStyle{Color: color.Black, Radius: vg.Length(2*markedSize[k] + 1.5), Shape: draw.RingGlyph{}}
+			return draw.GlyphStyle{Color: color.Black, Radius: radius(markedSize[k]) + 1.5, Shape: draw.RingGlyph{}}
 		}
-		p.Add(ring)
-		if len(markLabel) > 0 && markLabel[0] != "" {
-			p.Legend.Add(markLabel[0], ring)
-			legendEntries++
+		ch.AddData(ring)
+		if opt.MarkLabel != "" {
+			th := *ring
+			th.GlyphStyleFunc = nil
+			ch.AddLegend(opt.MarkLabel, &th)
 		}
 	}
+	front := ParetoFrontier(x, y, opt.MaxX, opt.MaxY)
+	fr := make(plotter.XYs, 0, 2*len(front))
+	for i, j := range front {
+		if i > 0 { // staircase: the edge of the region the frontier points dominate
+			prev := front[i-1]
+			if opt.MaxX {
+				fr = append(fr, plotter.XY{X: x[prev], Y: y[j]})
+			} else {
+				fr = append(fr, plotter.XY{X: x[j], Y: y[prev]})
+			}
+		}
+		fr = append(fr, plotter.XY{X: x[j], Y: y[j]})
+	}
+	fl, err := plotter.NewLine(fr)
+	if err != nil {
+		return nil, fmt.Errorf("plots: Pareto: %w", err)
+	}
+	fl.LineStyle = draw.LineStyle{Color: color.Black, Width: st.LineWidth}
+	fp, err := plotter.NewScatter(xysIdx(x, y, front))
+	if err != nil {
+		return nil, fmt.Errorf("plots: Pareto: %w", err)
+	}
+	fp.GlyphStyle = draw.GlyphStyle{Color: color.Black, Radius: 1.3, Shape: draw.CircleGlyph{}}
+	ch.AddData(fl, fp)
+	ch.AddLegend("Pareto frontier", fl, fp)
 	var lab plotter.XYLabels
 	for _, pt := range pts {
 		if pt.Label != "" {
@@ -225,16 +316,23 @@ func ScatterPareto(st Style, l Labels, pts []Point, maxX, maxY bool, markLabel .
 	if len(lab.Labels) > 0 {
 		ls, err := plotter.NewLabels(lab)
 		if err != nil {
-			return nil, fmt.Errorf("plots: ScatterPareto: %w", err)
+			return nil, fmt.Errorf("plots: Pareto: %w", err)
 		}
 		for i := range ls.TextStyle {
-			ls.TextStyle[i].Font.Size = st.TickSize - 1
+			ls.TextStyle[i].Font.Size = st.TickSize
 		}
-		ls.Offset = vg.Point{X: 3, Y: 2}
-		p.Add(ls)
+		ls.Offset = vg.Point{X: 4, Y: 2}
+		ch.AddData(ls)
 	}
-	legendRoom(p, legendEntries)
-	return p, nil
+	return ch, nil
+}
+
+func xysIdx(x, y []float64, idx []int) plotter.XYs {
+	out := make(plotter.XYs, len(idx))
+	for i, j := range idx {
+		out[i] = plotter.XY{X: x[j], Y: y[j]}
+	}
+	return out
 }
 
 // Grid is a matrix of values for [Heatmap]: Z[r][c] is the value at column label XLabels[c] and
@@ -242,7 +340,10 @@ func ScatterPareto(st Style, l Labels, pts []Point, maxX, maxY bool, markLabel .
 type Grid struct {
 	XLabels, YLabels []string
 	Z                [][]float64
-	Digits           int // decimals of the cell annotations; negative: no annotations
+	Digits           int    // decimals of the cell annotations; negative: no annotations
+	Scale            string // the colour bar's label (e.g. the metric); "" for none
+	// Marked cells (row, column) are outlined in black, e.g. the selected point of a tuning grid.
+	Marked [][2]int
 }
 
 type gridXYZ struct{ g Grid }
@@ -253,8 +354,8 @@ func (g gridXYZ) X(c int) float64    { return float64(c) }
 func (g gridXYZ) Y(r int) float64    { return float64(r) }
 
 // Heatmap draws an annotated grid with a perceptually uniform sequential colour map (Moreland's
-// Kindlmann), e.g. a metric over a grid of two margins.
-func Heatmap(st Style, l Labels, g Grid) (*plot.Plot, error) {
+// Kindlmann) and its colour bar, e.g. a metric over a grid of two margins.
+func Heatmap(st Style, l Labels, g Grid) (*Chart, error) {
 	if len(g.XLabels) == 0 || len(g.YLabels) == 0 {
 		return nil, errors.New("plots: Heatmap: empty grid")
 	}
@@ -279,14 +380,26 @@ func Heatmap(st Style, l Labels, g Grid) (*plot.Plot, error) {
 		lo, hi = lo-0.5, hi+0.5
 	}
 	pal := sequential()
-	p := st.newPlot(l)
+	ch := newChart(st, l)
 	hm := plotter.NewHeatMap(gridXYZ{g}, pal)
 	hm.Min, hm.Max = lo, hi
 	hm.NaN = color.Gray{0xC0}
-	p.Add(hm)
-	p.NominalX(g.XLabels...)
-	p.NominalY(g.YLabels...)
-	p.X.Padding, p.Y.Padding = 0, 0
+	ch.AddData(hm)
+	ch.Plot.NominalX(g.XLabels...)
+	ch.Plot.NominalY(g.YLabels...)
+	ch.Plot.X.Padding, ch.Plot.Y.Padding = 0, 0
+	gapTicks(&ch.Plot.X)
+	gapTicks(&ch.Plot.Y)
+	ch.ColorBar = &ColorBar{Palette: pal, Min: lo, Max: hi, Label: g.Scale}
+	for _, rc := range g.Marked {
+		r, c := float64(rc[0]), float64(rc[1])
+		box, err := plotter.NewLine(plotter.XYs{{X: c - 0.47, Y: r - 0.47}, {X: c + 0.47, Y: r - 0.47}, {X: c + 0.47, Y: r + 0.47}, {X: c - 0.47, Y: r + 0.47}, {X: c - 0.47, Y: r - 0.47}})
+		if err != nil {
+			return nil, fmt.Errorf("plots: Heatmap: %w", err)
+		}
+		box.LineStyle = draw.LineStyle{Color: color.Black, Width: 2 * st.LineWidth}
+		ch.AddData(box)
+	}
 	if g.Digits >= 0 {
 		var lab plotter.XYLabels
 		var styles []text.Style
@@ -311,15 +424,15 @@ func Heatmap(st Style, l Labels, g Grid) (*plot.Plot, error) {
 			}
 			for i := range ls.TextStyle {
 				fnt := ls.TextStyle[i].Font
-				fnt.Size = st.TickSize - 1
+				fnt.Size = st.TickSize
 				ls.TextStyle[i] = styles[i]
 				ls.TextStyle[i].Font = fnt
 				ls.TextStyle[i].Handler = plot.DefaultTextHandler
 			}
-			p.Add(ls)
+			ch.AddData(ls)
 		}
 	}
-	return p, nil
+	return ch, nil
 }
 
 // sequential is Moreland's Kindlmann colour map (perceptually uniform, dark to
@@ -371,7 +484,7 @@ type Sample struct {
 // Histograms overlays density histograms (area 1 each) of the samples on shared bin edges spanning
 // all finite values, e.g. the distances of positive and of negative pairs. Each is drawn as a
 // translucent filled step outline.
-func Histograms(st Style, l Labels, samples []Sample, bins int) (*plot.Plot, error) {
+func Histograms(st Style, l Labels, samples []Sample, bins int) (*Chart, error) {
 	if len(samples) == 0 {
 		return nil, errors.New("plots: Histograms: no samples")
 	}
@@ -392,8 +505,13 @@ func Histograms(st Style, l Labels, samples []Sample, bins int) (*plot.Plot, err
 	if lo == hi {
 		lo, hi = lo-0.5, hi+0.5
 	}
-	p := st.newPlot(l)
-	p.Add(plotter.NewGrid())
+	ch := newChart(st, l)
+	ch.Plot.Add(plotter.NewGrid())
+	names := make([]string, len(samples))
+	for i, s := range samples {
+		names[i] = s.Name
+	}
+	slots := st.SlotsOf(names)
 	for i, s := range samples {
 		dens := Density(s.Values, lo, hi, bins)
 		w := (hi - lo) / float64(bins)
@@ -407,22 +525,15 @@ func Histograms(st Style, l Labels, samples []Sample, bins int) (*plot.Plot, err
 		if err != nil {
 			return nil, fmt.Errorf("plots: Histograms: sample %q: %w", s.Name, err)
 		}
-		line.LineStyle = st.lineStyle(i)
+		line.LineStyle = st.lineStyle(slots[i])
 		line.LineStyle.Width = st.LineWidth * 0.8
-		line.FillColor = st.Translucent(st.Color(i))
-		p.Add(line)
+		line.FillColor = st.Translucent(st.Color(slots[i]))
+		ch.AddData(line)
 		if s.Name != "" {
-			p.Legend.Add(s.Name, line)
+			ch.AddLegend(s.Name, line)
 		}
 	}
-	named := 0
-	for _, s := range samples {
-		if s.Name != "" {
-			named++
-		}
-	}
-	legendRoom(p, named)
-	return p, nil
+	return ch, nil
 }
 
 // Density returns the histogram density of the finite values in bins equal bins over [lo, hi]:
@@ -474,7 +585,7 @@ func SortedCurve(values []float64) (x, y []float64) {
 // Utility draws per-class utility curves: each series' Y values are per-class utilities (any
 // order; X is ignored and replaced), shown sorted in descending order against the fraction of
 // classes, with the ± Err band taken from the series after the same sort when given.
-func Utility(st Style, l Labels, series []Series) (*plot.Plot, error) {
+func Utility(st Style, l Labels, series []Series) (*Chart, error) {
 	var curves []Series
 	for _, s := range series {
 		x, y := SortedCurve(s.Y)
@@ -502,7 +613,8 @@ func (d densGrid) Y(r int) float64    { return d.y0 + (float64(r)+0.5)*d.dy }
 
 // Density2D draws the density of 2-D points (e.g. a 2-D embedding) as an image of bins × bins
 // cells, log-scaled (log1p of counts) so that sparse regions stay visible; empty cells are white.
-func Density2D(st Style, l Labels, x, y []float64, bins int) (*plot.Plot, error) {
+// The colour bar shows log(1 + count).
+func Density2D(st Style, l Labels, x, y []float64, bins int) (*Chart, error) {
 	if len(x) != len(y) || len(x) == 0 {
 		return nil, fmt.Errorf("plots: Density2D: need equal non-empty x and y, got %d and %d", len(x), len(y))
 	}
@@ -543,12 +655,14 @@ func Density2D(st Style, l Labels, x, y []float64, bins int) (*plot.Plot, error)
 	if hi == 0 {
 		hi = 1
 	}
-	p := st.newPlot(l)
-	hm := plotter.NewHeatMap(d, densityPalette())
+	ch := newChart(st, l)
+	pal := densityPalette()
+	hm := plotter.NewHeatMap(d, pal)
 	hm.Min, hm.Max = 0, hi
-	p.Add(hm)
-	p.X.Padding, p.Y.Padding = 0, 0
-	return p, nil
+	ch.AddData(hm)
+	ch.Plot.X.Padding, ch.Plot.Y.Padding = 0, 0
+	ch.ColorBar = &ColorBar{Palette: pal, Min: 0, Max: hi, Label: "log(1 + count)"}
+	return ch, nil
 }
 
 func minMax(v []float64) (lo, hi float64) {
@@ -568,17 +682,24 @@ type BarSeries struct {
 	Err    []float64
 }
 
-// Bars draws grouped bars: one group per category, one bar per series within a group, with
-// error bars where Err is given.
-func Bars(st Style, l Labels, categories []string, series []BarSeries) (*plot.Plot, error) {
+// Bars draws grouped bars: one group per category, one bar per series within a group (coloured by
+// the series' slot), with error bars where Err is given. Long category names need
+// [Chart.RotateXTicks]; [CheckLayout] finds those that overprint.
+func Bars(st Style, l Labels, categories []string, series []BarSeries) (*Chart, error) {
 	if len(categories) == 0 || len(series) == 0 {
 		return nil, errors.New("plots: Bars: no categories or no series")
 	}
-	p := st.newPlot(l)
-	p.Add(plotter.NewGrid())
+	ch := newChart(st, l)
+	ch.Plot.Add(plotter.NewGrid())
+	names := make([]string, len(series))
+	for i, s := range series {
+		names[i] = s.Name
+	}
+	slots := st.SlotsOf(names)
 	// Categories sit at x = 0..n-1 on an axis from -0.5 to n-0.5; the data area is the figure
-	// less about half an inch of y axis, and a group of bars fills 80% of its category's slot.
-	avail := (st.Width - 0.5*vg.Inch) * 0.8 / vg.Length(len(categories))
+	// less about half an inch of y axis (and the legend on the right), and a group of bars fills
+	// 80% of its category's slot.
+	avail := (st.Width - 0.5*vg.Inch - ch.legendRightWidth()) * 0.8 / vg.Length(len(categories))
 	w := avail / vg.Length(len(series))
 	for i, s := range series {
 		if len(s.Values) != len(categories) {
@@ -588,12 +709,12 @@ func Bars(st Style, l Labels, categories []string, series []BarSeries) (*plot.Pl
 		if err != nil {
 			return nil, fmt.Errorf("plots: Bars: series %q: %w", s.Name, err)
 		}
-		bc.Color = st.Color(i)
+		bc.Color = st.Color(slots[i])
 		bc.LineStyle.Width = 0
 		bc.Offset = w * (vg.Length(i) - vg.Length(len(series)-1)/2)
-		p.Add(bc)
+		ch.AddData(bc)
 		if s.Name != "" {
-			p.Legend.Add(s.Name, bc)
+			ch.AddLegend(s.Name, bc)
 		}
 		if hasBand(s.Err) {
 			if len(s.Err) != len(s.Values) {
@@ -614,21 +735,14 @@ func Bars(st Style, l Labels, categories []string, series []BarSeries) (*plot.Pl
 			eb.LineStyle.Width = st.LineWidth * 0.7
 			eb.CapWidth = w * 0.4
 			// Error bars sit at category positions; shift them with the bars.
-			off := bc.Offset
-			p.Add(shifted{eb, off})
+			ch.AddData(shifted{eb, bc.Offset})
 		}
 	}
-	p.Y.Min = math.Min(p.Y.Min, 0)
-	named := 0
-	for _, s := range series {
-		if s.Name != "" {
-			named++
-		}
-	}
-	legendRoom(p, named)
-	p.NominalX(categories...)
-	p.X.Min, p.X.Max = -0.5, float64(len(categories))-0.5
-	return p, nil
+	ch.Plot.Y.Min = math.Min(ch.Plot.Y.Min, 0)
+	ch.Plot.NominalX(categories...)
+	gapTicks(&ch.Plot.X)
+	ch.Plot.X.Min, ch.Plot.X.Max = -0.5, float64(len(categories))-0.5
+	return ch, nil
 }
 
 type errXY struct{ x, y, e float64 }

@@ -9,22 +9,22 @@ import (
 	"gonum.org/v1/plot/vg/draw"
 )
 
-// Panels is a figure of several plots side by side in one file, e.g. one model per panel. Each
-// panel occupies Style.Width × Style.Height: its title on top, below it the plot (square when
+// Panels is a figure of several plots side by side in one file, e.g. one model per panel. The
+// panels share Style.Width (a page figure, normally) and are Style.Height high: each has its title on top, below it the plot (square when
 // Square is set) and, in the strip to the right of the plot, the panel's legend. [Save] writes it
 // at its own size ([Panels.Size]).
 type Panels struct {
-	Title   string         // drawn centred above all panels (optional)
-	Plots   []*plot.Plot   // one per panel; a plot's own title is drawn as usual, prefer Titles
-	Titles  []string       // per panel (optional)
-	Legends []*plot.Legend // per panel, nil for none; drawn top-left in the strip right of the plot
-	Square  bool           // shrink each plot so that its data area is square
+	Title   string          // drawn centred above all panels (optional)
+	Plots   []*plot.Plot    // one per panel; a plot's own title is drawn as usual, prefer Titles
+	Titles  []string        // per panel (optional)
+	Legends [][]LegendEntry // per panel, nil for none; drawn top-left in the strip right of the plot
+	Square  bool            // shrink each plot so that its data area is square
 	Style   Style
 }
 
-// Size is len(Plots) × Style.Width wide and Style.Height high, plus a line for Title.
+// Size is Style.Width wide and Style.Height high, plus a line for Title.
 func (p *Panels) Size() (w, h vg.Length) {
-	return vg.Length(len(p.Plots)) * p.Style.Width, p.Style.Height + p.titleHeight(p.Title, p.Style.TitleSize)
+	return p.Style.Width, p.Style.Height + p.titleHeight(p.Title, p.Style.TitleSize)
 }
 
 func (p *Panels) titleHeight(t string, size vg.Length) vg.Length {
@@ -63,7 +63,7 @@ func (p *Panels) Draw(c draw.Canvas) {
 		}
 		top := tile.Max.Y
 		tile.Max.Y -= p.titleHeight(title, p.Style.LabelSize)
-		var leg *plot.Legend
+		var leg []LegendEntry
 		if i < len(p.Legends) {
 			leg = p.Legends[i]
 		}
@@ -81,10 +81,18 @@ func (p *Panels) Draw(c draw.Canvas) {
 			c.FillText(p.textStyle(p.Style.LabelSize), vg.Point{X: (area.Min.X + area.Max.X) / 2, Y: top}, title)
 		}
 		if leg != nil {
-			strip := tile
-			strip.Min.X = area.Max.X + 2
-			leg.Left, leg.Top = true, true
-			leg.Draw(strip)
+			sty := p.textStyle(p.Style.TickSize)
+			sty.XAlign, sty.YAlign = draw.XLeft, draw.YCenter
+			rh := sty.FontExtents().Height * 1.05
+			var w vg.Length
+			for _, e := range leg {
+				w = max(w, legendThumb+legendGap+sty.Width(e.Text))
+			}
+			box := vg.Rectangle{Min: vg.Point{X: area.Max.X + 2, Y: area.Max.Y - vg.Length(len(leg))*rh - 2*legendPad}, Max: vg.Point{X: area.Max.X + 2 + w + 2*legendPad, Y: area.Max.Y}}
+			drawLegend(c, sty, leg, box, len(leg), w, rh)
+			if rec := recorderOf(c.Canvas); rec != nil {
+				rec.AddBox(RoleLegend, box)
+			}
 		}
 	}
 }

@@ -5,6 +5,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
+	"time"
+
+	pdf "codeberg.org/go-pdf/fpdf"
 
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
@@ -13,6 +17,27 @@ import (
 
 // Formats are the file formats [Save] writes by default.
 var Formats = []string{"png", "svg", "pdf"}
+
+// PDFDate is the creation and modification date written into every PDF, so that regenerating a
+// figure gives the same bytes: $SOURCE_DATE_EPOCH (seconds since 1970, the reproducible-builds
+// convention) when set, else 2000-01-01 00:00:00 UTC. PDFs also list their fonts in sorted order
+// (gofpdf's catalog sort). PNG and SVG output carry no date and no random ids.
+var PDFDate = pdfDate()
+
+func pdfDate() time.Time {
+	if s := os.Getenv("SOURCE_DATE_EPOCH"); s != "" {
+		if sec, err := strconv.ParseInt(s, 10, 64); err == nil {
+			return time.Unix(sec, 0).UTC()
+		}
+	}
+	return time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
+}
+
+func init() {
+	pdf.SetDefaultCatalogSort(true)
+	pdf.SetDefaultCreationDate(PDFDate)
+	pdf.SetDefaultModificationDate(PDFDate)
+}
 
 // Figure is what [Save] writes: a *plot.Plot, or a composite such as [Panels].
 type Figure interface {
@@ -26,9 +51,10 @@ type Sizer interface {
 }
 
 // Save writes p as stem.png, stem.svg and stem.pdf (or the given formats), creating the directory
-// of stem. The size is the style's Width × Height unless p is a [Sizer]. PNGs are rendered at the
-// style's DPI, so a 3.5in × 2.5in figure at 300 dpi is 1050 × 750 pixels. It returns the files
-// written.
+// of stem. The size is the style's Width × Height unless p is a [Sizer] (every [Chart] is). PNGs
+// are rendered at the style's DPI, so a 3.3in × 2.3in figure at 300 dpi is 990 × 690 pixels.
+// The output is byte-identical when the figure is saved again (see [PDFDate]). It returns the
+// files written.
 func Save(p Figure, s Style, stem string, formats ...string) ([]string, error) {
 	if len(formats) == 0 {
 		formats = Formats

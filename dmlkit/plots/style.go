@@ -13,6 +13,7 @@
 package plots
 
 import (
+	"fmt"
 	"image/color"
 	"math"
 
@@ -21,17 +22,40 @@ import (
 	"gonum.org/v1/plot/vg/draw"
 )
 
+// Print widths of a two-column paper: one column, or the whole text width (a "page" figure).
+const (
+	ColumnWidth = 3.3 * vg.Inch
+	PageWidth   = 6.9 * vg.Inch
+	// MinFontSize is the smallest font any figure may use at its print size; [CheckLayout] flags
+	// smaller text.
+	MinFontSize vg.Length = 8
+)
+
+// LegendPos says where a [Chart] puts its legend: always outside the data area.
+type LegendPos int
+
+const (
+	LegendBelow LegendPos = iota // below the x axis, in as many columns as fit (the default)
+	LegendRight                  // in a strip right of the plot
+)
+
 // Style fixes the look shared by all figures. The zero value is not useful; start from
-// [DefaultStyle].
+// [DefaultStyle] (a column figure) or [PageStyle].
 type Style struct {
-	Width, Height vg.Length     // figure size; default 3.5in × 2.5in (one column of a two-column paper)
+	Width, Height vg.Length     // figure size; a legend below the plot adds to Height
 	DPI           int           // PNG resolution; default 300
 	TitleSize     vg.Length     // default 9pt
 	LabelSize     vg.Length     // axis labels; default 8pt
-	TickSize      vg.Length     // tick labels, legend and annotations; default 7pt
+	TickSize      vg.Length     // tick labels, legend and annotations; default 8pt
 	LineWidth     vg.Length     // default 1.2pt
 	BandAlpha     uint8         // opacity of error bands and histogram fills; default 60 of 255
-	Palette       []color.Color // series colours, cycled; default Okabe–Ito
+	Palette       []color.Color // series colours, cycled; default [PrintPalette]
+	Legend        LegendPos     // where charts put their legend
+	// Slots fixes the colour, marker and dash of named series (e.g. the methods of a paper), so that
+	// a method looks the same in every figure: slot k has colour Palette[k mod n], marker
+	// [Glyph](k) and dash pattern k / n (solid, dashed, dotted …). Series not listed take, in
+	// order, the lowest slots not used by a listed series of the same figure.
+	Slots map[string]int
 }
 
 // OkabeIto is the colour-blind-safe palette of Okabe & Ito (2008), without black, in their order:
@@ -47,27 +71,99 @@ var OkabeIto = []color.Color{
 	color.RGBA{0x00, 0x00, 0x00, 0xFF},
 }
 
-// DefaultStyle is the house style: 3.5in × 2.5in, 300 dpi, Liberation Serif at 9/8/7 pt, Okabe–Ito.
+// PrintPalette is the Okabe–Ito palette in pairs of a dark and a light shade of one hue (blue and
+// sky blue, vermillion and orange), then bluish green, reddish purple, black, and yellow last
+// (it is hard to see on white), so that a method and its variant (e.g. Smooth-AP and
+// Smooth-AP + TCM in consecutive slots) look related.
+var PrintPalette = []color.Color{
+	OkabeIto[4], OkabeIto[1], OkabeIto[5], OkabeIto[0], OkabeIto[2], OkabeIto[6], OkabeIto[7], OkabeIto[3],
+}
+
+// DefaultStyle is the house style for a column figure: 3.3in × 2.3in (plus the legend below),
+// 300 dpi, Liberation Serif at 9/8/8 pt, [PrintPalette].
 func DefaultStyle() Style {
 	return Style{
-		Width:     3.5 * vg.Inch,
-		Height:    2.5 * vg.Inch,
+		Width:     ColumnWidth,
+		Height:    2.3 * vg.Inch,
 		DPI:       300,
 		TitleSize: 9,
 		LabelSize: 8,
-		TickSize:  7,
+		TickSize:  8,
 		LineWidth: 1.2,
 		BandAlpha: 60,
-		Palette:   OkabeIto,
+		Palette:   PrintPalette,
 	}
+}
+
+// PageStyle is [DefaultStyle] at the full text width (6.9in × 2.6in), legend on the right.
+func PageStyle() Style {
+	s := DefaultStyle()
+	s.Width, s.Height = PageWidth, 2.6*vg.Inch
+	s.Legend = LegendRight
+	return s
+}
+
+// StyleFor returns the style of a print width: "column" (or "") or "page".
+func StyleFor(width string) (Style, error) {
+	switch width {
+	case "", "column":
+		return DefaultStyle(), nil
+	case "page":
+		return PageStyle(), nil
+	}
+	return Style{}, fmt.Errorf("plots: unknown width %q (want column or page)", width)
+}
+
+// SlotsOf assigns a slot to each series name (see [Style.Slots]).
+func (s Style) SlotsOf(names []string) []int {
+	out := make([]int, len(names))
+	used := map[int]bool{}
+	for i, n := range names {
+		out[i] = -1
+		if k, ok := s.Slots[n]; ok && n != "" {
+			out[i] = k
+			used[k] = true
+		}
+	}
+	next := 0
+	for i := range out {
+		if out[i] >= 0 {
+			continue
+		}
+		for used[next] {
+			next++
+		}
+		out[i] = next
+		used[next] = true
+	}
+	return out
+}
+
+func (s Style) palette() []color.Color {
+	if len(s.Palette) == 0 {
+		return PrintPalette
+	}
+	return s.Palette
+}
+
+// Dashes returns the dash pattern of a slot: solid for the first len(Palette) slots, then dashed,
+// dotted and dash-dotted.
+func (s Style) Dashes(slot int) []vg.Length {
+	switch (slot / len(s.palette())) % 4 {
+	case 1:
+		return []vg.Length{4, 2}
+	case 2:
+		return []vg.Length{1, 1.5}
+	case 3:
+		return []vg.Length{4, 1.5, 1, 1.5}
+	}
+	return nil
 }
 
 // Color returns the i-th series colour (cycling).
 func (s Style) Color(i int) color.Color {
-	if len(s.Palette) == 0 {
-		return OkabeIto[i%len(OkabeIto)]
-	}
-	return s.Palette[i%len(s.Palette)]
+	p := s.palette()
+	return p[i%len(p)]
 }
 
 // Translucent returns c with the style's band opacity (premultiplied, as image/color expects).
@@ -87,10 +183,7 @@ func withAlpha(c color.Color, a uint8) color.Color {
 // 0.8), so that no two classes share a colour.
 func (s Style) ClassColors(n int) []color.Color {
 	out := make([]color.Color, n)
-	pal := s.Palette
-	if len(pal) == 0 {
-		pal = OkabeIto
-	}
+	pal := s.palette()
 	if n <= len(pal) {
 		copy(out, pal[:n])
 		return out
@@ -142,13 +235,13 @@ func (s Style) newPlot(l Labels) *plot.Plot {
 	p.X.Tick.Label.Font.Size = s.TickSize
 	p.Y.Tick.Label.Font.Size = s.TickSize
 	p.Legend.TextStyle.Font.Size = s.TickSize
-	p.Legend.Top = true
 	p.Legend.ThumbnailWidth = 0.25 * vg.Inch
 	p.X.Padding = 2
 	p.Y.Padding = 2
 	return p
 }
 
-func (s Style) lineStyle(i int) draw.LineStyle {
-	return draw.LineStyle{Color: s.Color(i), Width: s.LineWidth}
+// lineStyle is the line of slot k: its colour and dash pattern.
+func (s Style) lineStyle(k int) draw.LineStyle {
+	return draw.LineStyle{Color: s.Color(k), Width: s.LineWidth, Dashes: s.Dashes(k)}
 }
