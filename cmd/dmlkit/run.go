@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -71,21 +72,64 @@ type sweepFlags struct {
 	// allowDirty lets a sweep write into reproductions/ from a tree with uncommitted changes;
 	// its records are marked (env allow_dirty) and excluded from claim verdicts.
 	allowDirty *bool
+	fs         *flag.FlagSet
+}
+
+// set reports whether the flag name was given on the command line.
+func (o *sweepFlags) set(name string) bool {
+	found := false
+	o.fs.Visit(func(f *flag.Flag) { found = found || f.Name == name })
+	return found
 }
 
 func addSweepFlags(fs *flag.FlagSet) *sweepFlags {
-	o := &sweepFlags{}
+	o := &sweepFlags{fs: fs}
 	o.scale = fs.String("scale", "", "scale preset: smoke, small or full (default: small when the spec defines it)")
 	fs.Var(&o.only, "only", "run only configurations with key=value (repeatable; repeated keys are alternatives)")
 	o.index = fs.Int("index", -1, "shard index; default with --of: $JOB_COMPLETION_INDEX or $SLURM_ARRAY_TASK_ID")
 	o.of = fs.Int("of", 0, "number of shards (run i runs in shard i mod N)")
-	o.workers = fs.Int("workers", 1, "runs executed at once")
+	o.workers = fs.Int("workers", runtime.GOMAXPROCS(0), "runs executed at once (default: the cores available)")
 	o.results = fs.String("results", "", "results directory (default: SPECDIR/results)")
 	o.workdir = fs.String("workdir", "", "directory for run working directories (default: runs/PAPER at the repository root, git-ignored)")
 	o.failFast = fs.Bool("fail-fast", false, "stop starting runs after the first failure")
 	o.quiet = fs.Bool("quiet", false, "report only failures and the summary")
 	o.allowDirty = fs.Bool("allow-dirty", false, "write into reproductions/ from a tree with uncommitted changes (records are marked and excluded from verdicts)")
 	return o
+}
+
+// check rejects shard and worker counts that cannot run anything.
+func (o *sweepFlags) check() error {
+	if *o.of < 0 {
+		return fmt.Errorf("--of %d: want a number of shards ≥ 1 (0 or 1: no sharding)", *o.of)
+	}
+	if *o.of > 1 && *o.index >= *o.of {
+		return fmt.Errorf("--index %d: want a shard in [0, %d) for --of %d", *o.index, *o.of, *o.of)
+	}
+	if *o.workers < 1 {
+		return fmt.Errorf("--workers %d: want ≥ 1", *o.workers)
+	}
+	return nil
+}
+
+// checkOnlyKeys rejects an --only key that no run of the plan has in its configuration (a typo
+// such as los.set.expr would otherwise select nothing and exit 0).
+func checkOnlyKeys(plan *experiments.Plan, only map[string][]string) error {
+	if len(plan.Runs) == 0 {
+		return nil // every point waits for tuning: nothing to check the keys against yet
+	}
+	for k := range only {
+		found := false
+		for _, r := range plan.Runs {
+			if _, ok := experiments.Get(r.Config, k); ok {
+				found = true
+				break
+			}
+		}
+		if !found {
+			return fmt.Errorf("--only %s: no run of scale %q has the configuration key %q", k, plan.Scale, k)
+		}
+	}
+	return nil
 }
 
 // parseWithPositional parses flags placed before or after the single positional argument.
@@ -199,13 +243,20 @@ func sweep(spec *experiments.Spec, o *sweepFlags, stdout, stderr io.Writer) (*ex
 	if err != nil {
 		return nil, err
 	}
+	if err := o.check(); err != nil {
+		return nil, err
+	}
 	index, err := shardIndex(*o.index, *o.of)
 	if err != nil {
 		return nil, err
 	}
 	// Validate every configuration before asking for a runner, so that spec errors surface even
 	// in builds that cannot train.
-	if _, err := spec.Plan(scale); err != nil {
+	plan, err := spec.Plan(scale)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkOnlyKeys(plan, only); err != nil {
 		return nil, err
 	}
 	runner, err := experiments.RegisteredRunner()
@@ -321,6 +372,12 @@ func dryRun(spec *experiments.Spec, o *sweepFlags, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if err := o.check(); err != nil {
+		return err
+	}
+	if err := checkOnlyKeys(plan, only); err != nil {
+		return err
+	}
 	runs := plan.Runs
 	if *o.of > 1 {
 		index, err := shardIndex(*o.index, *o.of)
@@ -360,7 +417,14 @@ func emitJob(spec *experiments.Spec, o *sweepFlags, kind string, shards int, out
 	if rel, err := filepath.Rel(mustGetwd(), spec.Path); err == nil && !strings.HasPrefix(rel, "..") {
 		specPath = filepath.ToSlash(rel)
 	}
-	opt := experiments.EmitOptions{SpecPath: specPath, Scale: scale, Shards: shards, Only: o.only, Workers: *o.workers, Results: *o.results}
+	if err := o.check(); err != nil {
+		return err
+	}
+	workers := 0 // the job's own default: the cores of the node it runs on
+	if o.set("workers") {
+		workers = *o.workers
+	}
+	opt := experiments.EmitOptions{SpecPath: specPath, Scale: scale, Shards: shards, Only: o.only, Workers: workers, Results: *o.results}
 	var text string
 	switch kind {
 	case "k8s", "kubernetes":

@@ -188,3 +188,37 @@ func TestShardIndexFromEnvironment(t *testing.T) {
 		t.Fatal("no index accepted")
 	}
 }
+
+// TestRunRejectsSilentNoOps: an --only key that no run has (a typo), a negative --of, an --index
+// outside the shards and --workers 0 are errors naming the flag, exit 1, before anything runs;
+// an --only value that matches nothing for a real key is still reported by the sweep.
+func TestRunRejectsSilentNoOps(t *testing.T) {
+	toyExperiments(t)
+	calls := 0
+	experiments.SetRunner(func(ctx context.Context, r experiments.RunSpec, progress func(string)) (*experiments.Outcome, error) {
+		calls++
+		return &experiments.Outcome{Metrics: map[string]float64{"R@1": 0.5}}, nil
+	})
+	_, spec := writeSpec(t, cliSpec)
+	for _, tc := range []struct {
+		args []string
+		msg  string
+	}{
+		{[]string{"--only", "los.name=rsk"}, `--only los.name: no run of scale "smoke" has the configuration key "los.name"`},
+		{[]string{"--only", "loss.name=rsk", "--only", "train.sed=0"}, `"train.sed"`},
+		{[]string{"--dry-run", "--only", "los.name=rsk"}, `"los.name"`},
+		{[]string{"--of", "-1"}, "--of -1"},
+		{[]string{"--index", "3", "--of", "3"}, "--index 3"},
+		{[]string{"--workers", "0"}, "--workers 0"},
+		{[]string{"--workers", "-2"}, "--workers -2"},
+		{[]string{"--only", "loss.name=rsq"}, "matches none"},
+	} {
+		code, _, stderr := runCLI(append([]string{"run", spec, "--scale", "smoke"}, tc.args...)...)
+		if code != 1 || !strings.Contains(stderr, tc.msg) {
+			t.Errorf("%v: exit %d, stderr %q; want exit 1 naming %q", tc.args, code, stderr, tc.msg)
+		}
+	}
+	if calls != 0 {
+		t.Errorf("%d runs executed", calls)
+	}
+}
