@@ -28,7 +28,7 @@ func runEval(args []string, stdout, stderr io.Writer) error {
 	coarsePath := fs.String("coarse", "", "coarse labels [N] (.npy) for hierarchical HR@k")
 	camPath := fs.String("cams", "", "camera ids [N] (.npy) for re-identification (needs --query-mask)")
 	pairsPath := fs.String("pairs", "", "verification pairs [P, 3] (.npy int: i, j, same) for AUC, TAR@FAR, 10-fold accuracy")
-	kList := fs.String("k", "1,2,4,8,16,32", "comma-separated k for R@k and Recall@k")
+	kList := fs.String("k", "1,2,4,8,16,32", "comma-separated k for R@k and Recall@k (the default list stops at the candidates per query; a k given here beyond them is an error)")
 	mapK := fs.String("map-at-k", "", "comma-separated k for mAP@k")
 	noNorm := fs.Bool("no-normalize", false, "use embeddings as given (inner product) instead of L2-normalising them")
 	noOPIS := fs.Bool("no-opis", false, "skip OPIS and ε-OPIS")
@@ -114,7 +114,15 @@ func runEval(args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	if *rerankK > 0 {
+		if in.QueryMask != nil {
+			return fmt.Errorf("--rerank-k: contextual re-ranking is defined for self-retrieval only, not with --query-mask %s (drop one of them)", *qPath)
+		}
 		opt.Rerank = &metrics.RerankOptions{K: *rerankK, Beta: *rerankBeta}
+	}
+	kSet := false
+	fs.Visit(func(f *flag.Flag) { kSet = kSet || f.Name == "k" })
+	if err := checkKs(in, opt, kSet); err != nil {
+		return err
 	}
 	res, err := evaluate.Run(in, opt)
 	if err != nil {
@@ -137,11 +145,68 @@ func runEval(args []string, stdout, stderr io.Writer) error {
 	for k := range res.Metrics {
 		keys = append(keys, k)
 	}
-	sort.Strings(keys)
+	sort.Slice(keys, func(i, j int) bool { return metricKeyLess(keys[i], keys[j]) })
+	var b strings.Builder
 	for _, k := range keys {
-		fmt.Fprintf(stdout, "%-16s %.6g\n", k, res.Metrics[k])
+		fmt.Fprintf(&b, "%-16s %.6g\n", k, res.Metrics[k])
+	}
+	if _, err := io.WriteString(stdout, b.String()); err != nil {
+		return fmt.Errorf("eval: writing the metrics: %w", err)
 	}
 	return nil
+}
+
+// checkKs rejects a cutoff of --k (when given: the default list is cut to the candidates) or
+// --map-at-k larger than the candidates each query ranks (N − 1 in leave-one-out retrieval, the
+// gallery with --query-mask): its metric would be missing.
+func checkKs(in evaluate.Inputs, opt evaluate.Options, kGiven bool) error {
+	cand, what := in.N-1, fmt.Sprintf("%d other embeddings (leave-one-out over %d)", in.N-1, in.N)
+	if in.QueryMask != nil {
+		g := 0
+		for _, q := range in.QueryMask {
+			if !q {
+				g++
+			}
+		}
+		cand, what = g, fmt.Sprintf("%d gallery items", g)
+	}
+	for _, f := range []struct {
+		name string
+		ks   []int
+	}{{"k", opt.K}, {"map-at-k", opt.MAPAtK}} {
+		if f.name == "k" && !kGiven {
+			continue
+		}
+		for _, k := range f.ks {
+			if k > cand {
+				return fmt.Errorf("--%s %d: larger than the %s each query ranks", f.name, k, what)
+			}
+		}
+	}
+	return nil
+}
+
+// metricKeyLess orders metric keys by name, and keys that differ only in a number after "@" or
+// "=" by that number: R@1, R@2, R@16 (not R@1, R@16, R@2).
+func metricKeyLess(a, b string) bool {
+	pa, na, oka := splitMetricKey(a)
+	pb, nb, okb := splitMetricKey(b)
+	if oka && okb && pa == pb && na != nb {
+		return na < nb
+	}
+	return a < b
+}
+
+func splitMetricKey(k string) (string, float64, bool) {
+	i := strings.LastIndexAny(k, "@=")
+	if i < 0 {
+		return k, 0, false
+	}
+	v, err := strconv.ParseFloat(k[i+1:], 64)
+	if err != nil {
+		return k, 0, false
+	}
+	return k[:i+1], v, true
 }
 
 // readVector reads a 1-D integer .npy of length n.

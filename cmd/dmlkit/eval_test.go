@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"math"
 	"path/filepath"
 	"strings"
@@ -73,5 +74,53 @@ func TestEvalCommandErrors(t *testing.T) {
 	var out, errb bytes.Buffer
 	if code := run([]string{"eval", "--emb", e}, &out, &errb); code != 2 {
 		t.Errorf("missing --labels: exit %d, want 2", code)
+	}
+}
+
+// failWriter fails every write, like stdout on a full disk.
+type failWriter struct{}
+
+func (failWriter) Write([]byte) (int, error) { return 0, errors.New("no space left on device") }
+
+// TestEvalNothingSilentlyDropped: on the 4-point circle (leave-one-out: 3 candidates per query;
+// with the query mask 1,0,0,1: 2 gallery items) a cutoff above the candidates is an error naming
+// the flag and the count instead of a missing key; --rerank-k with --query-mask is an error;
+// a failing output write exits 1; text output orders R@k numerically. (The default --k list
+// stops at the candidates, as before.)
+func TestEvalNothingSilentlyDropped(t *testing.T) {
+	dir := t.TempDir()
+	e, l := writeCircle(t, dir)
+	mask := filepath.Join(dir, "q.npy")
+	npy.Write(mask, []int64{1, 0, 0, 1})
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--k", "1,4"}, "--k 4: larger than the 3 other embeddings"},
+		{[]string{"--k", "1", "--map-at-k", "5"}, "--map-at-k 5: larger than the 3 other embeddings"},
+		{[]string{"--query-mask", mask, "--k", "3"}, "--k 3: larger than the 2 gallery items"},
+		{[]string{"--query-mask", mask, "--k", "1", "--rerank-k", "2"}, "--rerank-k"},
+	} {
+		var out, errb bytes.Buffer
+		if code := run(append([]string{"eval", "--emb", e, "--labels", l, "--no-opis", "--no-cluster"}, tc.args...), &out, &errb); code != 1 || !strings.Contains(errb.String(), tc.want) {
+			t.Errorf("%v: exit %d, stderr %q; want exit 1 and %q", tc.args, code, errb.String(), tc.want)
+		}
+	}
+	var errb bytes.Buffer
+	if code := run([]string{"eval", "--emb", e, "--labels", l, "--no-opis", "--k", "1,2"}, failWriter{}, &errb); code != 1 || !strings.Contains(errb.String(), "no space left") {
+		t.Errorf("failing stdout: exit %d, stderr %q; want exit 1", code, errb.String())
+	}
+	var out bytes.Buffer
+	if code := run([]string{"eval", "--emb", e, "--labels", l, "--no-opis", "--no-cluster", "--k", "1,3,2"}, &out, &errb); code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	var order []string
+	for _, line := range strings.Split(out.String(), "\n") {
+		if f := strings.Fields(line); len(f) > 0 && strings.HasPrefix(f[0], "R@") {
+			order = append(order, f[0])
+		}
+	}
+	if strings.Join(order, " ") != "R@1 R@2 R@3" {
+		t.Errorf("R@k keys in order %v, want R@1 R@2 R@3", order)
 	}
 }
