@@ -168,11 +168,11 @@ func hasBand(err []float64) bool {
 	return false
 }
 
-// Glyph is the marker of slot k: filled circle, square, triangle, then hollow ring, box, pyramid,
-// then plus and cross; slots k and k + 8 differ in their marker (k + k/8 modulo 8) as well as
-// their dash pattern.
+// Glyph is the marker of slot k: filled circle, hollow square, filled triangle, hollow ring,
+// filled box, hollow triangle, plus, cross; slots k and k + 8 differ in their marker (k + k/8
+// modulo 8) as well as their dash pattern.
 func Glyph(k int) draw.GlyphDrawer {
-	shapes := []draw.GlyphDrawer{draw.CircleGlyph{}, draw.SquareGlyph{}, draw.TriangleGlyph{}, draw.RingGlyph{}, draw.BoxGlyph{}, draw.PyramidGlyph{}, draw.PlusGlyph{}, draw.CrossGlyph{}}
+	shapes := []draw.GlyphDrawer{draw.CircleGlyph{}, draw.SquareGlyph{}, draw.PyramidGlyph{}, draw.RingGlyph{}, draw.BoxGlyph{}, draw.TriangleGlyph{}, draw.PlusGlyph{}, draw.CrossGlyph{}}
 	return shapes[(k+k/len(shapes))%len(shapes)]
 }
 
@@ -249,7 +249,7 @@ func Pareto(st Style, l Labels, pts []Point, opt ParetoOptions) (*Chart, error) 
 			return nil, fmt.Errorf("plots: Pareto: %w", err)
 		}
 		k := slots[i]
-		col, sh, gs := withAlpha(st.Color(k), 210), Glyph(k), sizes[g]
+		col, sh, gs := withAlpha(st.Color(k), 210), filledGlyph(k), sizes[g]
 		sc.GlyphStyle = draw.GlyphStyle{Color: st.Color(k), Radius: 2.2, Shape: sh}
 		sc.GlyphStyleFunc = func(j int) draw.GlyphStyle {
 			return draw.GlyphStyle{Color: col, Radius: radius(gs[j]), Shape: sh}
@@ -327,6 +327,13 @@ func Pareto(st Style, l Labels, pts []Point, opt ParetoOptions) (*Chart, error) 
 	return ch, nil
 }
 
+// filledGlyph is the filled marker of slot k (circle, square, triangle), for scatter plots whose
+// rings and size keys are hollow circles.
+func filledGlyph(k int) draw.GlyphDrawer {
+	shapes := []draw.GlyphDrawer{draw.CircleGlyph{}, draw.BoxGlyph{}, draw.PyramidGlyph{}}
+	return shapes[k%len(shapes)]
+}
+
 func xysIdx(x, y []float64, idx []int) plotter.XYs {
 	out := make(plotter.XYs, len(idx))
 	for i, j := range idx {
@@ -342,7 +349,8 @@ type Grid struct {
 	Z                [][]float64
 	Digits           int    // decimals of the cell annotations; negative: no annotations
 	Scale            string // the colour bar's label (e.g. the metric); "" for none
-	// Marked cells (row, column) are outlined in black, e.g. the selected point of a tuning grid.
+	// Marked cells (row, column) are outlined (black with a white core), e.g. the selected point of
+	// a tuning grid.
 	Marked [][2]int
 }
 
@@ -397,8 +405,13 @@ func Heatmap(st Style, l Labels, g Grid) (*Chart, error) {
 		if err != nil {
 			return nil, fmt.Errorf("plots: Heatmap: %w", err)
 		}
-		box.LineStyle = draw.LineStyle{Color: color.Black, Width: 2 * st.LineWidth}
-		ch.AddData(box)
+		box.LineStyle = draw.LineStyle{Color: color.Black, Width: 2.5 * st.LineWidth}
+		inner, err := plotter.NewLine(plotter.XYs{{X: c - 0.47, Y: r - 0.47}, {X: c + 0.47, Y: r - 0.47}, {X: c + 0.47, Y: r + 0.47}, {X: c - 0.47, Y: r + 0.47}, {X: c - 0.47, Y: r - 0.47}})
+		if err != nil {
+			return nil, fmt.Errorf("plots: Heatmap: %w", err)
+		}
+		inner.LineStyle = draw.LineStyle{Color: color.White, Width: 0.8 * st.LineWidth} // visible on dark and light cells
+		ch.AddData(box, inner)
 	}
 	if g.Digits >= 0 {
 		var lab plotter.XYLabels

@@ -71,12 +71,11 @@ var OkabeIto = []color.Color{
 	color.RGBA{0x00, 0x00, 0x00, 0xFF},
 }
 
-// PrintPalette is the Okabe–Ito palette in pairs of a dark and a light shade of one hue (blue and
-// sky blue, vermillion and orange), then bluish green, reddish purple, black, and yellow last
-// (it is hard to see on white), so that a method and its variant (e.g. Smooth-AP and
-// Smooth-AP + TCM in consecutive slots) look related.
+// PrintPalette is the Okabe–Ito palette ordered so that neighbouring slots contrast (blue, orange,
+// bluish green, vermillion, sky blue, reddish purple, black) and with yellow, hard to see on white,
+// last.
 var PrintPalette = []color.Color{
-	OkabeIto[4], OkabeIto[1], OkabeIto[5], OkabeIto[0], OkabeIto[2], OkabeIto[6], OkabeIto[7], OkabeIto[3],
+	OkabeIto[4], OkabeIto[0], OkabeIto[2], OkabeIto[5], OkabeIto[1], OkabeIto[6], OkabeIto[7], OkabeIto[3],
 }
 
 // DefaultStyle is the house style for a column figure: 3.3in × 2.3in (plus the legend below),
