@@ -4,8 +4,13 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"os"
 	"path/filepath"
+	"sort"
 	"strings"
+
+	"gonum.org/v1/plot"
+	"gopkg.in/yaml.v3"
 
 	"github.com/dmlkit/dmlkit/dmlkit/plots"
 )
@@ -31,9 +36,15 @@ import (
 //	           panel title says so when the group has several): per class an arrow to the class
 //	           centroid, a perpendicular line of ±1 circular std, and the class's kernel density
 //	           (on the unit circle: a band around it; otherwise 2-D contours); see plots.Embedding2D.
-//	           Each panel is the style's width × height.
+//	           The panels share the figure's width (default: page).
 //
-// Records are first restricted to the scale (Scale, else the one asked for) and to Where.
+// Records are first restricted to the scale (Scale, else the one asked for) and to Where. Error
+// bars and bands are ± the standard error of the mean over seeds (std/√n; none for one seed).
+//
+// Texts: the spec's labels map ([LabelMap]) turns config keys, metrics and values into the words a
+// figure shows (legend entries, category and tick labels, default axis labels); a group value's
+// position in the map also fixes its colour and marker in every figure of the paper (see
+// [PaperSlots]). Caption and StandsFor go into figures/<paper>/README.md ([WriteFigureReadme]).
 type FigureSpec struct {
 	Name   string         `yaml:"name"` // output file stem under figures/<paper>/
 	Kind   string         `yaml:"kind"`
@@ -56,10 +67,19 @@ type FigureSpec struct {
 	// pareto only: Size is a config key whose value scales the marker area (e.g. sampler.batch_size:
 	// radius ∝ √(value / smallest value)); Mark rings the points whose MarkKey value (default: Hue)
 	// contains this text (e.g. "tcm" in loss.set.expr); NoLabels leaves the points unannotated.
-	Size     string `yaml:"size"`
-	Mark     string `yaml:"mark"`
-	MarkKey  string `yaml:"mark_key"`
-	NoLabels bool   `yaml:"no_labels"`
+	Size      string `yaml:"size"`
+	Mark      string `yaml:"mark"`
+	MarkKey   string `yaml:"mark_key"`
+	MarkLabel string `yaml:"mark_label"` // legend entry of the rings (default "MarkKey contains Mark")
+	NoLabels  bool   `yaml:"no_labels"`
+
+	Width      string         `yaml:"width"`        // print width: column (default; embedding2d: page) or page
+	Caption    string         `yaml:"caption"`      // what is plotted, for figures/<paper>/README.md
+	StandsFor  string         `yaml:"stands_for"`   // the paper's figure it stands for, e.g. "seed 000 Fig. 3"
+	LogX       bool           `yaml:"log_x"`        // log x axis with ticks at the x values (geometric sweeps)
+	XTicks     []string       `yaml:"x_ticks"`      // line with series: tick labels of evaluations 1, 2, …
+	XTickAngle float64        `yaml:"x_tick_angle"` // rotate x tick labels (degrees), e.g. long bar categories
+	Highlight  map[string]any `yaml:"highlight"`    // heatmap: outline the cell with these x and y values
 }
 
 // FigureKinds lists the kinds a FigureSpec may name.
@@ -80,6 +100,11 @@ func (f *FigureSpec) check() error {
 			return fmt.Errorf("field \"series\": kind %q needs %d series, got %d", f.Kind, n, len(f.Series))
 		}
 		return nil
+	}
+	switch f.Width {
+	case "", "column", "page":
+	default:
+		return fmt.Errorf("field \"width\": %q (want column or page)", f.Width)
 	}
 	switch f.Kind {
 	case "line":
@@ -122,36 +147,143 @@ type FigureResult struct {
 	Name  string
 	Files []string
 	Err   error // ErrNoRecords (wrapped) when there was nothing to draw
+	// Records are the records the figure was drawn from (after scale and Where).
+	Records []Record
+	Scale   string
+}
+
+// FigureStyle is the style of figure f: st at the figure's print width (column: st as given,
+// page: [plots.PageStyle]'s size and legend place), with the paper's slots.
+func FigureStyle(f FigureSpec, st plots.Style) plots.Style {
+	w := f.Width
+	if w == "" && f.Kind == "embedding2d" {
+		w = "page"
+	}
+	if w == "page" && st.Width < plots.PageWidth {
+		pg := plots.PageStyle()
+		st.Width, st.Height, st.Legend = pg.Width, pg.Height, pg.Legend
+	}
+	return st
 }
 
 // RenderFigures draws every figure of the spec from records into outDir (normally
-// figures/<paper>), as PNG, SVG and PDF (or the given formats) in the given style. scale selects the records of figures
-// that name no scale ("" = all scales). Each figure's outcome is reported separately.
+// figures/<paper>), as PNG, SVG and PDF (or the given formats) in the given style, at each figure's
+// print width, with the spec's labels and with the paper's slots ([PaperSlots]) so that a method
+// has the same colour and marker in every figure. scale selects the records of figures that name
+// no scale ("" = all scales). Each figure's outcome is reported separately.
 func RenderFigures(s *Spec, records []Record, scale, outDir string, st plots.Style, formats ...string) []FigureResult {
+	if st.Slots == nil {
+		st.Slots = PaperSlots(s, records, scale)
+	}
 	var out []FigureResult
 	for _, f := range s.Figures {
 		res := FigureResult{Name: f.Name}
 		recs, sc := selectFor(records, f.Scale, scale, f.Where)
+		res.Records, res.Scale = recs, sc
 		if len(recs) == 0 {
 			res.Err = fmt.Errorf("figure %q: %w (scale %q)", f.Name, ErrNoRecords, sc)
 			out = append(out, res)
 			continue
 		}
-		p, err := BuildFigure(f, recs, st)
+		fst := FigureStyle(f, st)
+		p, err := BuildFigureWith(f, recs, fst, s.Labels)
 		if err != nil {
 			res.Err = fmt.Errorf("figure %q: %w", f.Name, err)
 			out = append(out, res)
 			continue
 		}
-		res.Files, res.Err = plots.Save(p, st, filepath.Join(outDir, f.Name), formats...)
+		res.Files, res.Err = plots.Save(p, fst, filepath.Join(outDir, f.Name), formats...)
 		out = append(out, res)
 	}
 	return out
 }
 
-// BuildFigure turns the (already selected) records into the figure f describes: a *plot.Plot, or
-// for embedding2d a *plots.EmbeddingFigure.
+// PaperSlots assigns every series name the figures of the spec draw (legend entries of groups,
+// hues and bar series, after the labels map) its own slot of the style (colour, marker, dash; see
+// plots.Style.Slots), so that a method looks the same in every figure of the paper. Names are
+// taken in the order of the labels map, then in their order of first appearance, figure by
+// figure; each gets the lowest free slot whose colour no name it shares a figure with has
+// already (the palette's colours repeat after len(palette) slots, with other markers and dashes).
+func PaperSlots(s *Spec, records []Record, scale string) map[string]int {
+	var seen []string
+	have := map[string]bool{}
+	peers := map[string]map[string]bool{} // names drawn in one figure with the name
+	for _, f := range s.Figures {
+		recs, _ := selectFor(records, f.Scale, scale, f.Where)
+		names := seriesNames(f, recs, s.Labels)
+		for _, n := range names {
+			if !have[n] {
+				have[n] = true
+				seen = append(seen, n)
+				peers[n] = map[string]bool{}
+			}
+			for _, m := range names {
+				peers[n][m] = true
+			}
+		}
+	}
+	var order []string
+	inOrder := map[string]bool{}
+	for _, k := range s.Labels.Keys {
+		if t := s.Labels.Text[k]; have[t] && !inOrder[t] {
+			inOrder[t] = true
+			order = append(order, t)
+		}
+	}
+	for _, n := range seen {
+		if !inOrder[n] {
+			order = append(order, n)
+		}
+	}
+	nc := len(plots.DefaultStyle().Palette)
+	slots := map[string]int{}
+	used := map[int]bool{}
+	for _, n := range order {
+		taken := map[int]bool{}
+		for m := range peers[n] {
+			if k, ok := slots[m]; ok {
+				taken[k%nc] = true
+			}
+		}
+		k := 0
+		for used[k] || (taken[k%nc] && len(taken) < nc) {
+			k++
+		}
+		slots[n] = k
+		used[k] = true
+	}
+	return slots
+}
+
+// seriesNames are the names of the series (legend entries that carry a colour) of figure f.
+func seriesNames(f FigureSpec, recs []Record, lm LabelMap) []string {
+	var out []string
+	switch f.Kind {
+	case "line", "utility", "histogram":
+		for _, g := range lm.sortGroups(GroupBy(recs, f.Group)) {
+			if n := lm.groupName(g); n != "" {
+				out = append(out, n)
+			}
+		}
+	case "pareto", "bar":
+		if f.Hue != "" {
+			for _, g := range lm.sortGroups(GroupBy(recs, []string{f.Hue})) {
+				out = append(out, lm.groupName(g))
+			}
+		}
+	}
+	return out
+}
+
+// BuildFigure turns the (already selected) records into the figure f describes, without labels
+// (see [BuildFigureWith]).
 func BuildFigure(f FigureSpec, recs []Record, st plots.Style) (plots.Figure, error) {
+	return BuildFigureWith(f, recs, st, LabelMap{})
+}
+
+// BuildFigureWith turns the (already selected) records into the figure f describes, with the texts
+// of the labels map: a *plots.Chart, or for embedding2d a *plots.EmbeddingFigure.
+func BuildFigureWith(f FigureSpec, recs []Record, st plots.Style, lm LabelMap) (plots.Figure, error) {
 	factor := f.Factor
 	if factor == 0 {
 		factor = 1
@@ -162,31 +294,52 @@ func BuildFigure(f FigureSpec, recs []Record, st plots.Style) (plots.Figure, err
 			*s = v
 		}
 	}
+	groups := func(keys []string) []*Group { return lm.sortGroups(GroupBy(recs, keys)) }
+	var ch *plots.Chart
+	var err error
 	switch f.Kind {
 	case "line":
 		if len(f.Series) == 1 {
 			def(&l.X, "epoch")
-			def(&l.Y, f.Series[0])
+			def(&l.Y, lm.Name(f.Series[0]))
 			var series []plots.Series
-			for _, g := range GroupBy(recs, f.Group) {
+			n := 0
+			for _, g := range groups(f.Group) {
 				vals, err := seriesOf(g, f.Series[0])
 				if err != nil {
 					return nil, err
 				}
-				mean, std := pointwise(vals, factor)
+				mean, se := pointwiseSE(vals, factor)
 				x := make([]float64, len(mean))
 				for i := range x {
 					x[i] = float64(i + 1)
 				}
-				series = append(series, plots.Series{Name: groupName(g), X: x, Y: mean, Err: std})
+				n = max(n, len(x))
+				series = append(series, plots.Series{Name: lm.groupName(g), X: x, Y: mean, Err: se, Markers: len(x) <= 25})
 			}
-			return plots.Lines(st, l, series)
+			if ch, err = plots.Lines(st, l, series); err != nil {
+				return nil, err
+			}
+			var ticks plot.ConstantTicks
+			for i, t := range f.XTicks {
+				ticks = append(ticks, plot.Tick{Value: float64(i + 1), Label: t})
+			}
+			if len(f.XTicks) == 0 && n <= 12 { // evaluations are whole numbers
+				for i := 1; i <= n; i++ {
+					ticks = append(ticks, plot.Tick{Value: float64(i), Label: fmt.Sprint(i)})
+				}
+			}
+			if len(ticks) > 0 {
+				ch.Plot.X.Tick.Marker = ticks
+			}
+			break
 		}
-		def(&l.X, f.X)
-		def(&l.Y, f.Y)
+		def(&l.X, lm.Name(f.X))
+		def(&l.Y, lm.Name(f.Y))
 		var series []plots.Series
-		for _, g := range GroupBy(recs, f.Group) {
-			s := plots.Series{Name: groupName(g), Markers: true}
+		var xs []float64
+		for _, g := range groups(f.Group) {
+			s := plots.Series{Name: lm.groupName(g), Markers: true}
 			for _, xg := range GroupBy(derefs(g.Records), []string{f.X}) {
 				xv, ok := numeric(xg.Values[0])
 				if !ok {
@@ -198,55 +351,77 @@ func BuildFigure(f FigureSpec, recs []Record, st plots.Style) (plots.Figure, err
 				}
 				s.X = append(s.X, xv)
 				s.Y = append(s.Y, ys.Mean*factor)
-				s.Err = append(s.Err, ys.Std*factor)
+				s.Err = append(s.Err, stdErr(ys)*factor)
+				xs = append(xs, xv)
 			}
 			if len(s.X) == 0 {
 				return nil, fmt.Errorf("no record has the metric %q", f.Y)
 			}
 			series = append(series, s)
 		}
-		return plots.Lines(st, l, series)
+		if ch, err = plots.Lines(st, l, series); err != nil {
+			return nil, err
+		}
+		if f.LogX {
+			ch.LogX(distinct(xs)...)
+		}
 	case "pareto":
-		def(&l.X, f.X)
-		def(&l.Y, f.Y)
-		pts, mark, err := paretoPoints(f, recs, factor)
+		def(&l.X, lm.Name(f.X))
+		def(&l.Y, lm.Name(f.Y))
+		pts, opt, err := paretoPointsWith(f, recs, factor, lm)
 		if err != nil {
 			return nil, err
 		}
-		return plots.ScatterPareto(st, l, pts, f.MaxX == nil || *f.MaxX, f.MaxY == nil || *f.MaxY, mark)
+		if ch, err = plots.Pareto(st, l, pts, opt); err != nil {
+			return nil, err
+		}
 	case "heatmap":
-		def(&l.X, f.X)
-		def(&l.Y, f.Y)
-		def(&l.Title, f.Metric)
+		def(&l.X, lm.Name(f.X))
+		def(&l.Y, lm.Name(f.Y))
 		cols := GroupBy(recs, []string{f.X})
 		rows := GroupBy(recs, []string{f.Y})
-		g := plots.Grid{Digits: 2}
+		g := plots.Grid{Digits: 2, Scale: lm.Name(f.Metric)}
+		if l.Title == "" {
+			l.Title = lm.Name(f.Metric)
+			g.Scale = ""
+		}
 		if f.Digits != nil {
 			g.Digits = *f.Digits
 		}
 		colIdx := map[string]int{}
 		for i, c := range cols {
-			g.XLabels = append(g.XLabels, FormatValue(c.Values[0]))
+			g.XLabels = append(g.XLabels, lm.Of(f.X, c.Values[0]))
 			colIdx[FormatValue(c.Values[0])] = i
 		}
-		for _, r := range rows {
-			g.YLabels = append(g.YLabels, FormatValue(r.Values[0]))
+		for ri, r := range rows {
+			g.YLabels = append(g.YLabels, lm.Of(f.Y, r.Values[0]))
 			row := make([]float64, len(cols))
 			for i := range row {
 				row[i] = math.NaN()
 			}
 			for _, cell := range GroupBy(derefs(r.Records), []string{f.X}) {
+				ci := colIdx[FormatValue(cell.Values[0])]
 				if s := cell.Stat(f.Metric); s.N > 0 {
-					row[colIdx[FormatValue(cell.Values[0])]] = s.Mean * factor
+					row[ci] = s.Mean * factor
+				}
+				if hx, ok := f.Highlight[f.X]; ok && ValueEqual(hx, cell.Values[0]) {
+					if hy, ok := f.Highlight[f.Y]; ok && ValueEqual(hy, r.Values[0]) {
+						g.Marked = append(g.Marked, [2]int{ri, ci})
+					}
 				}
 			}
 			g.Z = append(g.Z, row)
 		}
-		return plots.Heatmap(st, l, g)
+		if len(f.Highlight) > 0 && len(g.Marked) == 0 {
+			return nil, fmt.Errorf("field \"highlight\": no cell has %v", f.Highlight)
+		}
+		if ch, err = plots.Heatmap(st, l, g); err != nil {
+			return nil, err
+		}
 	case "histogram":
 		def(&l.Y, "density")
 		var samples []plots.Sample
-		for _, g := range GroupBy(recs, f.Group) {
+		for _, g := range groups(f.Group) {
 			for _, name := range f.Series {
 				var pooled []float64
 				for _, r := range g.Records {
@@ -255,19 +430,21 @@ func BuildFigure(f FigureSpec, recs []Record, st plots.Style) (plots.Figure, err
 				if len(pooled) == 0 {
 					return nil, fmt.Errorf("group %s: no record has the series %q", g.Label(), name)
 				}
-				label := name
+				label := lm.Name(name)
 				if len(f.Group) > 0 {
-					label = groupName(g) + ": " + name
+					label = lm.groupName(g) + ": " + label
 				}
 				samples = append(samples, plots.Sample{Name: label, Values: scaled(pooled, factor)})
 			}
 		}
-		return plots.Histograms(st, l, samples, f.Bins)
+		if ch, err = plots.Histograms(st, l, samples, f.Bins); err != nil {
+			return nil, err
+		}
 	case "utility":
-		def(&l.Y, f.Series[0])
+		def(&l.Y, lm.Name(f.Series[0]))
 		def(&l.X, "fraction of classes")
 		var series []plots.Series
-		for _, g := range GroupBy(recs, f.Group) {
+		for _, g := range groups(f.Group) {
 			vals, err := seriesOf(g, f.Series[0])
 			if err != nil {
 				return nil, err
@@ -276,17 +453,19 @@ func BuildFigure(f FigureSpec, recs []Record, st plots.Style) (plots.Figure, err
 			for i, v := range vals {
 				_, sorted[i] = plots.SortedCurve(v)
 			}
-			mean, std := pointwise(sorted, factor)
+			mean, se := pointwiseSE(sorted, factor)
 			x := make([]float64, len(mean))
 			for i := range x {
 				x[i] = float64(i+1) / float64(len(mean))
 			}
-			series = append(series, plots.Series{Name: groupName(g), X: x, Y: mean, Err: std})
+			series = append(series, plots.Series{Name: lm.groupName(g), X: x, Y: mean, Err: se})
 		}
-		return plots.Lines(st, l, series)
+		if ch, err = plots.Lines(st, l, series); err != nil {
+			return nil, err
+		}
 	case "density2d":
-		def(&l.X, f.Series[0])
-		def(&l.Y, f.Series[1])
+		def(&l.X, lm.Name(f.Series[0]))
+		def(&l.Y, lm.Name(f.Series[1]))
 		var xs, ys []float64
 		for _, r := range recs {
 			x, y := r.Series[f.Series[0]], r.Series[f.Series[1]]
@@ -299,26 +478,28 @@ func BuildFigure(f FigureSpec, recs []Record, st plots.Style) (plots.Figure, err
 		if len(xs) == 0 {
 			return nil, fmt.Errorf("no record has the series %q and %q", f.Series[0], f.Series[1])
 		}
-		return plots.Density2D(st, l, xs, ys, f.Bins)
+		if ch, err = plots.Density2D(st, l, xs, ys, f.Bins); err != nil {
+			return nil, err
+		}
 	case "bar":
-		def(&l.Y, f.Y)
-		def(&l.X, f.X)
-		cats := GroupBy(recs, []string{f.X})
+		def(&l.Y, lm.Name(f.Y))
+		def(&l.X, lm.Name(f.X))
+		cats := groups([]string{f.X})
 		var names []string
 		catIdx := map[string]int{}
 		for i, c := range cats {
-			names = append(names, FormatValue(c.Values[0]))
-			catIdx[names[i]] = i
+			names = append(names, lm.Of(f.X, c.Values[0]))
+			catIdx[FormatValue(c.Values[0])] = i
 		}
 		var hueKeys []string
 		if f.Hue != "" {
 			hueKeys = []string{f.Hue}
 		}
 		var series []plots.BarSeries
-		for _, h := range GroupBy(recs, hueKeys) {
+		for _, h := range groups(hueKeys) {
 			bs := plots.BarSeries{Values: make([]float64, len(cats)), Err: make([]float64, len(cats))}
 			if f.Hue != "" {
-				bs.Name = FormatValue(h.Values[0])
+				bs.Name = lm.groupName(h)
 			}
 			for _, c := range GroupBy(derefs(h.Records), []string{f.X}) {
 				s := c.Stat(f.Y)
@@ -327,31 +508,65 @@ func BuildFigure(f FigureSpec, recs []Record, st plots.Style) (plots.Figure, err
 				}
 				i := catIdx[FormatValue(c.Values[0])]
 				bs.Values[i] = s.Mean * factor
-				if s.N > 1 {
-					bs.Err[i] = s.Std * factor
-				}
+				bs.Err[i] = stdErr(s) * factor
 			}
 			series = append(series, bs)
 		}
-		return plots.Bars(st, l, names, series)
+		if ch, err = plots.Bars(st, l, names, series); err != nil {
+			return nil, err
+		}
 	case "embedding2d":
-		return embedding2D(f, recs, st, l)
+		return embedding2D(f, recs, st, l, lm)
+	default:
+		return nil, fmt.Errorf("unknown kind %q", f.Kind)
 	}
-	return nil, fmt.Errorf("unknown kind %q", f.Kind)
+	ch.RotateXTicks(f.XTickAngle)
+	return ch, nil
+}
+
+// stdErr is the standard error of the mean std/√n (0 for n < 2).
+func stdErr(s Stat) float64 {
+	if s.N < 2 {
+		return 0
+	}
+	return s.Std / math.Sqrt(float64(s.N))
+}
+
+// pointwiseSE is [pointwise] with the standard error of the mean (std/√n over the vectors)
+// instead of the std.
+func pointwiseSE(vals [][]float64, factor float64) (mean, se []float64) {
+	mean, se = pointwise(vals, factor)
+	for i := range se {
+		se[i] /= math.Sqrt(float64(len(vals)))
+	}
+	return mean, se
+}
+
+// distinct returns the distinct values, sorted.
+func distinct(v []float64) []float64 {
+	s := append([]float64(nil), v...)
+	sort.Float64s(s)
+	out := s[:0]
+	for i, x := range s {
+		if i == 0 || x != s[i-1] {
+			out = append(out, x)
+		}
+	}
+	return out
 }
 
 // embedding2D builds the panels of an embedding2d figure: per group, the record with the lowest
 // seed (the first in store order among equals).
-func embedding2D(f FigureSpec, recs []Record, st plots.Style, l plots.Labels) (*plots.EmbeddingFigure, error) {
+func embedding2D(f FigureSpec, recs []Record, st plots.Style, l plots.Labels, lm LabelMap) (*plots.EmbeddingFigure, error) {
 	def := func(s *string, v string) {
 		if *s == "" {
 			*s = v
 		}
 	}
-	def(&l.X, f.Series[0])
-	def(&l.Y, f.Series[1])
+	def(&l.X, lm.Name(f.Series[0]))
+	def(&l.Y, lm.Name(f.Series[1]))
 	var panels []plots.EmbeddingPanel
-	for _, g := range GroupBy(recs, f.Group) {
+	for _, g := range lm.sortGroups(GroupBy(recs, f.Group)) {
 		r := g.Records[0]
 		for _, c := range g.Records[1:] {
 			if c.Seed < r.Seed {
@@ -370,7 +585,7 @@ func embedding2D(f FigureSpec, recs []Record, st plots.Style, l plots.Labels) (*
 			return nil, fmt.Errorf("group %s: record %s (seed %d): series %q, %q and %q have %d, %d and %d values",
 				g.Label(), r.Hash, r.Seed, f.Series[0], f.Series[1], f.Series[2], len(p.X), len(p.Y), len(p.Labels))
 		}
-		p.Title = groupName(g)
+		p.Title = lm.groupName(g)
 		if len(g.Records) > 1 {
 			p.Title = strings.TrimPrefix(fmt.Sprintf("%s (seed %d, first of %d runs)", p.Title, r.Seed, len(g.Records)), " ")
 		} else {
@@ -382,10 +597,107 @@ func embedding2D(f FigureSpec, recs []Record, st plots.Style, l plots.Labels) (*
 }
 
 func groupName(g *Group) string {
-	if len(g.Keys) == 0 {
-		return ""
+	return LabelMap{}.groupName(g)
+}
+
+// LabelMap is the spec's labels map: the words figures show for config keys, metrics, series and
+// config values, in the order written (that order also fixes the paper's slots, see
+// [PaperSlots]). A value's text is looked up as "key=value" (e.g. "sampler.batch_size=64"), then
+// as the value alone (e.g. "smoothap+tcm", "[16,32,64]"); a key's or metric's text by its name.
+// Anything not in the map is shown as written.
+type LabelMap struct {
+	Keys []string          // in the order of the spec
+	Text map[string]string // key → text
+}
+
+// UnmarshalYAML reads a YAML mapping of strings, keeping its order.
+func (m *LabelMap) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind != yaml.MappingNode {
+		return fmt.Errorf("line %d: labels: want a map of name → text", n.Line)
 	}
-	return g.ValueLabel()
+	m.Text = map[string]string{}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], n.Content[i+1]
+		if k.Kind != yaml.ScalarNode || v.Kind != yaml.ScalarNode {
+			return fmt.Errorf("line %d: labels: want name: text", k.Line)
+		}
+		if _, dup := m.Text[k.Value]; dup {
+			return fmt.Errorf("line %d: labels: %q given twice", k.Line, k.Value)
+		}
+		m.Keys = append(m.Keys, k.Value)
+		m.Text[k.Value] = v.Value
+	}
+	return nil
+}
+
+// Check reports an empty text.
+func (m LabelMap) Check() error {
+	for _, k := range m.Keys {
+		if strings.TrimSpace(m.Text[k]) == "" {
+			return fmt.Errorf("field \"labels.%s\": empty text", k)
+		}
+	}
+	return nil
+}
+
+// Name is the text of a config key, metric or series name.
+func (m LabelMap) Name(key string) string {
+	if t, ok := m.Text[key]; ok {
+		return t
+	}
+	return key
+}
+
+func (m LabelMap) lookup(key string, v any) (string, bool) {
+	fv := FormatValue(v)
+	if t, ok := m.Text[key+"="+fv]; ok {
+		return t, true
+	}
+	t, ok := m.Text[fv]
+	return t, ok
+}
+
+// Of is the text of the value v of a config key.
+func (m LabelMap) Of(key string, v any) string {
+	if t, ok := m.lookup(key, v); ok {
+		return t
+	}
+	return FormatValue(v)
+}
+
+// groupName is the text of a group: its values' texts, joined by ", " ("" without keys).
+func (m LabelMap) groupName(g *Group) string {
+	parts := make([]string, len(g.Keys))
+	for i, k := range g.Keys {
+		parts[i] = m.Of(k, g.Values[i])
+	}
+	return strings.Join(parts, ", ")
+}
+
+// rank is the position in the map of a group's first value (len(Keys) when absent).
+func (m LabelMap) rank(key string, v any) int {
+	fv := FormatValue(v)
+	for i, k := range m.Keys {
+		if k == fv || k == key+"="+fv {
+			return i
+		}
+	}
+	return len(m.Keys)
+}
+
+// sortGroups orders groups as their first values appear in the map (others after them, in
+// GroupBy's order), so that legends list the methods in the spec's order.
+func (m LabelMap) sortGroups(gs []*Group) []*Group {
+	if len(m.Keys) == 0 {
+		return gs
+	}
+	sort.SliceStable(gs, func(a, b int) bool {
+		if len(gs[a].Keys) == 0 {
+			return false
+		}
+		return m.rank(gs[a].Keys[0], gs[a].Values[0]) < m.rank(gs[b].Keys[0], gs[b].Values[0])
+	})
+	return gs
 }
 
 func derefs(rs []*Record) []Record {
@@ -439,14 +751,24 @@ func pointwise(vals [][]float64, factor float64) (mean, std []float64) {
 	return mean, std
 }
 
-// paretoPoints are the points of a pareto figure: one per Group (means over its seeds, times
-// factor), coloured by Hue, sized by Size and ringed by Mark (see [FigureSpec]); mark is the
-// legend entry of the rings ("" without Mark).
+// paretoPoints are the points of a pareto figure without labels (see [paretoPointsWith]); mark is
+// the legend entry of the rings ("" without Mark).
 func paretoPoints(f FigureSpec, recs []Record, factor float64) (pts []plots.Point, mark string, err error) {
+	pts, opt, err := paretoPointsWith(f, recs, factor, LabelMap{})
+	return pts, opt.MarkLabel, err
+}
+
+// paretoPointsWith are the points of a pareto figure: one per Group (means over its seeds, times
+// factor), coloured by Hue, sized by Size and ringed by Mark (see [FigureSpec]), with the options
+// of [plots.Pareto]: the rings' legend entry (MarkLabel, else "MarkKey contains Mark") and one
+// legend entry per marker size.
+func paretoPointsWith(f FigureSpec, recs []Record, factor float64, lm LabelMap) (pts []plots.Point, opt plots.ParetoOptions, err error) {
+	opt.MaxX, opt.MaxY = f.MaxX == nil || *f.MaxX, f.MaxY == nil || *f.MaxY
 	markKey := f.MarkKey
 	if markKey == "" {
 		markKey = f.Hue
 	}
+	sizeOf := map[float64]string{}
 	for _, g := range GroupBy(recs, f.Group) {
 		sx, sy := g.Stat(f.X), g.Stat(f.Y)
 		if sx.N == 0 || sy.N == 0 {
@@ -455,19 +777,24 @@ func paretoPoints(f FigureSpec, recs []Record, factor float64) (pts []plots.Poin
 		hue := ""
 		if f.Hue != "" {
 			v, _ := g.Records[0].Value(f.Hue)
-			hue = FormatValue(v)
+			hue = lm.Of(f.Hue, v)
 		}
 		pt := plots.Point{X: sx.Mean * factor, Y: sy.Mean * factor, Group: hue}
 		if !f.NoLabels {
-			pt.Label = g.ValueLabel()
+			pt.Label = lm.groupName(g)
 		}
 		if f.Size != "" {
 			v, ok := g.Records[0].Value(f.Size)
 			x, isNum := numeric(v)
 			if !ok || !isNum || x <= 0 {
-				return nil, "", fmt.Errorf("field \"size\": %q is %v in a record, want a positive number", f.Size, v)
+				return nil, opt, fmt.Errorf("field \"size\": %q is %v in a record, want a positive number", f.Size, v)
 			}
 			pt.Size = x
+			if t, ok := lm.lookup(f.Size, v); ok {
+				sizeOf[x] = t
+			} else {
+				sizeOf[x] = lm.Name(f.Size) + " " + FormatValue(v)
+			}
 		}
 		if f.Mark != "" {
 			v, _ := g.Records[0].Value(markKey)
@@ -476,7 +803,22 @@ func paretoPoints(f FigureSpec, recs []Record, factor float64) (pts []plots.Poin
 		pts = append(pts, pt)
 	}
 	if len(pts) == 0 {
-		return nil, "", fmt.Errorf("no record has both metrics %q and %q", f.X, f.Y)
+		return nil, opt, fmt.Errorf("no record has both metrics %q and %q", f.X, f.Y)
+	}
+	if f.Hue != "" && len(lm.Keys) > 0 {
+		rank := map[string]int{}
+		for i, k := range lm.Keys {
+			if _, ok := rank[lm.Text[k]]; !ok {
+				rank[lm.Text[k]] = i
+			}
+		}
+		r := func(s string) int {
+			if i, ok := rank[s]; ok {
+				return i
+			}
+			return len(lm.Keys)
+		}
+		sort.SliceStable(pts, func(a, b int) bool { return r(pts[a].Group) < r(pts[b].Group) })
 	}
 	if f.Size != "" { // radius ∝ √(value / smallest): marker area proportional to the value
 		lo := math.Inf(1)
@@ -486,9 +828,179 @@ func paretoPoints(f FigureSpec, recs []Record, factor float64) (pts []plots.Poin
 		for i := range pts {
 			pts[i].Size = math.Sqrt(pts[i].Size / lo)
 		}
+		var vals []float64
+		for v := range sizeOf {
+			vals = append(vals, v)
+		}
+		for _, v := range distinct(vals) {
+			opt.Sizes = append(opt.Sizes, plots.SizeKey{Label: sizeOf[v], Size: math.Sqrt(v / lo)})
+		}
 	}
 	if f.Mark != "" {
-		mark = fmt.Sprintf("%s contains %s", markKey, f.Mark)
+		opt.MarkLabel = f.MarkLabel
+		if opt.MarkLabel == "" {
+			opt.MarkLabel = fmt.Sprintf("%s contains %s", markKey, f.Mark)
+		}
 	}
-	return pts, mark, nil
+	return pts, opt, nil
+}
+
+// pointKeys are the keys whose values make one point (curve, cell, bar) of figure f: the records
+// sharing them are averaged over seeds.
+func pointKeys(f FigureSpec) []string {
+	switch f.Kind {
+	case "heatmap":
+		return []string{f.X, f.Y}
+	case "bar":
+		if f.Hue != "" {
+			return []string{f.X, f.Hue}
+		}
+		return []string{f.X}
+	case "line":
+		if len(f.Series) == 0 {
+			return append(append([]string{}, f.Group...), f.X)
+		}
+	case "density2d":
+		return nil
+	}
+	return f.Group
+}
+
+// seedSummary says which seeds the records hold and how many runs make each point of f.
+func seedSummary(f FigureSpec, recs []Record) string {
+	seen := map[int64]bool{}
+	var seeds []int64
+	for _, r := range recs {
+		if !seen[r.Seed] {
+			seen[r.Seed] = true
+			seeds = append(seeds, r.Seed)
+		}
+	}
+	sort.Slice(seeds, func(i, j int) bool { return seeds[i] < seeds[j] })
+	parts := make([]string, len(seeds))
+	for i, s := range seeds {
+		parts[i] = fmt.Sprint(s)
+	}
+	lo, hi := math.MaxInt, 0
+	for _, g := range GroupBy(recs, pointKeys(f)) {
+		lo, hi = min(lo, len(g.Records)), max(hi, len(g.Records))
+	}
+	n := fmt.Sprint(lo)
+	if hi != lo {
+		n = fmt.Sprintf("%d–%d", lo, hi)
+	}
+	runs := "runs"
+	if hi == 1 {
+		runs = "run"
+	}
+	what := runs + " (seeds) per point"
+	switch f.Kind {
+	case "embedding2d":
+		what = runs + " per panel (the lowest seed is drawn)"
+	case "density2d":
+		what = runs + " pooled"
+	}
+	seedWord := "seeds"
+	if len(seeds) == 1 {
+		seedWord = "seed"
+	}
+	return fmt.Sprintf("%s %s; %s %s", seedWord, strings.Join(parts, ", "), n, what)
+}
+
+// spread says how the figure shows the spread over seeds.
+func spread(f FigureSpec) string {
+	switch f.Kind {
+	case "line", "utility", "bar":
+		return "Mean ± standard error (SE = std/√n) over seeds; no bar or band where n = 1"
+	case "pareto":
+		return "Each point the mean over its seeds"
+	case "heatmap":
+		return "Each cell the mean over its seeds"
+	case "histogram", "density2d":
+		return "Values pooled over seeds"
+	}
+	return ""
+}
+
+// WriteFigureReadme writes outDir/README.md: for every figure of the spec, its caption, the paper
+// figure it stands for, the scale, the seeds and the spread shown, and its files (from the results
+// of [RenderFigures]); then the other files of the directory, which the spec does not draw.
+func WriteFigureReadme(s *Spec, results []FigureResult, outDir string) (string, error) {
+	var b strings.Builder
+	fmt.Fprintf(&b, "# Figures: %s\n\n", s.Paper)
+	fmt.Fprintf(&b, "Generated by `dmlkit figures %s` from the stored results and the `figures:` section of the spec "+
+		"(captions included); do not edit by hand. Every figure is a PNG (300 dpi), an SVG and a PDF at print size: "+
+		"column width (3.3 in) or page width (6.9 in), fonts ≥ 8 pt, Okabe–Ito colours with one colour and marker per "+
+		"method across all figures. Regenerating gives byte-identical files.\n", s.Paper)
+	byName := map[string]FigureResult{}
+	for _, r := range results {
+		byName[r.Name] = r
+	}
+	drawn := map[string]bool{"README.md": true}
+	for _, f := range s.Figures {
+		r := byName[f.Name]
+		title := f.Name
+		if f.StandsFor != "" {
+			title += " — " + f.StandsFor
+		}
+		fmt.Fprintf(&b, "\n## %s\n\n", title)
+		if r.Err != nil || len(r.Files) == 0 {
+			msg := "not drawn"
+			if r.Err != nil {
+				msg += ": " + r.Err.Error()
+			}
+			fmt.Fprintf(&b, "*%s*\n", msg)
+			if f.Caption != "" {
+				fmt.Fprintf(&b, "\n%s\n", strings.TrimSpace(f.Caption))
+			}
+			continue
+		}
+		var links []string
+		png := ""
+		for _, file := range r.Files {
+			base := filepath.Base(file)
+			drawn[base] = true
+			ext := strings.TrimPrefix(filepath.Ext(base), ".")
+			links = append(links, fmt.Sprintf("[%s](%s)", strings.ToUpper(ext), base))
+			if ext == "png" {
+				png = base
+			}
+		}
+		if png != "" {
+			fmt.Fprintf(&b, "![%s](%s)\n\n", f.Name, png)
+		}
+		if f.Caption != "" {
+			fmt.Fprintf(&b, "%s\n\n", strings.TrimSpace(f.Caption))
+		}
+		width := f.Width
+		if width == "" {
+			width = "column"
+			if f.Kind == "embedding2d" {
+				width = "page"
+			}
+		}
+		facts := []string{"Scale: " + r.Scale, "S" + seedSummary(f, r.Records)[1:]}
+		if sp := spread(f); sp != "" {
+			facts = append(facts, sp)
+		}
+		facts = append(facts, strings.ToUpper(width[:1])+width[1:]+" width", strings.Join(links, " · "))
+		fmt.Fprintf(&b, "%s.\n", strings.Join(facts, ". "))
+	}
+	if entries, err := os.ReadDir(outDir); err == nil {
+		var other []string
+		for _, e := range entries {
+			if !e.IsDir() && !drawn[e.Name()] && !strings.HasSuffix(e.Name(), ".tmp") {
+				other = append(other, e.Name())
+			}
+		}
+		if len(other) > 0 {
+			fmt.Fprintf(&b, "\n## Other files\n\nNot drawn from the spec's `figures:` (made by tests or notebooks; see the reproduction's README): %s.\n",
+				"`"+strings.Join(other, "`, `")+"`")
+		}
+	}
+	path := filepath.Join(outDir, "README.md")
+	if err := os.MkdirAll(outDir, 0o755); err != nil {
+		return "", err
+	}
+	return path, os.WriteFile(path, []byte(b.String()), 0o644)
 }

@@ -48,9 +48,9 @@ figures:
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Two panels of 3.5in side by side at 300 dpi.
-	if w := img.Bounds().Dx(); w != 2100 {
-		t.Errorf("PNG width %d, want 2100", w)
+	// Two panels side by side at page width (6.9in) at 300 dpi.
+	if w := img.Bounds().Dx(); w != 2070 {
+		t.Errorf("PNG width %d, want 2070", w)
 	}
 	for _, f := range res[0].Files[1:] {
 		if b, _ := os.ReadFile(f); len(b) < 10000 {

@@ -237,9 +237,9 @@ figures:
 			t.Errorf("%s: %v", r.Name, err)
 			continue
 		}
-		// 3.5in × 2.5in at 300 dpi.
-		if sz := img.Bounds().Size(); sz.X != 1050 || sz.Y != 750 {
-			t.Errorf("%s: PNG %v, want 1050x750", r.Name, sz)
+		// A column figure: 3.3in wide, 2.3in high plus its legend below, at 300 dpi.
+		if sz := img.Bounds().Size(); sz.X != 990 || sz.Y < 690 {
+			t.Errorf("%s: PNG %v, want 990 wide and at least 690 high", r.Name, sz)
 		}
 		svg, _ := os.ReadFile(r.Files[1])
 		pdf, _ := os.ReadFile(r.Files[2])

@@ -25,6 +25,7 @@ type Spec struct {
 	Sweep       Sweep                     `yaml:"sweep"`       // parameters × seeds
 	Reference   []Reference               `yaml:"reference"`   // the paper's numbers, cited
 	Figures     []FigureSpec              `yaml:"figures"`     // declarative figures
+	Labels      LabelMap                  `yaml:"labels"`      // human texts of keys and values in figures (see LabelMap)
 	Tables      []TableSpec               `yaml:"tables"`      // declarative tables
 	Tune        []TuneSpec                `yaml:"tune"`        // tuning steps on held-out training classes (see [TuneSpec])
 	Launch      Launch                    `yaml:"launch"`      // container image and resources for --emit
@@ -197,6 +198,9 @@ func (s *Spec) check() error {
 		}
 	}
 	if err := s.checkTunes(); err != nil {
+		return err
+	}
+	if err := s.Labels.Check(); err != nil {
 		return err
 	}
 	names := map[string]bool{}

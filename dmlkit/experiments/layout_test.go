@@ -1,0 +1,149 @@
+package experiments
+
+import (
+	"fmt"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/dmlkit/dmlkit/dmlkit/plots"
+)
+
+// rawList matches a config list as FormatValue writes it, e.g. "[16,32,64]".
+var rawList = regexp.MustCompile(`\[[^\]]*,[^\]]*\]`)
+
+// rawTexts lists the texts of a figure that show raw config keys, series names or lists instead
+// of the human labels of the spec's labels map.
+func rawTexts(f FigureSpec, texts []string) []string {
+	keys := append([]string{f.X, f.Y, f.Hue, f.Size, f.MarkKey, f.Metric}, f.Group...)
+	keys = append(keys, f.Series...)
+	for k := range f.Where {
+		keys = append(keys, k)
+	}
+	var out []string
+	for _, t := range texts {
+		for _, k := range keys {
+			if (strings.Contains(k, ".") || strings.Contains(k, "/")) && strings.Contains(t, k) {
+				out = append(out, fmt.Sprintf("text %q shows the raw key %q", t, k))
+			}
+		}
+		if rawList.MatchString(t) {
+			out = append(out, fmt.Sprintf("text %q shows a raw list", t))
+		}
+		if strings.Contains(t, " contains ") {
+			out = append(out, fmt.Sprintf("text %q shows a raw filter", t))
+		}
+	}
+	return out
+}
+
+// figureProblems renders figure f of spec s from the records at its print size and returns what a
+// reviewer would reject: layout problems (plots.CheckLayout) and raw texts.
+func figureProblems(t *testing.T, s *Spec, f FigureSpec, recs []Record, st plots.Style) []string {
+	t.Helper()
+	fst := FigureStyle(f, st)
+	fig, err := BuildFigureWith(f, recs, fst, s.Labels)
+	if err != nil {
+		t.Fatalf("%s: %v", f.Name, err)
+	}
+	probs, texts := plots.CheckLayout(fig, fst)
+	return append(probs, rawTexts(f, texts)...)
+}
+
+// loadPaper loads a reproduction's spec and stored records, and the scale its figures are drawn at
+// (small when the spec defines it, as `dmlkit figures`).
+func loadPaper(t *testing.T, specPath string) (*Spec, []Record, string) {
+	t.Helper()
+	s, err := Load(specPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs, _, err := NewStore(filepath.Join(s.Dir, "results")).Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	scale := ""
+	if _, ok := s.Scales["small"]; ok {
+		scale = "small"
+	}
+	return s, recs, scale
+}
+
+// TestReproductionFiguresLayout renders every figure of every paper under reproductions/ from its
+// stored records, as `dmlkit figures` does, and fails on overlapping or clipped text, text under
+// 8 pt, a legend or axis text over data, raw config keys or lists in any text, and a figure without
+// caption or the paper figure it stands for.
+func TestReproductionFiguresLayout(t *testing.T) {
+	specs, _ := filepath.Glob(filepath.Join("..", "..", "reproductions", "*", "spec.yaml"))
+	if len(specs) == 0 {
+		t.Fatal("no reproductions/*/spec.yaml")
+	}
+	drawn := 0
+	for _, sp := range specs {
+		s, recs, scale := loadPaper(t, sp)
+		st := plots.DefaultStyle()
+		st.Slots = PaperSlots(s, recs, scale)
+		for _, f := range s.Figures {
+			if f.Caption == "" || f.StandsFor == "" {
+				t.Errorf("%s: figure %s: caption and stands_for are required (they go into figures/%s/README.md)", s.Paper, f.Name, s.Paper)
+			}
+			sel, sc := selectFor(recs, f.Scale, scale, f.Where)
+			if len(sel) == 0 {
+				t.Logf("%s: figure %s: no stored records at scale %q", s.Paper, f.Name, sc)
+				continue
+			}
+			drawn++
+			for _, p := range figureProblems(t, s, f, sel, st) {
+				t.Errorf("%s: figure %s: %s", s.Paper, f.Name, p)
+			}
+		}
+	}
+	if drawn == 0 {
+		t.Error("no figure was drawn")
+	}
+}
+
+// oldOpisByLoss is the opis_by_loss figure as the TCM spec declared it before the print style:
+// raw config values as bar categories, horizontal, no labels map. Its x tick labels overprint.
+const oldOpisByLoss = `
+paper: tcm
+figures:
+  - {name: opis_by_loss, kind: bar, x: loss.set.expr, y: OPIS, factor: 1000, ylabel: "OPIS x1e-3",
+     where: {data.name: omniglot, sampler.batch_size: 128, model.channels: [[16, 32, 64]], loss.set.options: null}}
+`
+
+// TestLayoutFlagsOldOpisByLoss: the checker fails the old opis_by_loss figure (drawn from the
+// stored TCM records) on its overprinted tick labels, and passes the spec's current one.
+func TestLayoutFlagsOldOpisByLoss(t *testing.T) {
+	s, recs, scale := loadPaper(t, filepath.Join("..", "..", "reproductions", "tcm", "spec.yaml"))
+	old := mustParse(t, oldOpisByLoss)
+	f := old.Figures[0]
+	sel, _ := selectFor(recs, "", scale, f.Where)
+	if len(sel) == 0 {
+		t.Fatal("no stored TCM records for opis_by_loss")
+	}
+	probs := figureProblems(t, old, f, sel, plots.DefaultStyle())
+	overlap := 0
+	for _, p := range probs {
+		if strings.Contains(p, " overlaps ") {
+			overlap++
+		}
+	}
+	if overlap == 0 {
+		t.Errorf("old opis_by_loss: no overlapping text flagged; problems: %q", probs)
+	}
+	t.Logf("old opis_by_loss: %d problems, %d overlaps, e.g. %q", len(probs), overlap, probs[0])
+
+	for _, g := range s.Figures {
+		if g.Name != "opis_by_loss" {
+			continue
+		}
+		sel, _ := selectFor(recs, g.Scale, scale, g.Where)
+		if probs := figureProblems(t, s, g, sel, plots.DefaultStyle()); len(probs) > 0 {
+			t.Errorf("current opis_by_loss: %q", probs)
+		}
+		return
+	}
+	t.Error("the TCM spec has no figure opis_by_loss")
+}
