@@ -13,7 +13,7 @@ import (
 )
 
 func init() {
-	register("figures", "regenerate a paper's figures (PNG, SVG, PDF) from its stored results, without training", runFigures)
+	register("figures", "regenerate a paper's figures (PNG, SVG, PDF) and their captions (figures/PAPER/README.md) from its stored results, without training", runFigures)
 }
 
 func runFigures(args []string, stdout, stderr io.Writer) error {
@@ -80,7 +80,8 @@ func makeFigures(spec *experiments.Spec, scale, results, out string, formats []s
 	}
 	st := plots.DefaultStyle()
 	var failed []string
-	for _, r := range experiments.RenderFigures(spec, recs, scale, out, st, formats...) {
+	rendered := experiments.RenderFigures(spec, recs, scale, out, st, formats...)
+	for _, r := range rendered {
 		switch {
 		case errors.Is(r.Err, experiments.ErrNoRecords):
 			fmt.Fprintf(stderr, "skipped %s: %v\n", r.Name, r.Err)
@@ -89,6 +90,11 @@ func makeFigures(spec *experiments.Spec, scale, results, out string, formats []s
 		default:
 			fmt.Fprintf(stdout, "wrote %s\n", strings.Join(r.Files, " "))
 		}
+	}
+	if readme, err := experiments.WriteFigureReadme(spec, rendered, out); err != nil {
+		failed = append(failed, "README: "+err.Error())
+	} else {
+		fmt.Fprintf(stdout, "wrote %s\n", readme)
 	}
 	if len(failed) > 0 {
 		return fmt.Errorf("%d figure(s) failed:\n  %s", len(failed), strings.Join(failed, "\n  "))
