@@ -1,15 +1,20 @@
-// Package plots draws the figure kinds of dmlkit's reproductions with gonum/plot, in one style fit
-// for a paper column, and writes each figure as PNG, SVG and PDF.
+// Package plots draws the figure kinds of dmlkit's reproductions with gonum/plot, in one print
+// style (column 3.3in or page 6.9in wide, fonts >= 8pt, Okabe–Ito colours with fixed slots per
+// method), and writes each figure as PNG (300 dpi), SVG and PDF, byte-identical when saved again.
 //
 // The package reads plain numbers only: series, points, grids and samples. It knows nothing of
 // training or of the results store; package experiments turns stored records into these inputs.
 //
-// Figure kinds: [Lines] (mean curves with ± std bands), [ScatterPareto] (points with their Pareto
-// frontier), [Heatmap] (an annotated grid, e.g. margins), [Histograms] (overlaid density
-// histograms, e.g. positive/negative distance distributions), [Utility] (per-class utility
-// curves: values sorted in descending order against the fraction of classes), [Density2D] (a 2-D
-// embedding as a density image), [Bars] (grouped bars with error bars) and [Embedding2D] (per-class
-// directions, spreads and densities of 2-D embeddings, one panel per model, drawn as [Panels]).
+// Figure kinds, each a [Chart] whose legend (and colour bar) lie outside the data area: [Lines]
+// (mean curves with ± error bands, e.g. ± SE over seeds), [Pareto] (points with their Pareto
+// frontier), [Heatmap] (an annotated grid with its colour bar, e.g. margins), [Histograms]
+// (overlaid density histograms), [Utility] (per-class utility curves: values sorted in descending
+// order against the fraction of classes), [Density2D] (a 2-D embedding as a density image), [Bars]
+// (grouped bars with error bars); and [Embedding2D] (per-class directions, spreads and densities of
+// 2-D embeddings, one panel per model, drawn as [Panels]).
+//
+// [CheckLayout] draws a figure onto a [Recorder], which records the box of every text and data
+// mark, and lists overlapping, clipped or too small text and legends or axis text over data.
 package plots
 
 import (
