@@ -69,6 +69,7 @@ type sweepFlags struct {
 	workdir  *string
 	failFast *bool
 	quiet    *bool
+	wait     *bool
 	// allowDirty lets a sweep write into reproductions/ from a tree with uncommitted changes;
 	// its records are marked (env allow_dirty) and excluded from claim verdicts.
 	allowDirty *bool
@@ -93,6 +94,7 @@ func addSweepFlags(fs *flag.FlagSet) *sweepFlags {
 	o.workdir = fs.String("workdir", "", "directory for run working directories (default: runs/PAPER at the repository root, git-ignored)")
 	o.failFast = fs.Bool("fail-fast", false, "stop starting runs after the first failure")
 	o.quiet = fs.Bool("quiet", false, "report only failures and the summary")
+	o.wait = fs.Bool("wait", false, "when another sweep holds the results directory, wait for it instead of failing")
 	o.allowDirty = fs.Bool("allow-dirty", false, "write into reproductions/ from a tree with uncommitted changes (records are marked and excluded from verdicts)")
 	return o
 }
@@ -274,7 +276,9 @@ func sweep(spec *experiments.Spec, o *sweepFlags, stdout, stderr io.Writer) (*ex
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	quiet := *o.quiet
-	opt := experiments.SweepOptions{Scale: scale, Only: only, Index: index, Of: *o.of, ExecOptions: experiments.ExecOptions{
+	opt := experiments.SweepOptions{Scale: scale, Only: only, Index: index, Of: *o.of, WaitLock: *o.wait, Waiting: func(e *experiments.LockedError) {
+		fmt.Fprintf(stderr, "waiting for %s (held by %s)\n", e.Dir, strings.Join(e.Holders, "; "))
+	}, ExecOptions: experiments.ExecOptions{
 		Runner:   runner,
 		Store:    experiments.NewStore(resultsDir(spec, *o.results)),
 		WorkDir:  workdir,
@@ -301,6 +305,10 @@ func sweep(spec *experiments.Spec, o *sweepFlags, stdout, stderr io.Writer) (*ex
 		},
 	}}
 	_, sum, err := experiments.RunSweep(ctx, spec, opt)
+	var locked *experiments.LockedError
+	if errors.As(err, &locked) && !*o.wait {
+		err = fmt.Errorf("%w (pass --wait to wait for it)", err)
+	}
 	if sum != nil {
 		fmt.Fprintf(stdout, "%s scale %q: %d runs selected, %d already stored, %d ran, %d failed; results in %s\n",
 			spec.Paper, scale, sum.Total, sum.Skipped, sum.Ran, len(sum.Failed), opt.Store.Dir)

@@ -3,12 +3,14 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"image/png"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/dmlkit/dmlkit/dmlkit/experiments"
 	"github.com/dmlkit/dmlkit/dmlkit/reproduce"
@@ -220,5 +222,31 @@ func TestRunRejectsSilentNoOps(t *testing.T) {
 	}
 	if calls != 0 {
 		t.Errorf("%d runs executed", calls)
+	}
+}
+
+// TestRunRefusesABusyResultsDirectory: a sweep on a results directory another sweep holds fails
+// at once naming the directory and the holder's PID; with --wait it waits and then runs.
+func TestRunRefusesABusyResultsDirectory(t *testing.T) {
+	toyExperiments(t)
+	n := 0
+	experiments.SetRunner(func(ctx context.Context, r experiments.RunSpec, progress func(string)) (*experiments.Outcome, error) {
+		n++
+		return &experiments.Outcome{Metrics: map[string]float64{"R@1": 0.5}}, nil
+	})
+	_, spec := writeSpec(t, cliSpec)
+	results := filepath.Join(t.TempDir(), "results")
+	lock, err := experiments.NewStore(results).LockSweep(context.Background(), experiments.LockOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, _, stderr := runCLI("run", spec, "--scale", "smoke", "--results", results, "--workers", "1")
+	if code != 1 || n != 0 || !strings.Contains(stderr, results) || !strings.Contains(stderr, fmt.Sprintf("PID %d", os.Getpid())) || !strings.Contains(stderr, "--wait") {
+		t.Fatalf("busy directory: code %d, %d runs, stderr %q", code, n, stderr)
+	}
+	go func() { time.Sleep(300 * time.Millisecond); lock.Unlock() }()
+	code, _, stderr = runCLI("run", spec, "--scale", "smoke", "--results", results, "--workers", "1", "--wait")
+	if code != 0 || n != 8 || !strings.Contains(stderr, "waiting for "+results) {
+		t.Fatalf("--wait: code %d, %d runs, stderr %q", code, n, stderr)
 	}
 }

@@ -3,6 +3,7 @@ package experiments
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -12,6 +13,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -320,4 +322,178 @@ func Done(records []Record, scale string) map[string]bool {
 		}
 	}
 	return out
+}
+
+// SweepLockFile is the file in a results directory that [Store.LockSweep] locks.
+const SweepLockFile = ".sweep.lock"
+
+// LockedError is the error of [Store.LockSweep] when another sweep holds the results directory.
+type LockedError struct {
+	Dir     string
+	Holders []string // "PID 123 on host (since 2006-01-02T15:04:05Z[, shard 1 of 4])", as the holders wrote them
+}
+
+func (e *LockedError) Error() string {
+	who := "another sweep (its PID is not recorded)"
+	if len(e.Holders) > 0 {
+		who = "another sweep: " + strings.Join(e.Holders, "; ")
+	}
+	return fmt.Sprintf("experiments: results directory %s is in use by %s; two sweeps on one results directory would run and store the same runs twice", e.Dir, who)
+}
+
+// SweepLock is held by one sweep on a results directory; see [Store.LockSweep].
+type SweepLock struct {
+	files []*os.File
+}
+
+// Unlock releases the lock (and clears the holder it wrote). It may be called more than once.
+func (l *SweepLock) Unlock() {
+	if l == nil {
+		return
+	}
+	for i := len(l.files) - 1; i >= 0; i-- {
+		f := l.files[i]
+		_ = f.Truncate(0)
+		unlockFile(f)
+		f.Close()
+	}
+	l.files = nil
+}
+
+// LockOptions configures [Store.LockSweep].
+type LockOptions struct {
+	Index, Of int                    // the shard (Of > 1): shards of one sweep may run at once
+	Wait      bool                   // wait for the holder instead of failing
+	Waiting   func(err *LockedError) // with Wait: called once, when the lock is busy
+	Poll      time.Duration          // with Wait: how often to try again; default 200 ms
+}
+
+// LockSweep takes the lock a sweep holds on the results directory for its whole duration, so
+// that two processes never run (and store) the same runs at once. An unsharded sweep takes the
+// directory exclusively (flock(2) on Dir/.sweep.lock); a shard (Of > 1) shares the directory with
+// the other shards and takes its own shard exclusively (Dir/.sweep.shard-I-of-N.lock), so the
+// shards of an array job run side by side but never twice, and never beside an unsharded sweep.
+// (Shards of different shard counts are not told apart.) The holder writes "PID n on HOST (since
+// T)" into the lock file; a busy lock returns a [*LockedError] naming the directory and the
+// holders, or with Wait polls until it is free or ctx is done. Locks are released by
+// [SweepLock.Unlock] or when the process exits (kill -9 included). Without flock (non-Unix) the
+// lock always succeeds.
+func (s *Store) LockSweep(ctx context.Context, opt LockOptions) (*SweepLock, error) {
+	if err := os.MkdirAll(s.Dir, 0o755); err != nil {
+		return nil, fmt.Errorf("experiments: %w", err)
+	}
+	poll := opt.Poll
+	if poll <= 0 {
+		poll = 200 * time.Millisecond
+	}
+	told := false
+	for {
+		l, busy, err := s.tryLockSweep(opt)
+		if err != nil || busy == nil {
+			return l, err
+		}
+		if !opt.Wait {
+			return nil, busy
+		}
+		if !told && opt.Waiting != nil {
+			opt.Waiting(busy)
+		}
+		told = true
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("%w (stopped waiting: %w)", busy, ctx.Err())
+		case <-time.After(poll):
+		}
+	}
+}
+
+func (s *Store) tryLockSweep(opt LockOptions) (*SweepLock, *LockedError, error) {
+	l := &SweepLock{}
+	fail := func(err error) (*SweepLock, *LockedError, error) {
+		l.Unlock()
+		return nil, nil, fmt.Errorf("experiments: locking results directory %s: %w", s.Dir, err)
+	}
+	busy := func() (*SweepLock, *LockedError, error) {
+		l.Unlock()
+		return nil, &LockedError{Dir: s.Dir, Holders: s.lockHolders()}, nil
+	}
+	sharded := opt.Of > 1
+	f, err := os.OpenFile(filepath.Join(s.Dir, SweepLockFile), os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return fail(err)
+	}
+	ok, err := tryLockFile(f, !sharded)
+	if err != nil {
+		f.Close()
+		return fail(err)
+	}
+	if !ok {
+		f.Close()
+		return busy()
+	}
+	l.files = append(l.files, f)
+	if !sharded {
+		if err := writeHolder(f, ""); err != nil {
+			return fail(err)
+		}
+		return l, nil, nil
+	}
+	// Shards share the directory lock: no unsharded sweep holds it, so what it names is stale.
+	_ = f.Truncate(0)
+	sf, err := os.OpenFile(filepath.Join(s.Dir, fmt.Sprintf(".sweep.shard-%d-of-%d.lock", opt.Index, opt.Of)), os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return fail(err)
+	}
+	if ok, err = tryLockFile(sf, true); err != nil || !ok {
+		sf.Close()
+		if err != nil {
+			return fail(err)
+		}
+		return busy()
+	}
+	l.files = append(l.files, sf)
+	if err := writeHolder(sf, fmt.Sprintf(", shard %d of %d", opt.Index, opt.Of)); err != nil {
+		return fail(err)
+	}
+	return l, nil, nil
+}
+
+func writeHolder(f *os.File, extra string) error {
+	host, _ := os.Hostname()
+	line := fmt.Sprintf("PID %d on %s (since %s%s)\n", os.Getpid(), host, time.Now().UTC().Format(time.RFC3339), extra)
+	if err := f.Truncate(0); err != nil {
+		return err
+	}
+	_, err := f.WriteAt([]byte(line), 0)
+	return err
+}
+
+// lockHolders reads the holders written into the lock files of the directory.
+func (s *Store) lockHolders() []string {
+	files, _ := filepath.Glob(filepath.Join(s.Dir, ".sweep.shard-*.lock"))
+	sort.Strings(files)
+	var out []string
+	for i, p := range append([]string{filepath.Join(s.Dir, SweepLockFile)}, files...) {
+		b, err := os.ReadFile(p)
+		line := strings.TrimSpace(string(b))
+		if err != nil || line == "" || i > 0 && !heldElsewhere(p) {
+			continue // shard files of shards that died keep their text but not their lock
+		}
+		out = append(out, line)
+	}
+	return out
+}
+
+// heldElsewhere reports whether another open file holds a lock on path.
+func heldElsewhere(path string) bool {
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	ok, err := tryLockFile(f, true)
+	if ok {
+		unlockFile(f)
+	}
+	return err == nil && !ok
 }

@@ -221,6 +221,10 @@ type SweepOptions struct {
 	Only  map[string][]string // see [Filter]
 	Index int                 // shard index (with Of > 0)
 	Of    int                 // number of shards; 0 or 1: no sharding
+	// WaitLock waits for another sweep holding the results directory ([Store.LockSweep]) instead
+	// of failing; Waiting, if set, is told once whom it waits for.
+	WaitLock bool
+	Waiting  func(*LockedError)
 	ExecOptions
 }
 
@@ -230,10 +234,20 @@ type SweepOptions struct {
 // ([Spec.PlanWith]) and the points whose selections became available run next, until nothing
 // new can run. Points still waiting (e.g. for a tuning run in another shard) are listed in
 // Summary.Pending; they are not failures.
+//
+// The sweep holds the results directory's lock ([Store.LockSweep]) from before it reads the store
+// until it returns: a second sweep on the same directory (another process, or another Store in
+// this one) fails at once with a [*LockedError] naming the directory and the holder's PID, or
+// with WaitLock waits. Shards of one sharded sweep (Of > 1) run side by side.
 func RunSweep(ctx context.Context, s *Spec, opt SweepOptions) (*Plan, *Summary, error) {
 	if opt.Store == nil {
 		return nil, nil, errors.New("experiments: RunSweep needs a Store")
 	}
+	lock, err := opt.Store.LockSweep(ctx, LockOptions{Index: opt.Index, Of: opt.Of, Wait: opt.WaitLock, Waiting: opt.Waiting})
+	if err != nil {
+		return nil, nil, err
+	}
+	defer lock.Unlock()
 	total := &Summary{}
 	var plan *Plan
 	ran := map[string]bool{}
