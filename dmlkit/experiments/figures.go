@@ -80,6 +80,12 @@ type FigureSpec struct {
 	XTicks     []string       `yaml:"x_ticks"`      // line with series: tick labels of evaluations 1, 2, …
 	XTickAngle float64        `yaml:"x_tick_angle"` // rotate x tick labels (degrees), e.g. long bar categories
 	Highlight  map[string]any `yaml:"highlight"`    // heatmap: outline the cell with these x and y values
+	// HighlightTune: heatmap: outline the cell the tuning step of this name selected (its
+	// selection computed from the stored tuning runs, see [Spec.Selections]), instead of Highlight.
+	HighlightTune string `yaml:"highlight_tune"`
+	// XSeries: line with one series: the x value of each evaluation is this series of the group's
+	// first record (e.g. curve/step), instead of the evaluation's number.
+	XSeries string `yaml:"x_series"`
 }
 
 // FigureKinds lists the kinds a FigureSpec may name.
@@ -184,6 +190,15 @@ func RenderFigures(s *Spec, records []Record, scale, outDir string, st plots.Sty
 			res.Err = fmt.Errorf("figure %q: %w (scale %q)", f.Name, ErrNoRecords, sc)
 			out = append(out, res)
 			continue
+		}
+		if f.HighlightTune != "" {
+			h, err := s.tuneSelection(f.HighlightTune, scale, records)
+			if err != nil {
+				res.Err = fmt.Errorf("figure %q: field \"highlight_tune\": %w", f.Name, err)
+				out = append(out, res)
+				continue
+			}
+			f.Highlight = h
 		}
 		fst := FigureStyle(f, st)
 		p, err := BuildFigureWith(f, recs, fst, s.Labels)
@@ -314,6 +329,13 @@ func BuildFigureWith(f FigureSpec, recs []Record, st plots.Style, lm LabelMap) (
 				for i := range x {
 					x[i] = float64(i + 1)
 				}
+				if f.XSeries != "" {
+					xs := g.Records[0].Series[f.XSeries]
+					if len(xs) != len(x) {
+						return nil, fmt.Errorf("group %s: x series %q has %d values for %d evaluations", g.Label(), f.XSeries, len(xs), len(x))
+					}
+					copy(x, xs)
+				}
 				n = max(n, len(x))
 				series = append(series, plots.Series{Name: lm.groupName(g), X: x, Y: mean, Err: se, Markers: len(x) <= 25})
 			}
@@ -324,7 +346,7 @@ func BuildFigureWith(f FigureSpec, recs []Record, st plots.Style, lm LabelMap) (
 			for i, t := range f.XTicks {
 				ticks = append(ticks, plot.Tick{Value: float64(i + 1), Label: t})
 			}
-			if len(f.XTicks) == 0 && n <= 12 { // evaluations are whole numbers
+			if len(f.XTicks) == 0 && n <= 12 && f.XSeries == "" { // evaluations are whole numbers
 				for i := 1; i <= n; i++ {
 					ticks = append(ticks, plot.Tick{Value: float64(i), Label: fmt.Sprint(i)})
 				}
@@ -404,10 +426,12 @@ func BuildFigureWith(f FigureSpec, recs []Record, st plots.Style, lm LabelMap) (
 				if s := cell.Stat(f.Metric); s.N > 0 {
 					row[ci] = s.Mean * factor
 				}
-				if hx, ok := f.Highlight[f.X]; ok && ValueEqual(hx, cell.Values[0]) {
-					if hy, ok := f.Highlight[f.Y]; ok && ValueEqual(hy, r.Values[0]) {
-						g.Marked = append(g.Marked, [2]int{ri, ci})
-					}
+				// A highlight names x, y or both; an axis it does not name matches every cell
+				// (a 1-D selection on a heatmap whose other axis is fixed).
+				hx, okx := f.Highlight[f.X]
+				hy, oky := f.Highlight[f.Y]
+				if (okx || oky) && (!okx || ValueEqual(hx, cell.Values[0])) && (!oky || ValueEqual(hy, r.Values[0])) {
+					g.Marked = append(g.Marked, [2]int{ri, ci})
 				}
 			}
 			g.Z = append(g.Z, row)

@@ -402,3 +402,24 @@ type tunePoint struct {
 	tune  string
 	waits []string // the step's own point waits for these selections
 }
+
+// tuneSelection is the selection of the tuning step name on the stored records of scale (an
+// error when the step does not exist or its grid is not complete in the store).
+func (s *Spec) tuneSelection(name, scale string, records []Record) (map[string]any, error) {
+	if s.tune(name) == nil {
+		return nil, fmt.Errorf("no tuning step named %q", name)
+	}
+	p, err := s.PlanWith(scale, records)
+	if err != nil {
+		return nil, err
+	}
+	for _, st := range s.Selections(p, records) {
+		if st.Name == name {
+			if st.Values == nil {
+				return nil, fmt.Errorf("tuning step %q: %d of %d runs stored, no selection yet", name, st.Runs, st.Want)
+			}
+			return st.Values, nil
+		}
+	}
+	return nil, fmt.Errorf("tuning step %q is not planned at scale %q", name, scale)
+}

@@ -3,6 +3,8 @@ package experiments
 import (
 	"context"
 	"fmt"
+
+	"github.com/dmlkit/dmlkit/dmlkit/plots"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -170,5 +172,44 @@ func TestRunSweepRunsTuningFirst(t *testing.T) {
 	// Again: everything is stored, nothing runs.
 	if _, sum, _ = RunSweep(context.Background(), s, opt); sum.Ran != 0 || calls.Load() != 11 {
 		t.Errorf("second sweep ran %d", sum.Ran)
+	}
+}
+
+// TestHighlightTuneAndXSeries: a heatmap outlines the cell its tuning step selected (an error
+// while the step's grid is incomplete), and a line figure takes its x values from a series.
+func TestHighlightTuneAndXSeries(t *testing.T) {
+	y := strings.Replace(tuneSpec, "paper: toy", "paper: toy\nscales: {small: {}}", 1) + `
+figures:
+  - {name: lr, kind: heatmap, x: opt.lr, y: data.val, metric: val/acc, highlight_tune: lr, where: {data.val: 0.1, loss.name: a}}
+`
+	s := mustParse(t, y)
+	p, err := s.PlanWith("small", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs := tuneRecords(p, "lr", 2)
+	if _, err := s.tuneSelection("lr", "small", recs); err == nil || !strings.Contains(err.Error(), "2 of 3 runs stored") {
+		t.Errorf("incomplete grid: %v", err)
+	}
+	res := RenderFigures(s, recs, "small", t.TempDir(), plots.DefaultStyle(), "svg")
+	if res[0].Err == nil || !strings.Contains(res[0].Err.Error(), "highlight_tune") {
+		t.Errorf("incomplete grid: figure err %v", res[0].Err)
+	}
+	recs = tuneRecords(p, "lr", 3)
+	if h, err := s.tuneSelection("lr", "small", recs); err != nil || fmt.Sprint(h) != "map[opt.lr:0.3]" {
+		t.Errorf("selection %v, %v", h, err)
+	}
+	if res := RenderFigures(s, recs, "small", t.TempDir(), plots.DefaultStyle(), "svg"); res[0].Err != nil {
+		t.Errorf("complete grid: %v", res[0].Err)
+	}
+	// x_series: the evaluations' x values come from the series, which must match in length.
+	f := FigureSpec{Name: "c", Kind: "line", Series: []string{"curve/r1"}, XSeries: "curve/epoch"}
+	rec := Record{Seed: 0, Config: map[string]any{}, Series: Series{"curve/r1": {0.1, 0.2, 0.3}, "curve/epoch": {0.5, 1, 1.5}}}
+	if _, err := BuildFigure(f, []Record{rec}, plots.DefaultStyle()); err != nil {
+		t.Errorf("x_series: %v", err)
+	}
+	rec.Series["curve/epoch"] = []float64{1, 2}
+	if _, err := BuildFigure(f, []Record{rec}, plots.DefaultStyle()); err == nil || !strings.Contains(err.Error(), "has 2 values for 3 evaluations") {
+		t.Errorf("x_series length mismatch: %v", err)
 	}
 }
