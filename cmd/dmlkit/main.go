@@ -54,7 +54,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 		usage(stderr)
 		return 2
 	}
-	if err := c.run(args[1:], stdout, stderr); err != nil {
+	out := &trackedWriter{w: stdout}
+	err := c.run(args[1:], out, stderr)
+	if err == nil && out.err != nil {
+		err = fmt.Errorf("writing the output: %w", out.err)
+	}
+	if err != nil {
 		if err == errUsage {
 			return 2
 		}
@@ -62,6 +67,21 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// trackedWriter remembers the first error of a write to standard output, which commands print to
+// with fmt.Fprintf and do not check: output to a full disk, /dev/full or a closed pipe then exits 1.
+type trackedWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (t *trackedWriter) Write(p []byte) (int, error) {
+	n, err := t.w.Write(p)
+	if err != nil && t.err == nil {
+		t.err = err
+	}
+	return n, err
 }
 
 // errUsage signals that a flag set already printed its usage/error message.

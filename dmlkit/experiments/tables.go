@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/dmlkit/dmlkit/dmlkit/atomicfile"
 )
 
 // TableSpec declares a results table: one row per group of records (grouped by Rows), one column
@@ -381,29 +383,13 @@ func refsForTable(refs []Reference, table string) []Reference {
 	return general
 }
 
-// writeFileAtomic writes data to a temporary file next to path and renames it into place.
+// writeFileAtomic writes data to a temporary file next to path and renames it into place (a
+// device or pipe is written directly: [atomicfile.WriteFile]).
 func writeFileAtomic(path string, data []byte) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return fmt.Errorf("experiments: %w", err)
 	}
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
-	if err != nil {
-		return fmt.Errorf("experiments: %w", err)
-	}
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		os.Remove(f.Name())
-		return fmt.Errorf("experiments: writing %s: %w", path, err)
-	}
-	if err := f.Close(); err != nil {
-		os.Remove(f.Name())
-		return fmt.Errorf("experiments: writing %s: %w", path, err)
-	}
-	if err := os.Chmod(f.Name(), 0o644); err != nil {
-		return fmt.Errorf("experiments: %w", err)
-	}
-	if err := os.Rename(f.Name(), path); err != nil {
-		os.Remove(f.Name())
+	if err := atomicfile.WriteFile(path, data, 0o644); err != nil {
 		return fmt.Errorf("experiments: %w", err)
 	}
 	return nil

@@ -19,6 +19,8 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/dmlkit/dmlkit/dmlkit/atomicfile"
 )
 
 var magic = []byte("\x93NUMPY")
@@ -266,18 +268,15 @@ func ReadInt64(path string) ([]int64, []int, error) {
 }
 
 // Write stores data ([]float32, []float64, []int32 or []int64) with the given shape (default: 1-D)
-// at path. The file is written to a temporary name and renamed, so readers never see a partial file.
+// at path. A regular file (or a new path) is written to a temporary name and renamed, so readers
+// never see a partial file; a device or pipe (/dev/stdout, a FIFO) is written directly and its
+// write error returned ([atomicfile.WriteFile]).
 func Write(path string, data any, shape ...int) error {
 	var buf bytes.Buffer
 	if err := Encode(&buf, data, shape...); err != nil {
 		return fmt.Errorf("npy: %s: %w", path, err)
 	}
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, buf.Bytes(), 0o644); err != nil {
-		return fmt.Errorf("npy: %w", err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		os.Remove(tmp)
+	if err := atomicfile.WriteFile(path, buf.Bytes(), 0o644); err != nil {
 		return fmt.Errorf("npy: %w", err)
 	}
 	return nil
