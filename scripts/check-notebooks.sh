@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # check-notebooks.sh — execute every notebooks/*.ipynb headless with the GoNB kernel (nbconvert /
 # nbclient) at SCALE=smoke and fail on an error output, a missing or broken image, or a cell over
-# its budget. The checker is scripts/nbcheck (Go); this script sets up its environment.
+# its budget; then lint the committed notebooks (`nbcheck -lint`, as TestCommittedNotebooks: each
+# committed with outputs, no machine paths, an up-to-date HTML export; NB_LINT=0 skips it). The
+# checker is scripts/nbcheck (Go); this script sets up its environment.
 #
 #   scripts/check-notebooks.sh                        # all notebooks, outputs in out/notebooks/
 #   scripts/check-notebooks.sh notebooks/00_tour.ipynb
@@ -30,6 +32,9 @@ t0=$(date +%s)
 set +e
 out/bin/nbcheck -out "$out" "$@"
 rc=$?
+if [[ ${NB_LINT:-1} != 0 ]]; then
+	out/bin/nbcheck -lint || rc=1
+fi
 set -e
 echo "check-notebooks: rc=$rc in $(($(date +%s) - t0)) s; executed notebooks, logs and figures in $out/"
 exit $rc
