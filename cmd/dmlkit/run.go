@@ -70,6 +70,7 @@ type sweepFlags struct {
 	failFast *bool
 	quiet    *bool
 	wait     *bool
+	retry    *bool
 	// allowDirty lets a sweep write into reproductions/ from a tree with uncommitted changes;
 	// its records are marked (env allow_dirty) and excluded from claim verdicts.
 	allowDirty *bool
@@ -94,6 +95,7 @@ func addSweepFlags(fs *flag.FlagSet) *sweepFlags {
 	o.workdir = fs.String("workdir", "", "directory for run working directories (default: runs/PAPER at the repository root, git-ignored)")
 	o.failFast = fs.Bool("fail-fast", false, "stop starting runs after the first failure")
 	o.quiet = fs.Bool("quiet", false, "report only failures and the summary")
+	o.retry = fs.Bool("retry-failed", false, "run again the runs stored as failed (diverged); by default a resume skips them")
 	o.wait = fs.Bool("wait", false, "when another sweep holds the results directory, wait for it instead of failing")
 	o.allowDirty = fs.Bool("allow-dirty", false, "write into reproductions/ from a tree with uncommitted changes (records are marked and excluded from verdicts)")
 	return o
@@ -279,12 +281,13 @@ func sweep(spec *experiments.Spec, o *sweepFlags, stdout, stderr io.Writer) (*ex
 	opt := experiments.SweepOptions{Scale: scale, Only: only, Index: index, Of: *o.of, WaitLock: *o.wait, Waiting: func(e *experiments.LockedError) {
 		fmt.Fprintf(stderr, "waiting for %s (held by %s)\n", e.Dir, strings.Join(e.Holders, "; "))
 	}, ExecOptions: experiments.ExecOptions{
-		Runner:   runner,
-		Store:    experiments.NewStore(resultsDir(spec, *o.results)),
-		WorkDir:  workdir,
-		Workers:  *o.workers,
-		Env:      env,
-		FailFast: *o.failFast,
+		Runner:      runner,
+		Store:       experiments.NewStore(resultsDir(spec, *o.results)),
+		WorkDir:     workdir,
+		Workers:     *o.workers,
+		Env:         env,
+		FailFast:    *o.failFast,
+		RetryFailed: *o.retry,
 		Progress: func(e experiments.Event) {
 			switch e.Kind {
 			case "fail":
@@ -312,6 +315,9 @@ func sweep(spec *experiments.Spec, o *sweepFlags, stdout, stderr io.Writer) (*ex
 	if sum != nil {
 		fmt.Fprintf(stdout, "%s scale %q: %d runs selected, %d already stored, %d ran, %d failed; results in %s\n",
 			spec.Paper, scale, sum.Total, sum.Skipped, sum.Ran, len(sum.Failed), opt.Store.Dir)
+		if sum.SkippedFailed > 0 {
+			fmt.Fprintf(stdout, "%d of the stored runs are stored as failed (diverged) and left out of tables, figures and verdicts; --retry-failed runs them again\n", sum.SkippedFailed)
+		}
 		printPending(sum.Pending, stdout)
 	}
 	return sum, err
@@ -398,12 +404,17 @@ func dryRun(spec *experiments.Spec, o *sweepFlags, stdout io.Writer) error {
 	}
 	runs = experiments.Filter(runs, only)
 	done := experiments.Done(recs, scale)
+	failed := experiments.FailedRuns(recs, scale)
 	n := 0
 	for _, r := range runs {
 		state := "todo"
-		if done[r.Hash] {
-			state = "stored"
-			n++
+		switch {
+		case failed[r.Hash] != "" && *o.retry:
+			state = "retry" // stored as failed; --retry-failed runs it again
+		case failed[r.Hash] != "":
+			state, n = "failed", n+1
+		case done[r.Hash]:
+			state, n = "stored", n+1
 		}
 		fmt.Fprintf(stdout, "%4d  %s  %-6s  %s\n", r.Index, r.Hash, state, r.Label())
 	}

@@ -250,3 +250,40 @@ func TestRunRefusesABusyResultsDirectory(t *testing.T) {
 		t.Fatalf("--wait: code %d, %d runs, stderr %q", code, n, stderr)
 	}
 }
+
+// TestRunStoresFailedRunsAndRetriesThemOnRequest: a diverged run (runner's *RunFailure) leaves a
+// failed record: the sweep exits 1, a resume skips it (exit 0, saying so), --dry-run shows it as
+// failed, and --retry-failed runs it again.
+func TestRunStoresFailedRunsAndRetriesThemOnRequest(t *testing.T) {
+	toyExperiments(t)
+	var mu sync.Mutex
+	calls, diverge := 0, true
+	experiments.SetRunner(func(ctx context.Context, r experiments.RunSpec, progress func(string)) (*experiments.Outcome, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		calls++
+		if m, _ := experiments.Get(r.Config, "loss.margin"); m == 0.2 && r.Seed == 1 && diverge {
+			return nil, &experiments.RunFailure{Step: 2, Err: fmt.Errorf("train: diverged at step 2: loss is NaN")}
+		}
+		return &experiments.Outcome{Metrics: map[string]float64{"R@1": 0.5}}, nil
+	})
+	_, spec := writeSpec(t, cliSpec)
+	results := filepath.Join(t.TempDir(), "results")
+	args := []string{"run", spec, "--scale", "smoke", "--results", results, "--workers", "1", "--quiet"}
+	code, stdout, stderr := runCLI(args...)
+	if code != 1 || calls != 8 || !strings.Contains(stderr, "stored as failed") {
+		t.Fatalf("first sweep: code %d, %d calls\n%s%s", code, calls, stdout, stderr)
+	}
+	code, stdout, stderr = runCLI(args...)
+	if code != 0 || calls != 8 || !strings.Contains(stdout, "2 of the stored runs are stored as failed") {
+		t.Fatalf("resume: code %d, %d calls\n%s%s", code, calls, stdout, stderr)
+	}
+	if code, stdout, _ = runCLI(append(args, "--dry-run")...); code != 0 || strings.Count(stdout, " failed ") != 2 {
+		t.Fatalf("--dry-run:\n%s", stdout)
+	}
+	diverge = false
+	code, stdout, stderr = runCLI(append(args, "--retry-failed")...)
+	if code != 0 || calls != 10 || !strings.Contains(stdout, "6 already stored, 2 ran, 0 failed") {
+		t.Fatalf("--retry-failed: code %d, %d calls\n%s%s", code, calls, stdout, stderr)
+	}
+}

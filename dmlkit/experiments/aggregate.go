@@ -85,12 +85,16 @@ func MeanStd(vals []float64) Stat {
 }
 
 // GroupBy partitions records by the values of keys (see [Record.Value] for what a key may name).
-// Groups are sorted by their values, numerically where both values are numbers.
+// Groups are sorted by their values, numerically where both values are numbers. Records marked
+// failed ([Record.Failed]) belong to no group.
 func GroupBy(records []Record, keys []string) []*Group {
 	index := map[string]*Group{}
 	var groups []*Group
 	for i := range records {
 		r := &records[i]
+		if r.Failed != "" {
+			continue
+		}
 		vals := make([]any, len(keys))
 		parts := make([]string, len(keys))
 		for j, k := range keys {
@@ -161,12 +165,18 @@ func numeric(v any) (float64, bool) {
 // Select keeps the records of scale (all scales when empty) whose values match every key of where
 // ([ValueEqual]; a list value in where means any of its elements; a null value, alone or in a
 // list, means the key is absent, e.g. to leave out the runs of an ablation grid that set an extra
-// option, or to keep the runs without it beside one grid point).
+// option, or to keep the runs without it beside one grid point). Records marked failed
+// ([Record.Failed]) are never selected.
 func Select(records []Record, scale string, where map[string]any) []Record {
+	return selectRecords(records, scale, where, false)
+}
+
+// selectRecords is [Select], with the failed records too when withFailed.
+func selectRecords(records []Record, scale string, where map[string]any, withFailed bool) []Record {
 	var out []Record
 	for i := range records {
 		r := &records[i]
-		if scale != "" && r.Scale != scale {
+		if scale != "" && r.Scale != scale || r.Failed != "" && !withFailed {
 			continue
 		}
 		if matchRecord(r, where) {

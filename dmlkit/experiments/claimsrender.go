@@ -171,6 +171,9 @@ func (v *ClaimVerdict) details() string {
 	if v.Excluded > 0 {
 		parts = append(parts, fmt.Sprintf("%d records from a dirty tree excluded", v.Excluded))
 	}
+	if v.ExcludedFailed > 0 {
+		parts = append(parts, fmt.Sprintf("%d records of failed runs (e.g. diverged) excluded", v.ExcludedFailed))
+	}
 	if v.Observed != "" {
 		parts = append(parts, "observed by mean: "+v.Observed)
 	}

@@ -28,7 +28,7 @@ func CompareSettings(records []Record, key string, from, to any, metric string, 
 		out := map[int64]float64{}
 		for i := range records {
 			v, ok := records[i].Value(key)
-			if !ok || FormatValue(v) != FormatValue(want) {
+			if !ok || FormatValue(v) != FormatValue(want) || records[i].Failed != "" {
 				continue
 			}
 			m, ok := records[i].Metrics[metric]

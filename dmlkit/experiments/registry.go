@@ -30,7 +30,8 @@ type Outcome struct {
 
 // Runner executes one run. It must honour ctx cancellation and report progress through progress
 // (which may be called from several goroutines when runs execute in parallel). A run that returns
-// an error (or panics) leaves no record, so a later resume runs it again.
+// an error (or panics) leaves no record, so a later resume runs it again; one that returns a
+// [*RunFailure] (e.g. training diverged) leaves a record marked failed (see [Execute]).
 type Runner func(ctx context.Context, run RunSpec, progress func(msg string)) (*Outcome, error)
 
 // Validator checks a resolved configuration before any training, returning an error that names

@@ -26,11 +26,17 @@ type Record struct {
 	Params  map[string]any `json:"params,omitempty"` // swept values, dotted keys
 	Config  map[string]any `json:"config"`           // the full resolved configuration
 	Metrics Metrics        `json:"metrics"`          // final scalar results
-	Series  Series         `json:"series,omitempty"` // vectors for figures
-	Timings Metrics        `json:"timings,omitempty"`
-	Start   time.Time      `json:"start"`   // wall-clock start (UTC)
-	Seconds float64        `json:"seconds"` // wall time of the run
-	Env     map[string]any `json:"env,omitempty"`
+	// Failed, on the record of a run that failed in a way a rerun would repeat (the runner
+	// returned a [*RunFailure], e.g. training diverged), says why, and FailedStep names the step
+	// (0: unknown). Such a record has no metrics; [Select], [GroupBy] and claim verdicts leave it
+	// out (verdicts count it), and a resumed sweep skips it unless ExecOptions.RetryFailed.
+	Failed     string         `json:"failed,omitempty"`
+	FailedStep int            `json:"failed_step,omitempty"`
+	Series     Series         `json:"series,omitempty"` // vectors for figures
+	Timings    Metrics        `json:"timings,omitempty"`
+	Start      time.Time      `json:"start"`   // wall-clock start (UTC)
+	Seconds    float64        `json:"seconds"` // wall time of the run
+	Env        map[string]any `json:"env,omitempty"`
 }
 
 // Value returns a record's value for a grouping or filter key: "scale", "paper", "seed" and
@@ -248,7 +254,8 @@ type LoadReport struct {
 
 // Load reads every *.jsonl file of the store (a missing directory holds no records). Records are
 // returned in file order, files sorted by name; a (scale, hash) pair seen twice keeps its first
-// record.
+// record, except that a failed record ([Record.Failed]) is replaced by a later record of its pair
+// (a retried run: RetryFailed), in its place and without counting as a duplicate.
 func (s *Store) Load() ([]Record, *LoadReport, error) {
 	rep := &LoadReport{}
 	files, err := filepath.Glob(filepath.Join(s.Dir, "*.jsonl"))
@@ -256,7 +263,7 @@ func (s *Store) Load() ([]Record, *LoadReport, error) {
 		return nil, nil, fmt.Errorf("experiments: %w", err)
 	}
 	sort.Strings(files)
-	seen := map[string]bool{}
+	seen := map[string]int{} // key → index in out
 	var out []Record
 	for _, path := range files {
 		rep.Files = append(rep.Files, path)
@@ -266,11 +273,15 @@ func (s *Store) Load() ([]Record, *LoadReport, error) {
 		}
 		for _, r := range recs {
 			key := r.rec.Scale + "/" + r.rec.Hash
-			if seen[key] {
-				rep.Duplicates = append(rep.Duplicates, fmt.Sprintf("%s:%d: %s", path, r.line, key))
+			if i, ok := seen[key]; ok {
+				if out[i].Failed != "" {
+					out[i] = r.rec // a retry of a failed run
+				} else {
+					rep.Duplicates = append(rep.Duplicates, fmt.Sprintf("%s:%d: %s", path, r.line, key))
+				}
 				continue
 			}
-			seen[key] = true
+			seen[key] = len(out)
 			out = append(out, r.rec)
 		}
 	}
@@ -313,12 +324,23 @@ func readRecords(path string, rep *LoadReport) ([]lineRecord, error) {
 	return out, nil
 }
 
-// Done returns the set of hashes of the given scale that have a record.
+// Done returns the set of hashes of the given scale that have a record (failed ones included).
 func Done(records []Record, scale string) map[string]bool {
 	out := map[string]bool{}
 	for _, r := range records {
 		if r.Scale == scale {
 			out[r.Hash] = true
+		}
+	}
+	return out
+}
+
+// FailedRuns returns the hashes of the given scale whose record is marked failed, with the reason.
+func FailedRuns(records []Record, scale string) map[string]string {
+	out := map[string]string{}
+	for _, r := range records {
+		if r.Scale == scale && r.Failed != "" {
+			out[r.Hash] = r.Failed
 		}
 	}
 	return out

@@ -30,17 +30,24 @@ type ExecOptions struct {
 	Workers  int            // runs executed at once; default 1
 	Env      map[string]any // environment description stored in every record
 	FailFast bool           // stop starting runs after the first failure
-	Progress func(Event)    // optional; called from worker goroutines, one call at a time
-	Now      func() time.Time
+	// RetryFailed runs again the runs whose stored record is marked failed ([Record.Failed]);
+	// by default a resumed sweep skips them like any stored run.
+	RetryFailed bool
+	Progress    func(Event) // optional; called from worker goroutines, one call at a time
+	Now         func() time.Time
 }
 
 // Summary counts what [Execute] did.
 type Summary struct {
-	Total   int       // runs given
-	Skipped int       // already in the store
-	Ran     int       // finished and stored now
-	Failed  []string  // "hash (label): error" of runs that failed; they left no record
-	Pending []Pending // RunSweep: points still waiting for a tuning step's selection
+	Total   int      // runs given
+	Skipped int      // already in the store
+	Ran     int      // finished and stored now
+	Failed  []string // "hash (label): error" of runs that failed now
+	// StoredFailed of them left a record marked failed (a [*RunFailure], e.g. diverged), which a
+	// resume skips unless RetryFailed; the others left no record and run again on resume.
+	StoredFailed  int
+	SkippedFailed int       // of Skipped: stored as failed by an earlier sweep
+	Pending       []Pending // RunSweep: points still waiting for a tuning step's selection
 }
 
 // Execute runs every run of runs (a plan's runs, possibly filtered or sharded) whose (scale, hash)
@@ -49,7 +56,10 @@ type Summary struct {
 // Resume: a run is done exactly when its record is in the store. A run that fails, panics or is
 // cancelled (process killed, ctx cancelled) writes nothing, and its working directory is wiped
 // when it starts again, so re-executing the same plan after any interruption runs each missing
-// configuration once and never duplicates a stored one.
+// configuration once and never duplicates a stored one. The exception is a run whose runner
+// returns a [*RunFailure] (a failure a rerun would repeat, e.g. training diverged): it stores a
+// record marked failed, which later executions skip unless RetryFailed (the retry's record then
+// replaces it, see [Store.Load]).
 //
 // Execute returns an error when some runs failed (the summary lists them) or ctx was cancelled.
 func Execute(ctx context.Context, plan *Plan, runs []Run, opt ExecOptions) (*Summary, error) {
@@ -80,6 +90,7 @@ func Execute(ctx context.Context, plan *Plan, runs []Run, opt ExecOptions) (*Sum
 		return nil, err
 	}
 	done := Done(stored, plan.Scale)
+	failedBefore := FailedRuns(stored, plan.Scale)
 
 	sum := &Summary{Total: len(runs)}
 	var mu sync.Mutex // guards sum, finished, and serialises Progress calls and appends
@@ -91,8 +102,11 @@ func Execute(ctx context.Context, plan *Plan, runs []Run, opt ExecOptions) (*Sum
 	}
 	var todo []Run
 	for _, r := range runs {
-		if done[r.Hash] {
+		if done[r.Hash] && !(opt.RetryFailed && failedBefore[r.Hash] != "") {
 			sum.Skipped++
+			if failedBefore[r.Hash] != "" {
+				sum.SkippedFailed++
+			}
 			finished++
 			emit(Event{Kind: "skip", Run: r, Done: finished, Total: len(runs)})
 			continue
@@ -122,15 +136,30 @@ func Execute(ctx context.Context, plan *Plan, runs []Run, opt ExecOptions) (*Sum
 					mu.Unlock()
 				})
 				secs := now().Sub(start).Seconds()
-				if err == nil {
+				var rf *RunFailure
+				storedFailed := false
+				if err == nil || errors.As(err, &rf) && ctx.Err() == nil {
+					if rf != nil {
+						rec = failedRecord(plan, r, opt, err, rf.Step)
+					}
 					rec.Start = start.UTC()
 					rec.Seconds = secs
 					mu.Lock()
-					err = opt.Store.Append(rec)
+					aerr := opt.Store.Append(rec)
 					mu.Unlock()
+					if rf == nil {
+						err = aerr
+					} else if aerr != nil {
+						err = fmt.Errorf("%w (and its failed record could not be stored: %v)", err, aerr)
+					} else {
+						storedFailed = true
+					}
 				}
 				mu.Lock()
 				finished++
+				if storedFailed {
+					sum.StoredFailed++
+				}
 				if err != nil {
 					sum.Failed = append(sum.Failed, fmt.Sprintf("%s (%s): %v", r.Hash, r.Label(), err))
 					emit(Event{Kind: "fail", Run: r, Done: finished, Total: len(runs), Err: err, Seconds: secs})
@@ -162,9 +191,46 @@ feed:
 		return sum, fmt.Errorf("experiments: sweep interrupted after %d of %d runs: %w", sum.Ran+sum.Skipped, sum.Total, err)
 	}
 	if len(sum.Failed) > 0 {
-		return sum, fmt.Errorf("experiments: %d of %d runs failed (they will run again on resume); first: %s", len(sum.Failed), sum.Total, sum.Failed[0])
+		again := "they will run again on resume"
+		switch sum.StoredFailed {
+		case len(sum.Failed):
+			again = "stored as failed: a resume skips them unless told to retry failed runs"
+		case 0:
+		default:
+			again = fmt.Sprintf("%d stored as failed, which a resume skips unless told to retry failed runs; the others will run again on resume", sum.StoredFailed)
+		}
+		return sum, fmt.Errorf("experiments: %d of %d runs failed (%s); first: %s", len(sum.Failed), sum.Total, again, sum.Failed[0])
 	}
 	return sum, nil
+}
+
+// RunFailure is the error a [Runner] returns (or wraps) for a run that failed in a way a rerun
+// would repeat — training diverged at a step — rather than by an accident of the machine:
+// [Execute] then stores a record marked failed ([Record.Failed] = the error's text, FailedStep =
+// Step), so the sweep says what happened to that configuration and a resume does not train it
+// again (unless RetryFailed).
+type RunFailure struct {
+	Step int   // the step it failed at (0: unknown)
+	Err  error // the cause
+}
+
+func (e *RunFailure) Error() string { return e.Err.Error() }
+func (e *RunFailure) Unwrap() error { return e.Err }
+
+// failedRecord is the record of a run that ended in a [*RunFailure].
+func failedRecord(plan *Plan, r Run, opt ExecOptions, err error, step int) *Record {
+	return &Record{
+		Hash:       r.Hash,
+		Paper:      plan.Spec.Paper,
+		Scale:      plan.Scale,
+		Seed:       r.Seed,
+		Params:     r.Params,
+		Config:     r.Config,
+		Metrics:    Metrics{},
+		Failed:     err.Error(),
+		FailedStep: step,
+		Env:        opt.Env,
+	}
 }
 
 func scaleDir(scale string) string {
@@ -287,6 +353,8 @@ func RunSweep(ctx context.Context, s *Spec, opt SweepOptions) (*Plan, *Summary, 
 			total.Skipped += sum.Skipped
 			total.Ran += sum.Ran
 			total.Failed = append(total.Failed, sum.Failed...)
+			total.StoredFailed += sum.StoredFailed
+			total.SkippedFailed += sum.SkippedFailed
 		}
 		if err != nil || len(plan.Pending) == 0 {
 			total.Pending = plan.Pending

@@ -62,6 +62,7 @@ type ClaimVerdict struct {
 	Need             int      // ⌈0.8 n⌉
 	Unpaired         []string // seeds left out because an arm lacks them, e.g. "seed 3 (no RS@k + TCM)"
 	Excluded         int      // records of the claim's arms excluded as written from a dirty tree
+	ExcludedFailed   int      // records of the claim's arms excluded as failed runs (Record.Failed, e.g. diverged)
 	Provisional      bool     // dirty records were included (ClaimOptions.IncludeDirty)
 	Parts            []ClaimVerdict
 	Observed         string // argmax: the best value by mean; rank: the order by mean
@@ -221,7 +222,7 @@ func EvaluateClaim(c ClaimSpec, set *ClaimSet, records []Record, opt ClaimOption
 		scale = c.Scale
 	}
 	maps.Copy(common, c.Where)
-	excluded := map[string]bool{}
+	excluded, failed := map[string]bool{}, map[string]bool{}
 	collect := func(label string, wheres ...map[string]any) (armValues, error) {
 		w := maps.Clone(common)
 		for _, x := range wheres {
@@ -229,7 +230,11 @@ func EvaluateClaim(c ClaimSpec, set *ClaimSet, records []Record, opt ClaimOption
 		}
 		a := armValues{label: label, vals: map[int64]float64{}}
 		hashes := map[int64]string{}
-		for _, r := range Select(records, scale, w) {
+		for _, r := range selectRecords(records, scale, w, true) {
+			if r.Failed != "" {
+				failed[r.Hash] = true
+				continue
+			}
 			if r.Dirty() && !opt.IncludeDirty {
 				excluded[r.Hash+fmt.Sprint(r.Seed)] = true
 				continue
@@ -282,6 +287,7 @@ func EvaluateClaim(c ClaimSpec, set *ClaimSet, records []Record, opt ClaimOption
 		return v, err
 	}
 	v.Excluded = len(excluded)
+	v.ExcludedFailed = len(failed)
 	v.Seeds, v.Unpaired = pairSeeds(arms)
 	for _, a := range arms {
 		vals := make([]float64, len(v.Seeds))
@@ -429,6 +435,9 @@ func EvaluateClaim(c ClaimSpec, set *ClaimSet, records []Record, opt ClaimOption
 			v.Reason = "no records for " + strings.Join(empty, ", ")
 			if v.Excluded > 0 {
 				v.Reason += fmt.Sprintf(" (%d from a dirty tree excluded)", v.Excluded)
+			}
+			if v.ExcludedFailed > 0 {
+				v.Reason += fmt.Sprintf(" (%d failed runs excluded)", v.ExcludedFailed)
 			}
 		}
 	}

@@ -6,6 +6,7 @@ package reproduce
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"path/filepath"
@@ -96,6 +97,9 @@ func OPISRangeKey(lo, hi float64) string { return fmt.Sprintf("OPIS_far_%.0e_%.0
 //     FAR 1e-2 within each of the 20 evaluation alphabets, and the metric "fig1/dstar_spread",
 //     their standard deviation (seed 000 Fig. 1: the test distributions' thresholds).
 //   - "best/…": each evaluated metric's best value over training and its epoch (bestOverTraining).
+//
+// A run that diverges (*train.DivergedError) returns an *experiments.RunFailure with the step, so
+// the sweep stores a record marked failed instead of training it again on every resume.
 func TrainRunner(ctx context.Context, rs experiments.RunSpec, progress func(string)) (*experiments.Outcome, error) {
 	cfg, err := TrainConfig(rs.Config)
 	if err != nil {
@@ -103,6 +107,11 @@ func TrainRunner(ctx context.Context, rs experiments.RunSpec, progress func(stri
 	}
 	t0 := time.Now()
 	res, err := train.Run(ctx, cfg, rs.Dir, progressReporter(progress))
+	var diverged *train.DivergedError
+	if errors.As(err, &diverged) {
+		// A rerun would diverge again: the sweep stores a record marked failed at this step.
+		return nil, &experiments.RunFailure{Step: diverged.Step, Err: err}
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -1,0 +1,86 @@
+package experiments
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync/atomic"
+	"testing"
+)
+
+// TestFailedRecordsAreStoredSkippedAndExcluded: a runner's *RunFailure leaves a record marked
+// failed (with the step); a resume skips it, RetryFailed runs it again and the retry's record
+// replaces it; Select and GroupBy never return it, and a claim verdict counts it as excluded even
+// when it carries the metric.
+func TestFailedRecordsAreStoredSkippedAndExcluded(t *testing.T) {
+	s := mustParse(t, specYAML)
+	plan, _ := s.Resolve("small")
+	store := NewStore(t.TempDir())
+	var calls atomic.Int64
+	good := fakeRunner(&calls)
+	bad := plan.Runs[4].Hash
+	diverging := true
+	runner := func(ctx context.Context, r RunSpec, p func(string)) (*Outcome, error) {
+		if r.Hash == bad && diverging {
+			calls.Add(1)
+			return nil, &RunFailure{Step: 7, Err: errors.New("train: diverged at step 7: loss is NaN")}
+		}
+		return good(ctx, r, p)
+	}
+	opt := SweepOptions{Scale: "small", ExecOptions: ExecOptions{Runner: runner, Store: store, WorkDir: t.TempDir(), Workers: 2}}
+	_, sum, err := RunSweep(bg(), s, opt)
+	if err == nil || !strings.Contains(err.Error(), "stored as failed") || sum.StoredFailed != 1 || len(sum.Failed) != 1 || sum.Ran != 11 {
+		t.Fatalf("first sweep: %v, %+v", err, sum)
+	}
+	recs, _, _ := store.Load()
+	if len(recs) != 12 {
+		t.Fatalf("%d records, want 12 (one failed)", len(recs))
+	}
+	var f *Record
+	for i := range recs {
+		if recs[i].Failed != "" {
+			f = &recs[i]
+		}
+	}
+	if f == nil || f.Hash != bad || f.FailedStep != 7 || !strings.Contains(f.Failed, "diverged at step 7") || len(f.Metrics) != 0 {
+		t.Fatalf("failed record %+v", f)
+	}
+	if n := len(Select(recs, "small", nil)); n != 11 {
+		t.Errorf("Select returned %d records, want the 11 that finished", n)
+	}
+	n := 0
+	for _, g := range GroupBy(recs, []string{"loss.name"}) {
+		n += len(g.Records)
+	}
+	if n != 11 {
+		t.Errorf("GroupBy grouped %d records, want 11", n)
+	}
+
+	calls.Store(0)
+	if _, sum, err = RunSweep(bg(), s, opt); err != nil || calls.Load() != 0 || sum.Skipped != 12 || sum.SkippedFailed != 1 {
+		t.Fatalf("resume: %v, %d calls, %+v", err, calls.Load(), sum)
+	}
+	diverging = false
+	opt.RetryFailed = true
+	if _, sum, err = RunSweep(bg(), s, opt); err != nil || calls.Load() != 1 || sum.Ran != 1 || sum.Skipped != 11 {
+		t.Fatalf("retry: %v, %d calls, %+v", err, calls.Load(), sum)
+	}
+	checkStoreComplete(t, store, plan) // the retry's record replaced the failed one
+}
+
+func TestVerdictCountsFailedRecords(t *testing.T) {
+	recs := join(armRecs("B", 10, 10, 10, 10), armRecs("T", 12, 13, 14))
+	f := claimRec("T", nil, 3, 100, false)
+	f.Failed, f.FailedStep = "train: diverged at step 3", 3
+	recs = append(recs, f)
+	v, err := EvaluateClaim(better("higher"), nil, recs, ClaimOptions{IncludeDirty: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(v.Seeds) != 3 || v.ExcludedFailed != 1 || v.Excluded != 0 || v.Arms[1].Mean != 13 {
+		t.Fatalf("seeds %v, excluded failed %d dirty %d, arms %+v", v.Seeds, v.ExcludedFailed, v.Excluded, v.Arms)
+	}
+	if eff, err := CompareSettings(recs, "arm", "B", "T", "m", false); err != nil || len(eff.Seeds) != 3 {
+		t.Fatalf("CompareSettings used the failed record: %+v, %v", eff, err)
+	}
+}
