@@ -67,6 +67,9 @@ type CorruptConfig struct {
 	// mnist for Omniglot); they are resized to the training images' size.
 	ImagePool string `yaml:"image_pool" doc:"registered image dataset supplying the out-of-distribution images"`
 	Seed      uint64 `yaml:"seed" doc:"seed of the corruption (0: the run seed)"`
+	// ValAfterCorruption carves data.val_classes from the corrupted training set; by default the
+	// validation classes are carved first and stay clean (data.Prepare).
+	ValAfterCorruption bool `yaml:"val_after_corruption" doc:"carve the validation classes after the corruption (default: before, clean)"`
 }
 
 // LossConfig is the loss: either one named loss, or a weighted sum of terms.

@@ -213,6 +213,7 @@ func (s *subset) Fill(idx []int, d []float32) {
 type sets struct {
 	train, val, test Set
 	corruptions      []*data.Corruption
+	prepared         bool // class limits and validation split already applied (data.Prepare)
 }
 
 func classesOf(s Set) []int32 {
@@ -228,54 +229,27 @@ func classesOf(s Set) []int32 {
 	return out
 }
 
-// corrupt applies data.corrupt to the training images, appending its records.
-func corrupt(cfg *Config, train *data.Images, records *[]*data.Corruption) (*data.Images, error) {
+// imagePool loads the out-of-distribution images of data.corrupt.image_pool (nil without image
+// noise).
+func imagePool(cfg *Config) (*data.Images, error) {
 	k := cfg.Data.Corrupt
-	seed := k.Seed
-	if seed == 0 {
-		seed = uint64(cfg.Seed)
+	if !(k.ImageNoise > 0) {
+		return nil, nil
 	}
-	if k.LabelNoise > 0 {
-		noisy, c, err := data.LabelNoiseImages(train, k.LabelNoise, seed)
-		if err != nil {
-			return nil, fmt.Errorf("data.corrupt.label_noise: %w", err)
-		}
-		train = noisy
-		*records = append(*records, c)
+	fn, ok := lookupDataset(k.ImagePool)
+	if !ok {
+		return nil, fmt.Errorf("data.corrupt.image_pool: unknown image dataset %q", k.ImagePool)
 	}
-	if k.ImageNoise > 0 {
-		fn, ok := lookupDataset(k.ImagePool)
-		if !ok {
-			return nil, fmt.Errorf("data.corrupt.image_pool: unknown image dataset %q", k.ImagePool)
-		}
-		ps, err := fn(nil)
-		if err != nil {
-			return nil, fmt.Errorf("data.corrupt.image_pool %s: %w", k.ImagePool, err)
-		}
-		pool := ps.Train
-		if pool.H != train.H || pool.W != train.W {
-			if pool.H != pool.W || train.H != train.W {
-				return nil, fmt.Errorf("data.corrupt.image_pool: %s images are %dx%d, training images %dx%d; only square images are resized", k.ImagePool, pool.H, pool.W, train.H, train.W)
-			}
-			if pool, err = data.ResizeImages(pool, train.H); err != nil {
-				return nil, fmt.Errorf("data.corrupt.image_pool: %w", err)
-			}
-		}
-		if pool.C != train.C {
-			return nil, fmt.Errorf("data.corrupt.image_pool: %s has %d channels, training images %d", k.ImagePool, pool.C, train.C)
-		}
-		noisy, c, err := data.ImageNoise(train, pool, k.ImageNoise, seed)
-		if err != nil {
-			return nil, fmt.Errorf("data.corrupt.image_noise: %w", err)
-		}
-		train = noisy
-		*records = append(*records, c)
+	ps, err := fn(nil)
+	if err != nil {
+		return nil, fmt.Errorf("data.corrupt.image_pool %s: %w", k.ImagePool, err)
 	}
-	return train, nil
+	return ps.Train, nil
 }
 
-// loadData resolves the configured dataset and applies class limits, the corruption harness and
-// the validation split.
+// loadData resolves the configured dataset and prepares it: for image datasets in one pass by
+// data.Prepare (class limits, validation split, corruptions — in the order it states), for
+// feature and file-backed datasets the class limits and validation split on their sets.
 func loadData(cfg *Config) (*sets, error) {
 	out := &sets{}
 	if fn, ok := lookupDataset(cfg.Data.Name); ok {
@@ -293,23 +267,32 @@ func loadData(cfg *Config) (*sets, error) {
 				}
 			}
 		}
-		trainImages := s.Train
-		if n := cfg.Data.MaxTrainClasses; n > 0 && n < trainImages.NumClasses() {
-			// Limited data (seed 004 §4.4) is recorded like the other corruptions.
-			limited, c, err := data.LimitClasses(trainImages, n)
-			if err != nil {
-				return nil, fmt.Errorf("data.max_train_classes: %w", err)
-			}
-			trainImages = limited
-			out.corruptions = append(out.corruptions, c)
-		}
-		if trainImages, err = corrupt(cfg, trainImages, &out.corruptions); err != nil {
+		pool, err := imagePool(cfg)
+		if err != nil {
 			return nil, err
 		}
-		out.train, out.test = ImageSet{trainImages}, ImageSet{s.Test}
-		if s.Val != nil {
-			out.val = ImageSet{s.Val}
+		k := cfg.Data.Corrupt
+		corruptSeed := k.Seed
+		if corruptSeed == 0 {
+			corruptSeed = uint64(cfg.Seed)
 		}
+		// One pass (data.Prepare): class limits, the validation split, then the corruptions
+		// (data.corrupt.val_after_corruption puts the split after them).
+		p, err := data.Prepare(s, data.PrepareOptions{
+			MaxTrainClasses: cfg.Data.MaxTrainClasses, MaxTestClasses: cfg.Data.MaxTestClasses,
+			ValClasses: cfg.Data.ValClasses, ValSeed: uint64(cfg.Seed),
+			LabelNoise: k.LabelNoise, ImageNoise: k.ImageNoise, ImagePool: pool, CorruptSeed: corruptSeed,
+			ValAfterCorruption: k.ValAfterCorruption,
+		})
+		if err != nil {
+			return nil, err
+		}
+		out.corruptions = p.Corruptions
+		out.train, out.test = ImageSet{p.Train}, ImageSet{p.Test}
+		if p.Val != nil {
+			out.val = ImageSet{p.Val}
+		}
+		out.prepared = true
 	} else if sfn, ok := lookupSetDataset(cfg.Data.Name); ok {
 		if err := loadSetDataset(cfg, sfn, out); err != nil {
 			return nil, err
@@ -341,27 +324,24 @@ func loadData(cfg *Config) (*sets, error) {
 			out.val = s.Val
 		}
 	}
-	if n := cfg.Data.MaxTrainClasses; n > 0 {
-		out.train = firstClasses(out.train, n)
-	}
-	if n := cfg.Data.MaxTestClasses; n > 0 {
-		out.test = firstClasses(out.test, n)
-	}
-	if f := cfg.Data.ValClasses; f > 0 {
-		classes := classesOf(out.train)
-		r := rand.New(rand.NewPCG(uint64(cfg.Seed), 0x7a1))
-		r.Shuffle(len(classes), func(i, j int) { classes[i], classes[j] = classes[j], classes[i] })
-		nv := int(math.Ceil(f * float64(len(classes))))
-		if nv >= len(classes) {
-			return nil, fmt.Errorf("data.val_classes: %g of %d classes leaves none for training", f, len(classes))
+	// Feature and file-backed datasets take the same class limits and validation split
+	// (data.ValClassSplit) on their sets; image datasets had them in data.Prepare.
+	if !out.prepared {
+		if n := cfg.Data.MaxTrainClasses; n > 0 {
+			out.train = firstClasses(out.train, n)
 		}
-		val := map[int32]bool{}
-		for _, c := range classes[:nv] {
-			val[c] = true
+		if n := cfg.Data.MaxTestClasses; n > 0 {
+			out.test = firstClasses(out.test, n)
 		}
-		tr := out.train
-		out.val = newSubset(tr, func(l int32) bool { return val[l] })
-		out.train = newSubset(tr, func(l int32) bool { return !val[l] })
+		if f := cfg.Data.ValClasses; f > 0 {
+			val, err := data.ValClassSplit(classesOf(out.train), f, uint64(cfg.Seed))
+			if err != nil {
+				return nil, err
+			}
+			tr := out.train
+			out.val = newSubset(tr, func(l int32) bool { return val[l] })
+			out.train = newSubset(tr, func(l int32) bool { return !val[l] })
+		}
 	}
 	h1, w1, c1 := out.train.Dims()
 	h2, w2, c2 := out.test.Dims()

@@ -1,0 +1,147 @@
+package data
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+)
+
+// PrepareOptions says how [Prepare] turns a loaded [Split] into the sets a run trains and is
+// evaluated on. Zero values switch a step off.
+type PrepareOptions struct {
+	// MaxTrainClasses keeps the first n training classes (the n smallest labels; limited data,
+	// seed 004 §4.4), recorded as a "limited-classes" corruption. MaxTestClasses keeps the first n
+	// test classes.
+	MaxTrainClasses, MaxTestClasses int
+	// ValClasses holds out ⌈ValClasses·K⌉ of the K training classes as the validation set, chosen
+	// by [ValClassSplit] with ValSeed (hyper-parameters are tuned on them, never on test classes).
+	ValClasses float64
+	ValSeed    uint64
+	// LabelNoise and ImageNoise corrupt that fraction of the training images ([LabelNoiseImages],
+	// [ImageNoise] with ImagePool, resized to the training size when both are square), with
+	// CorruptSeed.
+	LabelNoise, ImageNoise float64
+	ImagePool              *Images
+	CorruptSeed            uint64
+	// ValAfterCorruption carves the validation classes from the corrupted training set (the
+	// validation set then holds corrupted images too). By default the validation classes are
+	// carved first, so that tuning sees clean data and the noise rates apply to the training
+	// images proper.
+	ValAfterCorruption bool
+}
+
+// Prepared is the outcome of [Prepare].
+type Prepared struct {
+	Train, Val, Test *Images
+	Corruptions      []*Corruption // in the order applied
+	ValClasses       []int32       // the held-out classes, ascending (nil without ValClasses)
+}
+
+// Prepare applies, in one place and in this order: the class limits (MaxTrainClasses, recorded;
+// MaxTestClasses), the validation split (ValClasses), label noise, image noise — or the two
+// corruptions before the validation split with ValAfterCorruption. The loader's own validation
+// set (s.Val) is kept unless ValClasses replaces it. s is not modified. Errors name the option.
+func Prepare(s *Split, o PrepareOptions) (*Prepared, error) {
+	if s == nil || s.Train == nil || s.Test == nil {
+		return nil, fmt.Errorf("data: prepare: no train or test set")
+	}
+	out := &Prepared{Train: s.Train, Val: s.Val, Test: s.Test}
+	if n := o.MaxTrainClasses; n > 0 && n < out.Train.NumClasses() {
+		limited, c, err := LimitClasses(out.Train, n)
+		if err != nil {
+			return nil, fmt.Errorf("data.max_train_classes: %w", err)
+		}
+		out.Train = limited
+		out.Corruptions = append(out.Corruptions, c)
+	}
+	if n := o.MaxTestClasses; n > 0 {
+		if cl := out.Test.Classes(); n < len(cl) {
+			last := cl[n-1]
+			out.Test = out.Test.FilterClasses(func(l int32) bool { return l <= last })
+		}
+	}
+	split := func() error {
+		if !(o.ValClasses > 0) {
+			return nil
+		}
+		val, err := ValClassSplit(out.Train.Classes(), o.ValClasses, o.ValSeed)
+		if err != nil {
+			return err
+		}
+		tr := out.Train
+		out.Val = tr.FilterClasses(func(l int32) bool { return val[l] })
+		out.Train = tr.FilterClasses(func(l int32) bool { return !val[l] })
+		out.ValClasses = nil
+		for l := range val {
+			out.ValClasses = append(out.ValClasses, l)
+		}
+		slices.Sort(out.ValClasses)
+		return nil
+	}
+	if !o.ValAfterCorruption {
+		if err := split(); err != nil {
+			return nil, err
+		}
+	}
+	if o.LabelNoise > 0 {
+		noisy, c, err := LabelNoiseImages(out.Train, o.LabelNoise, o.CorruptSeed)
+		if err != nil {
+			return nil, fmt.Errorf("data.corrupt.label_noise: %w", err)
+		}
+		out.Train = noisy
+		out.Corruptions = append(out.Corruptions, c)
+	}
+	if o.ImageNoise > 0 {
+		pool := o.ImagePool
+		if pool == nil {
+			return nil, fmt.Errorf("data.corrupt.image_pool: image noise needs a pool of images")
+		}
+		tr := out.Train
+		if pool.H != tr.H || pool.W != tr.W {
+			if pool.H != pool.W || tr.H != tr.W {
+				return nil, fmt.Errorf("data.corrupt.image_pool: %s images are %dx%d, training images %dx%d; only square images are resized", pool.Name, pool.H, pool.W, tr.H, tr.W)
+			}
+			var err error
+			if pool, err = ResizeImages(pool, tr.H); err != nil {
+				return nil, fmt.Errorf("data.corrupt.image_pool: %w", err)
+			}
+		}
+		if pool.C != tr.C {
+			return nil, fmt.Errorf("data.corrupt.image_pool: %s has %d channels, training images %d", pool.Name, pool.C, tr.C)
+		}
+		noisy, c, err := ImageNoise(tr, pool, o.ImageNoise, o.CorruptSeed)
+		if err != nil {
+			return nil, fmt.Errorf("data.corrupt.image_noise: %w", err)
+		}
+		out.Train = noisy
+		out.Corruptions = append(out.Corruptions, c)
+	}
+	if o.ValAfterCorruption {
+		if err := split(); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// ValClassSplit chooses the validation classes among classes (ascending, distinct): it shuffles
+// them with a PCG generator seeded (seed, 0x7a1) and takes the first ⌈frac·K⌉. It is an error when
+// that leaves no training class.
+func ValClassSplit(classes []int32, frac float64, seed uint64) (map[int32]bool, error) {
+	if !(frac > 0) || frac >= 1 || math.IsNaN(frac) {
+		return nil, fmt.Errorf("data.val_classes: %g: want a fraction in (0, 1)", frac)
+	}
+	cl := slices.Clone(classes)
+	r := rand.New(rand.NewPCG(seed, 0x7a1))
+	r.Shuffle(len(cl), func(i, j int) { cl[i], cl[j] = cl[j], cl[i] })
+	nv := int(math.Ceil(frac * float64(len(cl))))
+	if nv >= len(cl) {
+		return nil, fmt.Errorf("data.val_classes: %g of %d classes leaves none for training", frac, len(cl))
+	}
+	val := make(map[int32]bool, nv)
+	for _, c := range cl[:nv] {
+		val[c] = true
+	}
+	return val, nil
+}
