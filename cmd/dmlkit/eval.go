@@ -29,7 +29,8 @@ func runEval(args []string, stdout, stderr io.Writer) error {
 	camPath := fs.String("cams", "", "camera ids [N] (.npy) for re-identification (needs --query-mask)")
 	pairsPath := fs.String("pairs", "", "verification pairs [P, 3] (.npy int: i, j, same) for AUC, TAR@FAR, 10-fold accuracy")
 	kList := fs.String("k", "1,2,4,8,16,32", "comma-separated k for R@k and Recall@k (the default list stops at the candidates per query; a k given here beyond them is an error)")
-	mapK := fs.String("map-at-k", "", "comma-separated k for mAP@k")
+	mapK := fs.String("map-at-k", "", "comma-separated k for mAP@k (divided by min(k, |P|))")
+	conv := fs.String("map-convention", "", "comma-separated peer conventions to add: oml (oml/mAP@k ÷ hits in the top k, oml/P@k ÷ min(k, |P|)), pml (pml/mAP@k ÷ |P|, pml/P@k ÷ k); mAP@k at --map-at-k (else --k), P@k at --k")
 	noNorm := fs.Bool("no-normalize", false, "use embeddings as given (inner product) instead of L2-normalising them")
 	noOPIS := fs.Bool("no-opis", false, "skip OPIS and ε-OPIS")
 	farMin := fs.Float64("far-min", metrics.OPISDefaultFARMin, "OPIS calibration range: lowest FAR")
@@ -111,6 +112,15 @@ func runEval(args []string, stdout, stderr io.Writer) error {
 	if *mapK != "" {
 		if opt.MAPAtK, err = parseInts(*mapK, "map-at-k"); err != nil {
 			return err
+		}
+	}
+	if *conv != "" {
+		for _, c := range strings.Split(*conv, ",") {
+			pc, err := metrics.ParseConvention(strings.TrimSpace(c))
+			if err != nil {
+				return fmt.Errorf("--map-convention: %q: want oml or pml", c)
+			}
+			opt.Peers = append(opt.Peers, pc)
 		}
 	}
 	if *rerankK > 0 {

@@ -124,3 +124,41 @@ func TestEvalNothingSilentlyDropped(t *testing.T) {
 		t.Errorf("R@k keys in order %v, want R@1 R@2 R@3", order)
 	}
 }
+
+// TestEvalMapConventions: --map-convention oml,pml adds OML's and PML's mAP@k and precision@k on the
+// 5-point case of metrics.TestRetrievalHandWorked (angles 0, 10, 25, 55, 105°; labels 0, 0, 1, 1, 0):
+// mAP@2 ÷ min(k, |P|) 0.4, as OML (÷ hits in the top 2) 0.6, as PML (÷ |P|) 0.4; P@2 as OML
+// (÷ min(k, |P|)) 0.4, as PML (÷ k) 0.3.
+func TestEvalMapConventions(t *testing.T) {
+	dir := t.TempDir()
+	var emb []float32
+	for _, a := range []float64{0, 10, 25, 55, 105} {
+		r := a * math.Pi / 180
+		emb = append(emb, float32(math.Cos(r)), float32(math.Sin(r)))
+	}
+	e, l := filepath.Join(dir, "e.npy"), filepath.Join(dir, "y.npy")
+	if err := npy.Write(e, emb, 5, 2); err != nil {
+		t.Fatal(err)
+	}
+	if err := npy.Write(l, []int64{0, 0, 1, 1, 0}); err != nil {
+		t.Fatal(err)
+	}
+	var out, errb bytes.Buffer
+	args := []string{"eval", "--emb", e, "--labels", l, "--k", "2,4", "--map-at-k", "2,4", "--no-opis", "--no-cluster", "--json"}
+	if code := run(append(args, "--map-convention", "oml,pml"), &out, &errb); code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	var m map[string]float64
+	if err := json.Unmarshal(out.Bytes(), &m); err != nil {
+		t.Fatal(err)
+	}
+	for k, want := range map[string]float64{"mAP@2": 0.4, "oml/mAP@2": 0.6, "pml/mAP@2": 0.4, "oml/mAP@4": 0.65, "pml/mAP@4": 0.65, "oml/P@2": 0.4, "pml/P@2": 0.3} {
+		if got, ok := m[k]; !ok || math.Abs(got-want) > 1e-9 {
+			t.Errorf("%s = %v (present %v), want %v", k, got, ok, want)
+		}
+	}
+	errb.Reset()
+	if code := run(append(args, "--map-convention", "faiss"), &out, &errb); code != 1 || !strings.Contains(errb.String(), "want oml or pml") {
+		t.Errorf("--map-convention faiss: exit %d, %s", code, errb.String())
+	}
+}

@@ -36,6 +36,9 @@ type Inputs struct {
 type Options struct {
 	K         []int // R@k / Recall@k cutoffs (default 1, 2, 4, 8, 16, 32)
 	MAPAtK    []int // mAP@k cutoffs (default none)
+	// Peers adds mAP@k and precision@k as OML and/or PML define them (oml/…, pml/… keys; see
+	// metrics.Options.Peers). Not with Cameras (re-identification has its own mAP).
+	Peers []metrics.Convention
 	NoFullMAP bool  // skip the exact full-ranking mAP
 	// NoNormalize evaluates the embeddings as given (inner product); by default rows are
 	// L2-normalised first, so similarities are cosines.
@@ -77,6 +80,9 @@ func Run(in Inputs, opt Options) (*Result, error) {
 	if in.Cameras != nil && in.QueryMask == nil {
 		return nil, fmt.Errorf("evaluate: camera ids need a query mask (re-identification is query/gallery)")
 	}
+	if in.Cameras != nil && len(opt.Peers) > 0 {
+		return nil, fmt.Errorf("evaluate: the OML/PML conventions (Peers) apply to retrieval, not to re-identification with camera ids")
+	}
 	emb := in.Emb
 	sim := metrics.InnerProduct
 	if !opt.NoNormalize {
@@ -100,7 +106,7 @@ func Run(in Inputs, opt Options) (*Result, error) {
 	// Retrieval.
 	switch {
 	case in.QueryMask == nil:
-		ro := metrics.Options{K: clampK(ks, in.N-1), MAPAtK: opt.MAPAtK, Similarity: sim, FullMAP: !opt.NoFullMAP,
+		ro := metrics.Options{K: clampK(ks, in.N-1), MAPAtK: opt.MAPAtK, Peers: opt.Peers, Similarity: sim, FullMAP: !opt.NoFullMAP,
 			Coarse: in.Coarse, Rerank: opt.Rerank, Progress: progress("retrieval")}
 		m, err := metrics.Retrieval(emb, in.N, in.D, in.Labels, ro)
 		if err != nil {
@@ -120,7 +126,7 @@ func Run(in Inputs, opt Options) (*Result, error) {
 			}
 			maps.Copy(out.Metrics, m)
 		} else {
-			ro := metrics.Options{K: clampK(ks, g.n), MAPAtK: opt.MAPAtK, Similarity: sim, FullMAP: !opt.NoFullMAP, Progress: progress("retrieval")}
+			ro := metrics.Options{K: clampK(ks, g.n), MAPAtK: opt.MAPAtK, Peers: opt.Peers, Similarity: sim, FullMAP: !opt.NoFullMAP, Progress: progress("retrieval")}
 			if in.Coarse != nil {
 				ro.Coarse, ro.GalleryCoarse = q.coarse, g.coarse
 			}

@@ -16,8 +16,9 @@
 //
 // Retrieval (self-retrieval, leave-one-out) and RetrievalQG (query/gallery, In-Shop style) return a map with
 // keys as papers write them: R@k (hit rate), Recall@k (fraction of positives, seed 003 Eq. 1), MAP@R and
-// R-Precision (Musgrave et al. 2020), mAP@k (OML convention), exact full-ranking mAP, hierarchical HR@k, and
-// ctx/… after contextual re-ranking (seed 004 App. I.5). Options documents every definition. Queries without
+// R-Precision (Musgrave et al. 2020), mAP@k (÷ min(k, |P|)), exact full-ranking mAP, hierarchical HR@k, and
+// ctx/… after contextual re-ranking (seed 004 App. I.5); on request (Options.Peers) mAP@k and precision@k as
+// OML and PML define them (oml/…, pml/…). Options documents every definition. Queries without
 // positives are skipped and counted (n_skipped), never NaN. PositiveCounts gives R = |P| per query from the
 // labels alone.
 //

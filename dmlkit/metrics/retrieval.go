@@ -16,10 +16,22 @@ import (
 //	             (seed 003 Eq. 1 — divided by |P|, not by min(k, |P|)).
 //	MAP@R        (1/R) Σ_{i≤R} P@i·rel_i with R = |P| (Musgrave et al. 2020, PML AccuracyCalculator).
 //	R-Precision  |P ∩ top-R| / R (same source).
-//	mAP@k        (1/min(k, |P|)) Σ_{i≤k} P@i·rel_i — the OML convention; PML instead divides by the number
-//	             of positives found in the top k, which rewards retrieving fewer positives (PML #240, #290).
+//	mAP@k        (1/min(k, |P|)) Σ_{i≤k} P@i·rel_i: a perfect ranking scores 1 whatever k and |P| (the
+//	             common recommender-systems mAP@k; OML's calc_map used it before Feb 2023). Neither peer
+//	             divides this way today; their conventions are the keys below, on request (Peers).
 //	mAP          full-ranking average precision (1/|P|) Σ_{p∈P} (#positives ranked ≤ p)/rank(p), exact, only
 //	             when FullMAP is set (it tracks every positive's rank during the search).
+//	oml/mAP@k    OML's map@k (oml.functional.metrics.calc_map since Feb 2023): (1/n_k) Σ_{i≤k} P@i·rel_i with
+//	             n_k the positives found in the top k (0 when none is found). It does not fall when positives
+//	             are missing from the top k: a query with one hit at rank 1 scores 1 whatever |P|.
+//	pml/mAP@k    PML's mean_average_precision (AccuracyCalculator(k=k)): (1/R) Σ_{i≤k} P@i·rel_i with R = |P|,
+//	             the number of positives (count_per_query), not capped at k: with |P| > k even a perfect
+//	             ranking scores k/|P|.
+//	oml/P@k      OML's precision@k (calc_precision): |P ∩ top-k| / min(k, |P|).
+//	pml/P@k      PML's precision_at_k: |P ∩ top-k| / k.
+//	             The peer keys come only with Options.Peers: mAP@k at the MAPAtK cutoffs (at K when MAPAtK
+//	             is empty), P@k at K. Queries without positives are left out as everywhere here (PML does
+//	             the same; OML would count such a query as 0).
 //	HR@k         hierarchical hit rate, only when coarse labels are given: fraction of queries with at least one
 //	             reference of the same coarse label (SOP super-class, Omniglot alphabet) among the top k.
 //	ctx/…        the same keys after contextual re-ranking (Rerank), self-retrieval only.
@@ -37,6 +49,9 @@ type Options struct {
 	K []int
 	// MAPAtK lists the cutoffs for mAP@k (default none).
 	MAPAtK []int
+	// Peers adds the keys of other libraries' conventions: ConventionOML (oml/mAP@k, oml/P@k) and
+	// ConventionPML (pml/mAP@k, pml/P@k), see the key list above.
+	Peers []Convention
 	// Similarity is the scoring rule (default Cosine).
 	Similarity Similarity
 	// FullMAP adds the exact full-ranking "mAP" key.
@@ -50,6 +65,27 @@ type Options struct {
 	Workers              int
 	QueryBlock, RefBlock int
 	Progress             func(done, total int)
+}
+
+// Convention names a peer library's definition of mAP@k and precision@k ([Options].Peers).
+type Convention string
+
+const (
+	// ConventionOML is open-metric-learning's (oml.functional.metrics): map@k divides by the
+	// positives found in the top k, precision@k by min(k, |P|).
+	ConventionOML Convention = "oml"
+	// ConventionPML is pytorch-metric-learning's (AccuracyCalculator): mean_average_precision
+	// divides by R = |P|, precision_at_k by k.
+	ConventionPML Convention = "pml"
+)
+
+// ParseConvention returns the convention named s ("oml" or "pml").
+func ParseConvention(s string) (Convention, error) {
+	switch c := Convention(s); c {
+	case ConventionOML, ConventionPML:
+		return c, nil
+	}
+	return "", fmt.Errorf("metrics: unknown convention %q: want oml or pml", s)
 }
 
 func (o *Options) ks() []int {
@@ -161,7 +197,12 @@ func retrievalRun(q []float32, nq int, r []float32, nr int, d int, qLab, rLab, q
 	if err != nil {
 		return nil, err
 	}
-	res, err := RetrievalFromNeighbors(nb, qLab, rLab, qCoarse, rCoarse, self, ks, opt.MAPAtK)
+	for _, c := range opt.Peers {
+		if _, err := ParseConvention(string(c)); err != nil {
+			return nil, err
+		}
+	}
+	res, err := RetrievalFromNeighbors(nb, qLab, rLab, qCoarse, rCoarse, self, ks, opt.MAPAtK, opt.Peers...)
 	if err != nil {
 		return nil, err
 	}
@@ -174,7 +215,7 @@ func retrievalRun(q []float32, nq int, r []float32, nr int, d int, qLab, rLab, q
 		if err != nil {
 			return nil, err
 		}
-		res2, err := RetrievalFromNeighbors(rr, qLab, rLab, qCoarse, rCoarse, self, ks, opt.MAPAtK)
+		res2, err := RetrievalFromNeighbors(rr, qLab, rLab, qCoarse, rCoarse, self, ks, opt.MAPAtK, opt.Peers...)
 		if err != nil {
 			return nil, err
 		}
@@ -213,8 +254,9 @@ func knnFullMAP(pr *knnPosRanks, nq int) (float64, int) {
 // RetrievalFromNeighbors computes R@k, Recall@k, MAP@R, R-Precision, mAP@k (and HR@k when coarse labels are
 // given) from precomputed neighbour lists. nb must hold at least max(k) neighbours and, for MAP@R, at least
 // R of every query; selfIncluded says query i is reference i (excluded from its own list and from its
-// positives). See Options for the definitions and keys.
-func RetrievalFromNeighbors(nb *Neighbors, qLab, rLab, qCoarse, rCoarse []int64, selfIncluded bool, ks, mapAtK []int) (map[string]float64, error) {
+// positives). peers adds the keys of those conventions (Options.Peers). See Options for the
+// definitions and keys.
+func RetrievalFromNeighbors(nb *Neighbors, qLab, rLab, qCoarse, rCoarse []int64, selfIncluded bool, ks, mapAtK []int, peers ...Convention) (map[string]float64, error) {
 	if len(qLab) != nb.NQ {
 		return nil, fmt.Errorf("metrics: %d query labels for %d neighbour lists", len(qLab), nb.NQ)
 	}
@@ -232,6 +274,21 @@ func RetrievalFromNeighbors(nb *Neighbors, qLab, rLab, qCoarse, rCoarse []int64,
 	rec := make([]float64, len(ks))
 	hhit := make([]float64, len(ks))
 	mapk := make([]float64, len(mapAtK))
+	peerMapK := mapAtK
+	if len(peerMapK) == 0 {
+		peerMapK = ks
+	}
+	var omlMap, pmlMap, omlP, pmlP []float64
+	for _, c := range peers {
+		switch c {
+		case ConventionOML:
+			omlMap, omlP = make([]float64, len(peerMapK)), make([]float64, len(ks))
+		case ConventionPML:
+			pmlMap, pmlP = make([]float64, len(peerMapK)), make([]float64, len(ks))
+		default:
+			return nil, fmt.Errorf("metrics: unknown convention %q: want oml or pml", c)
+		}
+	}
 	var mapr, rprec float64
 	used, usedCoarse, skipped, skippedCoarse := 0, 0, 0, 0
 	for i := 0; i < nb.NQ; i++ {
@@ -284,11 +341,27 @@ func RetrievalFromNeighbors(nb *Neighbors, qLab, rLab, qCoarse, rCoarse []int64,
 						hit[u]++
 					}
 					rec[u] += float64(found) / float64(P)
+					if omlP != nil {
+						omlP[u] += float64(found) / float64(min(k, P))
+					}
+					if pmlP != nil {
+						pmlP[u] += float64(found) / float64(k)
+					}
 				}
 			}
 			for u, k := range mapAtK {
 				if k == n {
 					mapk[u] += apSum / float64(min(k, P))
+				}
+			}
+			for u, k := range peerMapK {
+				if k == n {
+					if omlMap != nil && found > 0 {
+						omlMap[u] += apSum / float64(found)
+					}
+					if pmlMap != nil {
+						pmlMap[u] += apSum / float64(P)
+					}
 				}
 			}
 		}
@@ -311,6 +384,22 @@ func RetrievalFromNeighbors(nb *Neighbors, qLab, rLab, qCoarse, rCoarse []int64,
 	}
 	for j, k := range mapAtK {
 		res["mAP@"+strconv.Itoa(k)] = mapk[j] / u
+	}
+	for j, k := range peerMapK {
+		if omlMap != nil {
+			res["oml/mAP@"+strconv.Itoa(k)] = omlMap[j] / u
+		}
+		if pmlMap != nil {
+			res["pml/mAP@"+strconv.Itoa(k)] = pmlMap[j] / u
+		}
+	}
+	for j, k := range ks {
+		if omlP != nil {
+			res["oml/P@"+strconv.Itoa(k)] = omlP[j] / u
+		}
+		if pmlP != nil {
+			res["pml/P@"+strconv.Itoa(k)] = pmlP[j] / u
+		}
 	}
 	res["MAP@R"] = mapr / u
 	res["R-Precision"] = rprec / u
