@@ -1,0 +1,254 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"strings"
+
+	"github.com/dmlkit/dmlkit/dmlkit/models"
+	"github.com/dmlkit/dmlkit/dmlkit/train"
+)
+
+func init() {
+	register("bench", "time training steps of one case (smallcnn, resnet50, vit_b16, rsk_multistage) through train.RunWithOptions", runBench)
+	register("torchargs", "print the scripts/gpucheck_torch.py arguments of the same case", runTorchArgs)
+	train.RegisterSetDataset(synthName, synthDataset)
+}
+
+// synthName is the synthetic image dataset this command registers with dmlkit/train: random
+// pixels (a fixed random pool, sliced per image, so filling a batch is a memory copy), classes of
+// per_class images, any size. It stands in for the image datasets, which a GPU machine lacks.
+const synthName = "gpucheck-synthetic"
+
+type synthSet struct {
+	n, size, c int
+	labels     []int32
+	pool       []float32
+}
+
+func (s *synthSet) Len() int              { return s.n }
+func (s *synthSet) Dims() (int, int, int) { return s.size, s.size, s.c }
+func (s *synthSet) Labels() []int32       { return s.labels }
+func (s *synthSet) Coarse() []int32       { return nil }
+func (s *synthSet) Fill(idx []int, dst []float32) {
+	sz := s.size * s.size * s.c
+	span := len(s.pool) - sz
+	for k, i := range idx {
+		off := (i * 7919) % span
+		copy(dst[k*sz:(k+1)*sz], s.pool[off:off+sz])
+	}
+}
+
+func newSynthSet(classes, perClass, size, c int, seed uint64) *synthSet {
+	s := &synthSet{n: classes * perClass, size: size, c: c}
+	s.labels = make([]int32, s.n)
+	for i := range s.labels {
+		s.labels[i] = int32(i / perClass)
+	}
+	r := rand.New(rand.NewPCG(seed, 256))
+	s.pool = make([]float32, size*size*c+(1<<16)+1)
+	for i := range s.pool {
+		s.pool[i] = float32(r.NormFloat64())
+	}
+	return s
+}
+
+// synthDataset reads the options size, channels, classes, per_class, test_classes (ints).
+func synthDataset(opts map[string]any, seed int64) (*train.SetSplit, error) {
+	get := func(k string, def int) (int, error) {
+		v, ok := opts[k]
+		if !ok {
+			return def, nil
+		}
+		switch x := v.(type) {
+		case int:
+			return x, nil
+		case int64:
+			return int(x), nil
+		case float64:
+			return int(x), nil
+		}
+		return 0, fmt.Errorf("data.options.%s: %v: want an integer", k, v)
+	}
+	var vals [5]int
+	for i, kd := range []struct {
+		k string
+		d int
+	}{{"size", 224}, {"channels", 3}, {"classes", 64}, {"per_class", 4}, {"test_classes", 16}} {
+		v, err := get(kd.k, kd.d)
+		if err != nil {
+			return nil, err
+		}
+		if v <= 0 {
+			return nil, fmt.Errorf("data.options.%s: %d: want > 0", kd.k, v)
+		}
+		vals[i] = v
+	}
+	size, c, classes, per, testClasses := vals[0], vals[1], vals[2], vals[3], vals[4]
+	return &train.SetSplit{
+		Train: newSynthSet(classes, per, size, c, uint64(seed)+1),
+		Test:  newSynthSet(testClasses, 4, size, c, uint64(seed)+2),
+	}, nil
+}
+
+// benchCase is one timed training workload; the same parameters go to gpucheck_torch.py.
+type benchCase struct {
+	Name     string         `json:"name"`
+	Backbone string         `json:"backbone"`
+	Batch    int            `json:"batch"`
+	Size     int            `json:"size"`
+	Channels int            `json:"channels"`
+	Chunk    int            `json:"multistage_chunk,omitempty"`
+	Steps    int            `json:"steps"` // including the first (compiling) step
+	Dim      int            `json:"dim"`
+	Loss     string         `json:"loss"`
+	LossSet  map[string]any `json:"loss_set,omitempty"`
+	FrozenBN bool           `json:"frozen_bn"`
+}
+
+// benchCases are issue 22's workloads: the small CNN at batch 256 (28×28 grey), ResNet-50 at
+// 224² batch 64, ViT-B/16 at 224² batch 64 (contrastive loss, Adam), and RS@k multistage at batch
+// 4,000 in chunks of 500 on ResNet-50 (frozen BN, as the TCM full-scale spec; max_class_size = 4,
+// the sampler's m, so RS@k's rank tensor is [B, 3, B]). "small" shrinks them for the CPU dry run.
+func benchCases(scale string) []benchCase {
+	rsk := map[string]any{"max_class_size": 4}
+	if scale == "small" {
+		return []benchCase{
+			{Name: "smallcnn", Backbone: "cnn", Batch: 64, Size: 28, Channels: 1, Steps: 4, Dim: 128, Loss: "contrastive"},
+			{Name: "resnet50", Backbone: "resnet50", Batch: 4, Size: 64, Channels: 3, Steps: 3, Dim: 512, Loss: "contrastive"},
+			{Name: "vit_b16", Backbone: "vit_b16", Batch: 4, Size: 64, Channels: 3, Steps: 3, Dim: 512, Loss: "contrastive"},
+			{Name: "rsk_multistage", Backbone: "resnet50", Batch: 32, Size: 64, Channels: 3, Chunk: 8, Steps: 2, Dim: 512, Loss: "rsk", LossSet: rsk, FrozenBN: true},
+		}
+	}
+	return []benchCase{
+		{Name: "smallcnn", Backbone: "cnn", Batch: 256, Size: 28, Channels: 1, Steps: 20, Dim: 128, Loss: "contrastive"},
+		{Name: "resnet50", Backbone: "resnet50", Batch: 64, Size: 224, Channels: 3, Steps: 12, Dim: 512, Loss: "contrastive"},
+		{Name: "vit_b16", Backbone: "vit_b16", Batch: 64, Size: 224, Channels: 3, Steps: 12, Dim: 512, Loss: "contrastive"},
+		{Name: "rsk_multistage", Backbone: "resnet50", Batch: 4000, Size: 224, Channels: 3, Chunk: 500, Steps: 4, Dim: 512, Loss: "rsk", LossSet: rsk, FrozenBN: true},
+	}
+}
+
+func findCase(scale, name string) (benchCase, error) {
+	var names []string
+	for _, c := range benchCases(scale) {
+		if c.Name == name {
+			return c, nil
+		}
+		names = append(names, c.Name)
+	}
+	return benchCase{}, fmt.Errorf("--case %q: want one of %s", name, strings.Join(names, ", "))
+}
+
+// config is the training configuration of the case: synthetic images, Adam (lr 1e-4), m-per-class
+// batches of 4 images per class (two batches per epoch), evaluation only at the end on 64 images.
+func (bc benchCase) config() train.Config {
+	cfg := train.Default()
+	cfg.Name = "gpucheck-" + bc.Name
+	cfg.Data = train.DataConfig{Name: synthName, Options: map[string]any{
+		"size": bc.Size, "channels": bc.Channels, "classes": 2 * bc.Batch / 4, "per_class": 4, "test_classes": 16}}
+	if bc.Backbone == "cnn" {
+		cfg.Model = models.Default()
+	} else {
+		cfg.Model = models.Config{Backbone: bc.Backbone, Norm: "bn", Pool: "avg", Head: "linear", Dim: bc.Dim, L2: true, GeMP: 3, FrozenBN: bc.FrozenBN}
+	}
+	cfg.Loss = train.LossConfig{Name: bc.Loss, Set: bc.LossSet}
+	cfg.Optimizer.LR = 1e-4
+	cfg.Sampler = train.SamplerConfig{Name: "m_per_class", BatchSize: bc.Batch, M: 4}
+	cfg.Epochs = bc.Steps
+	cfg.Steps = bc.Steps
+	cfg.Eval = train.EvalConfig{Ks: []int{1, 2, 4, 8}, BatchSize: 64, Metric: "R@1"}
+	cfg.Checkpoint = train.CheckpointConfig{Keep: 1}
+	cfg.Multistage = train.MultistageConfig{Chunk: bc.Chunk}
+	return cfg
+}
+
+type benchReport struct {
+	part
+	Side      string    `json:"side"` // "dmlkit"
+	Case      benchCase `json:"case"`
+	StepMS    float64   `json:"step_ms"`      // mean over the steps after the first (host→device copy of the batch included)
+	FirstSec  float64   `json:"first_step_s"` // compile + first step
+	Timed     int       `json:"timed_steps"`  // steps averaged
+	FinalLoss float64   `json:"final_loss"`   // sanity: finite
+	RSSMiB    float64   `json:"peak_rss_mib"` // host
+	WallSec   float64   `json:"run_seconds"`  // whole RunWithOptions (data, compile, steps, final evaluation, checkpoint)
+	DataMS    float64   `json:"data_ms"`      // mean batch assembly per step (not in step_ms)
+	EvalSec   float64   `json:"eval_seconds"` // final evaluation
+}
+
+func runBench(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	jsonPath := fs.String("json", "", "write the JSON part here")
+	scale := scaleFlag(fs)
+	name := fs.String("case", "", "workload: smallcnn, resnet50, vit_b16 or rsk_multistage")
+	steps := fs.Int("steps", 0, "override the case's number of steps (≥ 2; the first compiles and is not averaged)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if err := checkScale(*scale); err != nil {
+		return err
+	}
+	bc, err := findCase(*scale, *name)
+	if err != nil {
+		return err
+	}
+	if *steps > 0 {
+		bc.Steps = max(*steps, 2)
+	}
+	rep := benchReport{part: part{Phase: "bench", Scale: *scale}, Side: "dmlkit", Case: bc}
+	b, cfgName, err := testBackend()
+	rep.Backend = cfgName
+	if err != nil {
+		rep.Error = err.Error()
+		writeJSON(*jsonPath, rep)
+		return err
+	}
+	dir, err := os.MkdirTemp("", "gpucheck-bench-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	res, err := train.RunWithOptions(context.Background(), bc.config(), dir, train.Options{Backend: b})
+	if err != nil {
+		rep.Error = err.Error()
+		writeJSON(*jsonPath, rep)
+		return err
+	}
+	t := res.Timing
+	rep.StepMS, rep.FirstSec, rep.Timed, rep.FinalLoss = t.Step*1e3, t.FirstStep, t.Steps, res.FinalLoss
+	rep.DataMS, rep.EvalSec, rep.RSSMiB = t.Data*1e3, t.Eval, peakRSSMiB()
+	rep.OK = t.Steps > 0
+	fmt.Fprintf(stdout, "%s (%s, batch %d, %d², chunk %d) on %s: %.1f ms/step over %d steps; first step %.1fs; loss %.4g; peak RSS %.0f MiB\n",
+		bc.Name, bc.Backbone, bc.Batch, bc.Size, bc.Chunk, cfgName, rep.StepMS, rep.Timed, rep.FirstSec, rep.FinalLoss, rep.RSSMiB)
+	return writeJSON(*jsonPath, rep)
+}
+
+func runTorchArgs(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("torchargs", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	scale := scaleFlag(fs)
+	name := fs.String("case", "", "workload")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	bc, err := findCase(*scale, *name)
+	if err != nil {
+		return err
+	}
+	frozen := 0
+	if bc.FrozenBN {
+		frozen = 1
+	}
+	mcs := 0
+	if v, ok := bc.LossSet["max_class_size"].(int); ok {
+		mcs = v
+	}
+	fmt.Fprintf(stdout, "--case %s --backbone %s --batch %d --size %d --channels %d --chunk %d --steps %d --dim %d --loss %s --frozen-bn %d --max-class-size %d\n",
+		bc.Name, bc.Backbone, bc.Batch, bc.Size, bc.Channels, bc.Chunk, bc.Steps, bc.Dim, bc.Loss, frozen, mcs)
+	return nil
+}

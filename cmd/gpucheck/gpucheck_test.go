@@ -1,0 +1,140 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/dmlkit/dmlkit/dmlkit/backend"
+	"github.com/dmlkit/dmlkit/dmlkit/losses"
+	"github.com/dmlkit/dmlkit/dmlkit/metrics"
+	"github.com/gomlx/gomlx/core/graph"
+)
+
+// The comparison logic of the GPU check, run with the Go backend on both sides (never a GPU in
+// tests): equal backends agree, and an injected mismatch is reported.
+
+// scaled multiplies a loss by f on the backend under test.
+type scaled struct {
+	losses.Loss
+	f float64
+}
+
+func (s scaled) Build(in losses.Inputs) *graph.Node { return graph.MulScalar(s.Loss.Build(in), s.f) }
+
+func TestLossCompareDetectsInjectedMismatch(t *testing.T) {
+	tb, err := backend.NewWithConfig("go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rb, err := refBackend()
+	if err != nil {
+		t.Fatal(err)
+	}
+	batch := newLossBatch(1, 4, 4, 8)
+	// proxyanchor: its proxies are drawn on the reference and copied into the test side's store,
+	// which is seeded differently — agreement shows the copy is what the test side uses.
+	names := []string{"contrastive", "proxyanchor", "smoothap"}
+	for _, r := range compareLosses(tb, rb, names, batch, nil, nil) {
+		if !r.OK {
+			t.Errorf("%s: equal backends reported a mismatch: %+v", r.Name, r)
+		}
+		if r.Value == 0 || r.GradMax == 0 {
+			t.Errorf("%s: degenerate test batch (value %v, max|g| %v)", r.Name, r.Value, r.GradMax)
+		}
+	}
+	wrap := func(l losses.Loss) losses.Loss { return scaled{l, 1.01} }
+	for _, r := range compareLosses(tb, rb, names, batch, wrap, nil) {
+		if r.OK {
+			t.Errorf("%s: a loss scaled by 1.01 on one side passed: %+v", r.Name, r)
+		}
+		if r.ValueDiff <= r.ValueTol || r.GradDiff <= r.GradTol {
+			t.Errorf("%s: value (%g ≤ %g) or gradient (%g ≤ %g) difference not detected", r.Name, r.ValueDiff, r.ValueTol, r.GradDiff, r.GradTol)
+		}
+	}
+}
+
+func TestMetricsCompareDetectsInjectedMismatch(t *testing.T) {
+	tb, err := backend.NewWithConfig("go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, d, ks := 300, 16, []int{1, 4, 16}
+	emb, labels := metricSet(1, n, d)
+	cpu, err := metrics.Retrieval(emb, n, d, labels, metrics.Options{K: ks, Similarity: metrics.InnerProduct})
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := neighboursNeeded(ks, labels)
+	nb, _, err := deviceKNN(tb, emb, n, d, k, 64) // 300 = 4 full blocks + a padded one
+	if err != nil {
+		t.Fatal(err)
+	}
+	dev, err := metrics.RetrievalFromNeighbors(nb, labels, labels, nil, nil, true, ks, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cpu["R@1"] <= 0.05 || cpu["R@1"] >= 0.99 {
+		t.Errorf("test set R@1 %v: want a non-trivial set", cpu["R@1"])
+	}
+	if worst, key, bad := compareMetricMaps(cpu, dev, metricTol); len(bad) > 0 {
+		t.Fatalf("Go-backend kNN differs from dmlkit/metrics: %v (worst %s %g)", bad, key, worst)
+	}
+	cpuNb, err := metrics.KNNSelf(emb, n, d, metrics.KNNOptions{K: 1, Similarity: metrics.InnerProduct})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if agree, diff := top1Agreement(cpuNb, nb); agree < 0.999 || diff > 1e-5 {
+		t.Errorf("top-1 agreement %v, score diff %v", agree, diff)
+	}
+	// Inject: the best and the last neighbour swapped for every 10th query.
+	for i := 0; i < n; i += 10 {
+		idx, sc := nb.Row(i)
+		idx[0], idx[k-1] = idx[k-1], idx[0]
+		sc[0], sc[k-1] = sc[k-1], sc[0]
+	}
+	dev2, err := metrics.RetrievalFromNeighbors(nb, labels, labels, nil, nil, true, ks, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, bad := compareMetricMaps(cpu, dev2, metricTol); len(bad) == 0 {
+		t.Errorf("swapped neighbours (R@1 %v vs %v) not detected", dev2["R@1"], cpu["R@1"])
+	}
+	if _, _, bad := compareMetricMaps(cpu, map[string]float64{"R@1": cpu["R@1"]}, metricTol); len(bad) == 0 {
+		t.Error("missing keys not detected")
+	}
+}
+
+// TestReportFailsOnMissingSideAndPhase: the merged report is not ok when a phase exited non-zero
+// or one side of a benchmark is absent, and says so in the summary.
+func TestReportFailsOnMissingSideAndPhase(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name string, v any) {
+		if err := appendPart(dir, strings.TrimSuffix(name, ".json"), v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("device.json", deviceReport{part: part{Phase: "device", OK: true}, Devices: []string{"cpu"}})
+	write("losses.json", lossesReport{part: part{Phase: "losses", OK: true}})
+	write("bench-dmlkit-resnet50.json", benchReport{part: part{Phase: "bench", OK: true}, Case: benchCase{Name: "resnet50"}, StepMS: 10})
+	write("bench-torch-resnet50.json", torchBench{Side: "torch", Case: "resnet50", OK: true, StepMS: 5})
+	os.WriteFile(filepath.Join(dir, "phases.tsv"), []byte("device\t0\t1\t\nlosses\t0\t2\t\n"), 0o644)
+	rep, err := mergeParts([]string{dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rep.OK || len(rep.Bench) != 1 || rep.Bench[0].Ratio != 2 {
+		t.Fatalf("complete parts: ok %v, bench %+v, failures %v", rep.OK, rep.Bench, rep.Failures)
+	}
+	write("bench-dmlkit-vit_b16.json", benchReport{part: part{Phase: "bench", OK: true}, Case: benchCase{Name: "vit_b16"}, StepMS: 10})
+	os.WriteFile(filepath.Join(dir, "phases.tsv"), []byte("device\t0\t1\t\nmetrics\t124\t600\ttimeout\n"), 0o644)
+	rep, err = mergeParts([]string{dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	md := renderMarkdown(rep, "t")
+	if rep.OK || !strings.Contains(md, "vit_b16: PyTorch side did not run") || !strings.Contains(md, "phase metrics exited 124") {
+		t.Errorf("missing side / failed phase not reported: ok %v failures %v", rep.OK, rep.Failures)
+	}
+}
