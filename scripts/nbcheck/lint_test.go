@@ -166,7 +166,7 @@ func TestLintHTML(t *testing.T) {
 func TestNormalize(t *testing.T) {
 	png := base64.StdEncoding.EncodeToString(validPNG(t))
 	nb := nbJSON(t, 1,
-		codeCell("!*go get x", 0, 1, 0, stdout("go: downloading github.com/x/y v1.0.0\n"), stdout("go: added x v1\n")),
+		codeCell("!*go get x", 0, 1, 0, stdout("go: downloading github.com/x/y v1.0.0\n"), stdout("go: added x v1\ngo: upgraded golang.org/x/sys v0.1.0 => v0.2.0\nSet: X=1\n")),
 		codeCell("   ", 1, 1, 0),
 		codeCell("fmt.Println(\"a\"); fmt.Println(\"b\")", 1, 2, 30, stdout("a\n"), stdout("b\n"),
 			map[string]any{"output_type": "stream", "name": "stderr", "text": "I1121 20:49:01.599123   12345 goexec.go:12] compiling\n"}),
@@ -206,7 +206,7 @@ func TestNormalize(t *testing.T) {
 			t.Errorf("cell %d kept its timing metadata", i)
 		}
 	}
-	if len(c[0].Outputs) != 1 || strings.Join(c[0].Outputs[0].Text, "") != "go: added x v1\n" {
+	if len(c[0].Outputs) != 1 || strings.Join(c[0].Outputs[0].Text, "") != "Set: X=1\n" {
 		t.Errorf("cell 0 outputs: %+v", c[0].Outputs)
 	}
 	if len(c[2].Outputs) != 1 || strings.Join(c[2].Outputs[0].Text, "|") != "a\n|b\n" {

@@ -12,8 +12,9 @@ import (
 // executing it again from the same stored results gives the same file:
 //
 //   - the cells' nbclient timing metadata ("execution") is removed;
-//   - in stream outputs, GoNB's klog lines and the go command's "go: downloading …" lines
-//     (present only with a cold module cache) are dropped, consecutive outputs of one stream are
+//   - in stream outputs, GoNB's klog lines and the go command's bookkeeping lines of the setup
+//     cell ("go: downloading …" with a cold module cache, "go: added …" / "go: upgraded …" for
+//     GoNB's own temporary module) are dropped, consecutive outputs of one stream are
 //     merged (how the kernel split them depends on timing), and emptied outputs removed;
 //   - code cells are numbered 1, 2, … in order (execute_result outputs alike);
 //   - the notebook's kernelspec and language_info are set to fixed values (language_info otherwise
@@ -138,14 +139,18 @@ func splitLines(text string) []any {
 // klogLine matches a line GoNB logs with klog, e.g. "I1121 20:49:01.599123   123 file.go:12] …".
 var klogLine = regexp.MustCompile(`^[IWEF]\d{4} \d\d:\d\d:\d\d\.\d+\s+\d+ [^ ]+:\d+\] `)
 
+// goBookkeeping matches the go command's module bookkeeping lines.
+var goBookkeeping = regexp.MustCompile(`^go: (downloading|finding|added|upgraded|downgraded) [^ ]+ v[^ ]+( => .*)?$`)
+
 // cleanStream drops the lines of a stream output that depend on the machine's state rather than
-// on the notebook: klog lines and "go: downloading" / "go: finding" lines.
+// on the notebook: klog lines and the go command's module bookkeeping ("go: downloading",
+// "go: finding", "go: added", "go: upgraded", "go: downgraded").
 func cleanStream(text string) string {
 	var b strings.Builder
 	for _, l := range splitLines(text) {
 		line := l.(string)
 		t := strings.TrimRight(line, "\n")
-		if klogLine.MatchString(t) || strings.HasPrefix(t, "go: downloading ") || strings.HasPrefix(t, "go: finding ") {
+		if klogLine.MatchString(t) || goBookkeeping.MatchString(t) {
 			continue
 		}
 		b.WriteString(line)
