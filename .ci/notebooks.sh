@@ -1,15 +1,19 @@
 #!/usr/bin/env bash
 # .ci/notebooks.sh — the notebook part of CI (called by .ci/run):
 #   1. install the pinned notebook stack if needed (scripts/install-notebook-stack.sh);
-#   2. execute and check every notebook at SCALE=smoke (scripts/check-notebooks.sh);
+#   2. execute and check every notebook at SCALE=smoke (scripts/check-notebooks.sh), then lint the
+#      committed notebooks (outputs present, no machine paths, HTML export up to date);
 #   3. run the tour in the classic Notebook UI in headless Chromium (scripts/check-browser.sh);
 #      NB_BROWSER_CHECK=0 skips it.
 # Extra arguments go to scripts/check-notebooks.sh. Outputs: out/notebooks/, out/browser/.
 #
 # Budget: the whole step must stay under 10 minutes. Measured on the 2-core CI machine type
-# (shared): install ~60 s cold, ~2 s when done; tour notebook ~100 s with cold Go caches, ~12 s
-# warm; browser check ~20 s warm (+ ~50 s to build the chromedp program once, + ~1-2 min apt for
-# Chromium on a bare machine). To keep it fast, cache between CI runs:
+# (shared with other work, warm Go caches unless said): install ~60 s cold, ~2 s when done;
+# tour notebook ~100 s with cold Go caches, 22-27 s warm; tcm_opis 56-75 s (its smoke sweep of
+# 4 runs through experiments.RunSweep ~20 s); lint < 1 s; check-notebooks.sh 78-102 s in all;
+# browser check 36 s (+ ~50 s to build the chromedp program once, + ~1-2 min apt for Chromium
+# on a bare machine). Whole step: 179 s including the Chromium install and chromedp build.
+# To keep it fast, cache between CI runs:
 #   $(go env GOMODCACHE)  $(go env GOCACHE)  $(go env GOPATH)/bin  ~/.local/share/jupyter/kernels/gonb
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
