@@ -19,7 +19,7 @@ func runDemo(args []string, stdout, stderr io.Writer) error {
 	fs.SetOutput(stderr)
 	dir := fs.String("mnist", "", "directory with the MNIST IDX .gz files (default: the GoMNIST Go module)")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
-	quiet := fs.Bool("quiet", false, "no progress output")
+	quiet := fs.Bool("quiet", false, "no progress output (the result table, the demo's only output, is still printed)")
 	seed := fs.Int64("seed", 0, "random seed")
 	steps := fs.Int("steps", 300, "training steps of the small CNN (negative: skip training)")
 	out := fs.String("out", "", "keep the training run directory here (default: a temporary directory, removed)")

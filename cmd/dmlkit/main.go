@@ -61,12 +61,29 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	if err != nil {
 		if err == errUsage {
+			if helpRequested(args[1:]) {
+				return 0 // -h / --help: the usage was asked for, as with Go's flag.ExitOnError
+			}
 			return 2
 		}
 		fmt.Fprintf(stderr, "dmlkit %s: %s\n", c.name, strings.TrimPrefix(err.Error(), c.name+": "))
 		return 1
 	}
 	return 0
+}
+
+// helpRequested reports whether args ask for help (-h, -help, --h or --help before "--"); a
+// command's flag set then returns flag.ErrHelp after printing its usage, which is not an error.
+func helpRequested(args []string) bool {
+	for _, a := range args {
+		switch a {
+		case "--":
+			return false
+		case "-h", "-help", "--h", "--help":
+			return true
+		}
+	}
+	return false
 }
 
 // trackedWriter remembers the first error of a write to standard output, which commands print to

@@ -38,11 +38,15 @@ func runReproduce(args []string, stdout, stderr io.Writer) error {
 	if _, err := sweep(spec, o, stdout, stderr); err != nil {
 		return err
 	}
-	if err := makeFigures(spec, scale, *o.results, *figOut, plots.Formats, stdout, stderr); err != nil {
+	figStdout := stdout
+	if *o.quiet { // no "wrote" lines, no tables: the summary, the claims' counts and errors only
+		figStdout = io.Discard
+	}
+	if err := makeFigures(spec, scale, *o.results, *figOut, plots.Formats, figStdout, stderr); err != nil {
 		return err
 	}
-	if err := makeTables(spec, scale, *o.results, *tabOut, true, stdout, stderr); err != nil {
+	if err := makeTables(spec, scale, *o.results, *tabOut, !*o.quiet, stdout, stderr); err != nil {
 		return err
 	}
-	return makeClaims(spec, scale, *o.results, *tabOut, false, true, stdout, stderr)
+	return makeClaims(spec, scale, *o.results, *tabOut, false, !*o.quiet, stdout, stderr)
 }

@@ -26,7 +26,7 @@ func runTables(args []string, stdout, stderr io.Writer) error {
 	scale := fs.String("scale", "", "use the records of this scale (default: small when the spec defines it)")
 	results := fs.String("results", "", "results directory (default: SPECDIR/results)")
 	out := fs.String("out", "", "output directory (default: SPECDIR/tables)")
-	quiet := fs.Bool("quiet", false, "do not print the Markdown tables")
+	quiet := fs.Bool("quiet", false, "print neither the Markdown tables nor the files written (only errors and the claims' verdict counts)")
 	includeDirty := fs.Bool("include-dirty", false, "count records written from a tree with uncommitted changes in the claims' verdicts (marked provisional)")
 	specArg, err := parseWithPositional(fs, args)
 	if err != nil {
@@ -72,6 +72,10 @@ func makeClaims(spec *experiments.Spec, scale, results, out string, includeDirty
 		fmt.Fprintf(stdout, "%s\n", rep.Markdown())
 	}
 	h, c, i := rep.Counts()
+	if !print { // --quiet: the verdict counts only
+		fmt.Fprintf(stdout, "claims: %d held, %d contradicted, %d inconclusive\n", h, c, i)
+		return nil
+	}
 	fmt.Fprintf(stdout, "claims: %d held, %d contradicted, %d inconclusive; wrote %s\n", h, c, i, strings.Join(files, " "))
 	return nil
 }
@@ -96,10 +100,10 @@ func makeTables(spec *experiments.Spec, scale, results, out string, print bool, 
 		case r.Err != nil:
 			failed = append(failed, r.Err.Error())
 		default:
-			if print {
+			if print { // not with --quiet
 				fmt.Fprintf(stdout, "%s\n", r.Table.Markdown())
+				fmt.Fprintf(stdout, "wrote %s\n", strings.Join(r.Files, " "))
 			}
-			fmt.Fprintf(stdout, "wrote %s\n", strings.Join(r.Files, " "))
 		}
 	}
 	if len(failed) > 0 {

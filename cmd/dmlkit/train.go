@@ -34,7 +34,7 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 	fs.Var(&sets, "set", "override a configuration field, key=value (repeatable), e.g. --set optimizer.lr=1e-4 --set loss.set.neg_margin=0.5")
 	resume := fs.Bool("resume", false, "continue from the newest checkpoint in --out")
 	printCfg := fs.Bool("print-config", false, "print the resolved configuration and exit")
-	quiet := fs.Bool("quiet", false, "no progress bar")
+	quiet := fs.Bool("quiet", false, "no progress bar, no per-evaluation metric lines (the final summary only)")
 	extract := fs.String("extract-features", "", "instead of training, run the backbone once over the dataset and write {train,val,test}_{features,labels}.npy into this directory (precomputed-feature mode: train a head on them with data.name=npy-features, data.options.dir=DIR, model.backbone=features)")
 	weights := fs.String("weights", "", "with --extract-features: take the backbone weights from the newest checkpoint of this run directory (default: model.pretrained or the seeded initialisation)")
 	fs.Usage = func() {
@@ -78,7 +78,9 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 		if err := train.ExtractFeatures(cfg, *weights, *extract); err != nil {
 			return err
 		}
-		fmt.Fprintf(stdout, "features written to %s\n", *extract)
+		if !*quiet {
+			fmt.Fprintf(stdout, "features written to %s\n", *extract)
+		}
 		return nil
 	}
 	if *out == "" {
@@ -90,8 +92,10 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 	bar := &progressBar{w: stderr, quiet: *quiet}
 	res, err := train.RunWithOptions(ctx, cfg, *out, train.Options{Resume: *resume, Progress: func(p train.Progress) {
 		if p.Phase == "eval" {
-			bar.clear()
-			fmt.Fprintf(stdout, "step %d/%d  %s\n", p.Step, p.TotalSteps, formatMetrics(p.Metrics))
+			if !*quiet { // --quiet: the final "done" line only
+				bar.clear()
+				fmt.Fprintf(stdout, "step %d/%d  %s\n", p.Step, p.TotalSteps, formatMetrics(p.Metrics))
+			}
 			return
 		}
 		bar.update(p)

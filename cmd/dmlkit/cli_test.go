@@ -1,0 +1,94 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"runtime"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/dmlkit/dmlkit/dmlkit/experiments"
+)
+
+// TestHelpExitsZeroEverywhere: -h (and --help) print the usage and exit 0 at the top level and for
+// every subcommand, as Go's flag package does for a program's own -h (before: 2 for most
+// subcommands, 0 for data and the top level).
+func TestHelpExitsZeroEverywhere(t *testing.T) {
+	names := []string{""}
+	for n := range commands {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		for _, h := range []string{"-h", "--help"} {
+			args := []string{h}
+			if n != "" {
+				args = []string{n, h}
+			}
+			var out, errb bytes.Buffer
+			code := run(args, &out, &errb)
+			if code != 0 || !strings.Contains(strings.ToLower(out.String()+errb.String()), "usage") {
+				t.Errorf("dmlkit %s: exit %d, output %q", strings.Join(args, " "), code, out.String()+errb.String())
+			}
+		}
+	}
+	// A real usage error is still 2.
+	var out, errb bytes.Buffer
+	if code := run([]string{"eval", "--no-such-flag"}, &out, &errb); code != 2 {
+		t.Errorf("eval --no-such-flag: exit %d, want 2", code)
+	}
+}
+
+// TestQuietSuppressesTablesAndWroteLines: tables --quiet and reproduce --quiet print neither the
+// Markdown tables nor "wrote" lines (before: tables --quiet still listed every file written, and
+// reproduce --quiet printed every table, claim and file).
+func TestQuietSuppressesTablesAndWroteLines(t *testing.T) {
+	t.Setenv("GOMLX_BACKEND", "go") // the records' provenance creates the shared backend: as TestEnvCommand expects
+	toyExperiments(t)
+	experiments.SetRunner(func(ctx context.Context, r experiments.RunSpec, progress func(string)) (*experiments.Outcome, error) {
+		m, _ := experiments.Get(r.Config, "loss.margin")
+		return &experiments.Outcome{Metrics: map[string]float64{"R@1": 0.5 + m.(float64)/10 + float64(r.Seed)/100}}, nil
+	})
+	_, spec := writeSpec(t, cliSpec)
+	code, stdout, stderr := runCLI("reproduce", spec, "--scale", "smoke", "--workers", "1", "--quiet")
+	if code != 0 || strings.Contains(stdout, "wrote") || strings.Contains(stdout, "| contrastive |") || !strings.Contains(stdout, "8 ran, 0 failed") {
+		t.Fatalf("reproduce --quiet: code %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	code, stdout, stderr = runCLI("tables", spec, "--scale", "smoke", "--quiet")
+	if code != 0 || strings.Contains(stdout, "wrote") || strings.Contains(stdout, "| contrastive |") {
+		t.Fatalf("tables --quiet: code %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	code, stdout, _ = runCLI("tables", spec, "--scale", "smoke")
+	if code != 0 || !strings.Contains(stdout, "wrote") || !strings.Contains(stdout, "| contrastive |") {
+		t.Fatalf("tables: code %d\n%s", code, stdout)
+	}
+}
+
+// TestEnvReportsParallelismUsed: the Go backend describes itself with its soft target of
+// 2 × GOMAXPROCS workers (parallelism=4 on 2 cores), but never runs more than GOMAXPROCS at once;
+// env reports the latter.
+func TestEnvReportsParallelismUsed(t *testing.T) {
+	t.Setenv("GOMLX_BACKEND", "go")
+	var out, errb bytes.Buffer
+	if code := run([]string{"env"}, &out, &errb); code != 0 {
+		t.Fatalf("env: exit %d %s", code, errb.String())
+	}
+	want := fmt.Sprintf("parallelism=%d", runtime.GOMAXPROCS(0))
+	if !strings.Contains(out.String(), want) || strings.Contains(out.String(), fmt.Sprintf("parallelism=%d)", 2*runtime.GOMAXPROCS(0))) {
+		t.Fatalf("env does not report %s:\n%s", want, out.String())
+	}
+	out.Reset()
+	if code := run([]string{"env", "--json"}, &out, &errb); code != 0 {
+		t.Fatal(errb.String())
+	}
+	var info map[string]any
+	if err := json.Unmarshal(out.Bytes(), &info); err != nil {
+		t.Fatal(err)
+	}
+	if p, _ := info["parallelism"].(float64); int(p) != runtime.GOMAXPROCS(0) {
+		t.Fatalf("env --json parallelism %v, want %d", info["parallelism"], runtime.GOMAXPROCS(0))
+	}
+}
