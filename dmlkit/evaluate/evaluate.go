@@ -34,12 +34,12 @@ type Inputs struct {
 // Options selects and configures the metrics. The zero value computes everything applicable with
 // the papers' defaults.
 type Options struct {
-	K         []int // R@k / Recall@k cutoffs (default 1, 2, 4, 8, 16, 32)
-	MAPAtK    []int // mAP@k cutoffs (default none)
+	K      []int // R@k / Recall@k cutoffs (default 1, 2, 4, 8, 16, 32)
+	MAPAtK []int // mAP@k cutoffs (default none)
 	// Peers adds mAP@k and precision@k as OML and/or PML define them (oml/…, pml/… keys; see
 	// metrics.Options.Peers). Not with Cameras (re-identification has its own mAP).
-	Peers []metrics.Convention
-	NoFullMAP bool  // skip the exact full-ranking mAP
+	Peers     []metrics.Convention
+	NoFullMAP bool // skip the exact full-ranking mAP
 	// NoNormalize evaluates the embeddings as given (inner product); by default rows are
 	// L2-normalised first, so similarities are cosines.
 	NoNormalize bool
