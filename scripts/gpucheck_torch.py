@@ -1,0 +1,302 @@
+"""PyTorch side of the GPU check's training-step timings (scripts/gpu-check.sh, issue 22).
+
+The same workloads as `gpucheck bench` (its arguments come from `gpucheck torchargs --case C`):
+  smallcnn        the small CNN 32-64-128 (BN, max-pool, GAP, linear 128, L2) on 28x28 grey images
+  resnet50        torchvision-layout ResNet-50 v1.5 (GAP, linear to --dim, L2)
+  vit_b16         ViT-B/16 (pre-norm, class token, linear to --dim, L2)
+  rsk_multistage  ResNet-50 (frozen BN) with RS@k at a large batch by multistage backprop in chunks:
+                  embed all chunks without autograd, dL/dE on the whole batch, re-embed chunk by chunk
+                  and backpropagate sum(emb * dL/dE[chunk]) (seed 003, Algorithm 1), as dmlkit/train does.
+Losses: contrastive as pytorch-metric-learning's ContrastiveLoss (L2 distance of normalised embeddings,
+m+ = 0, m- = 1, each term averaged over its non-zero pairs; dmlkit's "contrastive" defaults), RS@k
+(seed 003 Eq. 4-7, query excluded, K = {1,2,4,8,16}, tau1 = 1, tau2 = 0.01, exponent clamp 50,
+positives in m-1 slots). Adam (lr 1e-4). The models are written out here (no torchvision needed) and
+run on torch 1.13 (Debian, CPU dry run) and torch 2.x (GPU machine; attention uses
+F.scaled_dot_product_attention where it exists).
+
+Each step copies the batch from host memory to the device and reads the loss back, as dmlkit's step
+does. The first step is not timed (cuDNN autotuning, lazy initialisation); step_ms is the mean of the
+others. Writes one JSON object (--json) and prints it.
+"""
+import argparse
+import json
+import math
+import os
+import resource
+import sys
+import time
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+def contrastive(e, y):
+    sq = (e * e).sum(1)
+    d2 = (sq[:, None] + sq[None, :] - 2 * e @ e.t()).clamp_min(0)
+    ok = d2 > 1e-12
+    d = torch.where(ok, d2.clamp_min(1e-12).sqrt(), torch.zeros_like(d2))
+    same = y[:, None] == y[None, :]
+    eye = torch.eye(len(y), dtype=torch.bool, device=e.device)
+    pos, neg = same & ~eye, ~same
+    pt = F.relu(d) * pos
+    nt = F.relu(1 - d) * neg
+    return pt.sum() / (pt > 0).sum().clamp_min(1) + nt.sum() / (nt > 0).sum().clamp_min(1)
+
+
+def sig_clamped(x, tau):
+    return 1.0 / (1.0 + torch.exp(torch.clamp(-x / tau, -50, 50)))
+
+
+def rsk(emb, labels, spc, ks=(1, 2, 4, 8, 16), tau1=1.0, tau2=0.01):
+    """RS@k without SiMix on a class-contiguous batch of spc images per class."""
+    e = F.normalize(emb, dim=1)
+    s = e @ e.t()
+    n = s.shape[0]
+    dev = s.device
+    q = torch.arange(n, device=dev)
+    blk = (q // spc) * spc
+    off = torch.arange(spc - 1, device=dev)[None]
+    pos = blk[:, None] + off + (off >= (q % spc)[:, None]).long()  # the other spc-1 of q's class
+    sx = s.gather(1, pos)                                            # [N, P]
+    total = sig_clamped(s[:, None, :] - sx[:, :, None], tau2).sum(-1)  # [N, P]
+    self_q = sig_clamped(s[q, q][:, None] - sx, tau2)
+    rank = 1 + total - 0.5 - self_q                                  # z = x and z = q removed
+    npos = spc - 1
+    loss = 0
+    for k in ks:
+        num = sig_clamped(k - rank, tau1).sum(1).clamp(max=k)
+        loss = loss + (1 - num / min(k, npos))
+    return (loss / len(ks)).mean()
+
+
+class SmallCNN(nn.Module):
+    def __init__(self, dim=128):
+        super().__init__()
+        self.c = nn.ModuleList([nn.Conv2d(i, o, 3, padding=1, bias=False) for i, o in [(1, 32), (32, 64), (64, 128)]])
+        self.b = nn.ModuleList([nn.BatchNorm2d(o) for o in [32, 64, 128]])
+        self.fc = nn.Linear(128, dim)
+
+    def forward(self, x):
+        for i in range(3):
+            x = F.relu(self.b[i](self.c[i](x)))
+            if i < 2:
+                x = F.max_pool2d(x, 2)
+        return F.normalize(self.fc(x.mean((2, 3))), dim=1)
+
+
+class Bottleneck(nn.Module):
+    def __init__(self, cin, width, stride):
+        super().__init__()
+        out = 4 * width
+        self.conv1 = nn.Conv2d(cin, width, 1, bias=False)
+        self.bn1 = nn.BatchNorm2d(width)
+        self.conv2 = nn.Conv2d(width, width, 3, stride, 1, bias=False)
+        self.bn2 = nn.BatchNorm2d(width)
+        self.conv3 = nn.Conv2d(width, out, 1, bias=False)
+        self.bn3 = nn.BatchNorm2d(out)
+        self.down = None
+        if stride != 1 or cin != out:
+            self.down = nn.Sequential(nn.Conv2d(cin, out, 1, stride, bias=False), nn.BatchNorm2d(out))
+
+    def forward(self, x):
+        h = F.relu(self.bn1(self.conv1(x)))
+        h = F.relu(self.bn2(self.conv2(h)))
+        h = self.bn3(self.conv3(h))
+        return F.relu(h + (x if self.down is None else self.down(x)))
+
+
+class ResNet50(nn.Module):
+    def __init__(self, dim=512):
+        super().__init__()
+        self.conv1 = nn.Conv2d(3, 64, 7, 2, 3, bias=False)
+        self.bn1 = nn.BatchNorm2d(64)
+        layers, cin = [], 64
+        for s, (n, w) in enumerate(zip([3, 4, 6, 3], [64, 128, 256, 512])):
+            for b in range(n):
+                layers.append(Bottleneck(cin, w, 2 if (b == 0 and s > 0) else 1))
+                cin = 4 * w
+        self.layers = nn.Sequential(*layers)
+        self.fc = nn.Linear(2048, dim)
+
+    def forward(self, x):
+        x = F.max_pool2d(F.relu(self.bn1(self.conv1(x))), 3, 2, 1)
+        x = self.layers(x)
+        return F.normalize(self.fc(x.mean((2, 3))), dim=1)
+
+
+class Block(nn.Module):
+    def __init__(self, d, heads, mlp):
+        super().__init__()
+        self.ln1 = nn.LayerNorm(d, eps=1e-6)
+        self.qkv = nn.Linear(d, 3 * d)
+        self.proj = nn.Linear(d, d)
+        self.ln2 = nn.LayerNorm(d, eps=1e-6)
+        self.fc1 = nn.Linear(d, mlp)
+        self.fc2 = nn.Linear(mlp, d)
+        self.heads = heads
+
+    def forward(self, x):
+        b, n, d = x.shape
+        qkv = self.qkv(self.ln1(x)).reshape(b, n, 3, self.heads, d // self.heads).permute(2, 0, 3, 1, 4)
+        q, k, v = qkv[0], qkv[1], qkv[2]
+        if hasattr(F, "scaled_dot_product_attention"):
+            a = F.scaled_dot_product_attention(q, k, v)
+        else:
+            a = torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(d // self.heads), -1) @ v
+        x = x + self.proj(a.transpose(1, 2).reshape(b, n, d))
+        return x + self.fc2(F.gelu(self.fc1(self.ln2(x))))
+
+
+class ViTB16(nn.Module):
+    def __init__(self, size, dim=512, d=768, heads=12, layers=12, mlp=3072, patch=16):
+        super().__init__()
+        self.patch = nn.Conv2d(3, d, patch, patch)
+        self.cls = nn.Parameter(torch.zeros(1, 1, d))
+        self.pos = nn.Parameter(torch.randn(1, (size // patch) ** 2 + 1, d) * 0.02)
+        self.blocks = nn.Sequential(*[Block(d, heads, mlp) for _ in range(layers)])
+        self.ln = nn.LayerNorm(d, eps=1e-6)
+        self.fc = nn.Linear(d, dim)
+
+    def forward(self, x):
+        x = self.patch(x).flatten(2).transpose(1, 2)
+        x = torch.cat([self.cls.expand(x.shape[0], -1, -1), x], 1) + self.pos
+        x = self.ln(self.blocks(x))
+        return F.normalize(self.fc(x[:, 0]), dim=1)
+
+
+def freeze_bn(m):
+    for mod in m.modules():
+        if isinstance(mod, nn.BatchNorm2d):
+            mod.eval()
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--case", required=True)
+    ap.add_argument("--backbone", required=True)
+    ap.add_argument("--batch", type=int, required=True)
+    ap.add_argument("--size", type=int, required=True)
+    ap.add_argument("--channels", type=int, default=3)
+    ap.add_argument("--chunk", type=int, default=0)
+    ap.add_argument("--steps", type=int, required=True)
+    ap.add_argument("--dim", type=int, default=512)
+    ap.add_argument("--loss", default="contrastive")
+    ap.add_argument("--frozen-bn", type=int, default=0)
+    ap.add_argument("--max-class-size", type=int, default=4)
+    ap.add_argument("--device", default="cuda")
+    ap.add_argument("--threads", type=int, default=0, help="CPU threads (0: all cores)")
+    ap.add_argument("--tf32", type=int, default=1, help="allow TF32 matmuls and convolutions (XLA's default on CUDA)")
+    ap.add_argument("--json", default="")
+    a = ap.parse_args()
+    rep = {"side": "torch", "case": a.case, "ok": False, "torch_version": torch.__version__}
+    try:
+        run(a, rep)
+        rep["ok"] = True
+    except Exception as ex:  # recorded, not raised: the report shows which side failed
+        rep["error"] = "%s: %s" % (type(ex).__name__, ex)
+    rep["peak_rss_mib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+    out = json.dumps(rep)
+    print(out)
+    if a.json:
+        with open(a.json, "w") as f:
+            f.write(out + "\n")
+    sys.exit(0 if rep["ok"] else 1)
+
+
+def run(a, rep):
+    dev = torch.device(a.device)
+    if dev.type == "cuda":
+        if not torch.cuda.is_available():
+            raise RuntimeError("CUDA is not available to PyTorch")
+        torch.backends.cudnn.benchmark = True
+        torch.backends.cuda.matmul.allow_tf32 = bool(a.tf32)
+        torch.backends.cudnn.allow_tf32 = bool(a.tf32)
+        rep["device"] = "cuda: " + torch.cuda.get_device_name(0)
+        rep["tf32"] = bool(a.tf32)
+    else:
+        n = a.threads or os.cpu_count()
+        torch.set_num_threads(n)
+        model = "unknown CPU"
+        try:
+            with open("/proc/cpuinfo") as f:
+                model = next(l.split(":", 1)[1].strip() for l in f if l.startswith("model name"))
+        except (OSError, StopIteration):
+            pass
+        rep["device"] = "cpu: %s" % model
+        rep["tf32"] = False
+    rep["threads"] = torch.get_num_threads()
+    torch.manual_seed(0)
+    if a.backbone == "cnn":
+        m = SmallCNN(a.dim)
+    elif a.backbone == "resnet50":
+        m = ResNet50(a.dim)
+    elif a.backbone == "vit_b16":
+        m = ViTB16(a.size, a.dim)
+    else:
+        raise ValueError("backbone %r" % a.backbone)
+    m = m.to(dev)
+    if dev.type == "cuda" and a.backbone != "vit_b16":
+        m = m.to(memory_format=torch.channels_last)
+    m.train()
+    if a.frozen_bn:
+        freeze_bn(m)
+    rep["params"] = sum(p.numel() for p in m.parameters())
+    opt = torch.optim.Adam(m.parameters(), 1e-4)
+    spc = 4
+    x_host = torch.randn(a.batch, a.channels, a.size, a.size)
+    y_host = torch.arange(a.batch) // spc
+    if a.loss == "rsk":
+        loss_fn = lambda e, y: rsk(e, y, spc)
+    else:
+        loss_fn = contrastive
+
+    def to_dev():
+        x = x_host.to(dev, non_blocking=False)
+        if dev.type == "cuda" and a.backbone != "vit_b16":
+            x = x.contiguous(memory_format=torch.channels_last)
+        return x, y_host.to(dev)
+
+    def step_direct():
+        x, y = to_dev()
+        opt.zero_grad(set_to_none=True)
+        loss = loss_fn(m(x), y)
+        loss.backward()
+        opt.step()
+        return loss.item()
+
+    def step_multistage():
+        x, y = to_dev()
+        opt.zero_grad(set_to_none=True)
+        with torch.no_grad():
+            e = torch.cat([m(x[i:i + a.chunk]) for i in range(0, a.batch, a.chunk)])
+        e.requires_grad_(True)
+        loss = loss_fn(e, y)
+        (g,) = torch.autograd.grad(loss, e)
+        for i in range(0, a.batch, a.chunk):
+            (m(x[i:i + a.chunk]) * g[i:i + a.chunk]).sum().backward()
+        opt.step()
+        return loss.item()
+
+    step = step_multistage if a.chunk > 0 else step_direct
+    if dev.type == "cuda":
+        torch.cuda.reset_peak_memory_stats()
+    t0 = time.perf_counter()
+    loss = step()
+    rep["first_step_ms"] = (time.perf_counter() - t0) * 1e3
+    times = []
+    for _ in range(max(a.steps - 1, 1)):
+        t0 = time.perf_counter()
+        loss = step()
+        times.append((time.perf_counter() - t0) * 1e3)
+    rep["step_ms"] = sum(times) / len(times)
+    rep["timed_steps"] = len(times)
+    rep["final_loss"] = loss
+    if not math.isfinite(loss):
+        raise RuntimeError("non-finite loss %r" % loss)
+    if dev.type == "cuda":
+        rep["max_memory_allocated_mib"] = torch.cuda.max_memory_allocated() / 2**20
+
+
+if __name__ == "__main__":
+    main()
