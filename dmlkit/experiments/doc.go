@@ -29,9 +29,8 @@
 //	    rows: [loss.name, regularizer.tcm]
 //	    metrics: [R@1, OPIS]
 //	    factor: 100
-//	    claims:                     # the paper's claims, checked on the table's records (optional)
-//	      - {text: "TCM lowers OPIS without lowering R@1", key: regularizer.tcm, pairs: [[false, true]],
-//	         metric: OPIS, lower: true, guard: R@1, guard_factor: 100, guard_unit: points, tolerance: 0.5}
+//	tune:                           # tuning steps on held-out training classes (see TuneSpec)
+//	  - {name: lr, point: {data.val_classes: 0.1}, grid: {train.lr: [1.0e-4, 1.0e-3]}, select: {metric: val/R@1}}
 //	figures: [{name: r1_curve, kind: line, series: [val.R@1], group: [loss.name]}]
 //	launch:  {image: ghcr.io/dmlkit/dmlkit:cuda, gpus: 1, memory: 16Gi}   # for --emit
 //
@@ -85,16 +84,22 @@
 // density2d, bar, and embedding2d: per-class directions, circular spreads and densities of 2-D
 // embeddings, one panel per model, as in seed 000 Fig. 5).
 //
+// # Tuning
+//
+// A spec's tuning steps ([TuneSpec]) select hyper-parameters on held-out training classes by a
+// stated rule ([Selection]); sweep points naming a step in "tuned" take its selection.
+// [Spec.PlanWith] resolves them from the stored tuning runs (until a step's grid is stored, the
+// points that need it are pending), [RunSweep] runs the steps first, and every step's selection
+// is a regenerated table (tune_<name>); a selection at the edge of its grid is flagged.
+//
 // # Claims
 //
-// A table may list the paper's claims ([Claim]). Each is checked on the table's records by
-// [EvaluateClaim]: per setting (a (baseline, treatment) pair of values of one key, at each
-// combination of the other keys that vary among the pair's records) the two sides are paired by
-// seed ([CompareSettings]) and the metric's mean change is compared with the claimed direction,
-// optionally with a guard metric that must not get worse by more than a tolerance. The verdict —
-// held (every setting), partly held (some), not held (none) or untested (no setting has both
-// sides) — is printed below the table in Markdown and LaTeX, e.g. "Claim (paper): TCM lowers OPIS
-// without lowering R@1. At this scale: OPIS lower in 1 of 2 settings (seed-paired: 4 of 6 seeds;
-// mean change −0.40 … +0.10); R@1 change −0.80 … +0.40 points (needs ≥ −0.50 in every setting) →
-// **partly held**.", and kept in [Table.Claims]. Settings missing a side are listed, never dropped.
+// The paper's claims are data: reproductions/<paper>/claims.yaml ([ClaimSet], [LoadClaims]), one
+// claim per setting, of a kind (better, equivalent, trend, interaction, argmax, rank), with the
+// arms it compares as selectors on the stored records. [ClaimSet.Evaluate] pairs the arms' records
+// by seed and decides from the 95 % Student-t interval of the per-seed paired quantity and the
+// share of seeds that agree ([VerdictRule]): held, contradicted or inconclusive, with the reason.
+// Records written from a dirty tree or by failed runs are left out. [RenderClaims] writes the
+// verdict table (Markdown, LaTeX: every arm's mean ± SE, the effect with its interval, n) and
+// refreshes the generated block of the paper's README ([UpdateMarked]).
 package experiments
