@@ -86,21 +86,16 @@ func (v *ClaimVerdict) armsText() string {
 	return strings.Join(parts, "; ")
 }
 
-// effectText renders "mean [lo, hi] unit" of the paired quantity (×factor).
+// effectText renders "mean [lo, hi] unit" of the paired quantity (×factor), with what the
+// quantity is for a trend or an argmax.
 func (v *ClaimVerdict) effectText() string {
-	c := v.Claim
+	s := v.effectTextPlain()
 	if len(v.Diffs) == 0 {
-		return "—"
+		return s
 	}
-	f, d := c.factor(), c.digits()
-	s := claimNum(v.Mean*f, d, true)
-	if !math.IsNaN(v.Lo) {
-		s += " [" + claimNum(v.Lo*f, d, true) + ", " + claimNum(v.Hi*f, d, true) + "]"
-	}
-	s += unitSuffix(c.Unit)
-	switch c.Kind {
+	switch v.Claim.Kind {
 	case KindTrend:
-		s += " per " + map[bool]string{true: "decade", false: "unit"}[c.Sweep.Log]
+		s += " per " + map[bool]string{true: "decade", false: "unit"}[v.Claim.Sweep.Log]
 	case KindArgmax:
 		s += " (margin over the best other value)"
 	}
@@ -188,7 +183,7 @@ func (v *ClaimVerdict) details() string {
 	return strings.Join(parts, "; ")
 }
 
-// effectTextPlain is effectText without the kind's suffix (for parts).
+// effectTextPlain renders "mean [lo, hi] unit" of the paired quantity (×factor); "—" without one.
 func (v *ClaimVerdict) effectTextPlain() string {
 	c := v.Claim
 	if len(v.Diffs) == 0 {
