@@ -63,7 +63,7 @@ type ClaimVerdict struct {
 	Unpaired         []string // seeds left out because an arm lacks them, e.g. "seed 3 (no RS@k + TCM)"
 	Excluded         int      // records of the claim's arms excluded as written from a dirty tree
 	ExcludedFailed   int      // records of the claim's arms excluded as failed runs (Record.Failed, e.g. diverged)
-	Provisional      bool     // dirty records were included (ClaimOptions.IncludeDirty)
+	Provisional      bool     // records from a dirty tree were used (ClaimOptions.IncludeDirty)
 	Parts            []ClaimVerdict
 	Observed         string // argmax: the best value by mean; rank: the order by mean
 	partLabel        string // rank / argmax parts: "A vs B"
@@ -209,7 +209,7 @@ type armValues struct {
 // EvaluateClaim computes one claim's verdict; set supplies the scale and the common where (nil:
 // none).
 func EvaluateClaim(c ClaimSpec, set *ClaimSet, records []Record, opt ClaimOptions) (ClaimVerdict, error) {
-	v := ClaimVerdict{Claim: c, Mean: math.NaN(), SE: math.NaN(), Lo: math.NaN(), Hi: math.NaN(), Provisional: opt.IncludeDirty}
+	v := ClaimVerdict{Claim: c, Mean: math.NaN(), SE: math.NaN(), Lo: math.NaN(), Hi: math.NaN()}
 	scale := opt.Scale
 	common := map[string]any{}
 	if set != nil {
@@ -235,9 +235,12 @@ func EvaluateClaim(c ClaimSpec, set *ClaimSet, records []Record, opt ClaimOption
 				failed[r.Hash] = true
 				continue
 			}
-			if r.Dirty() && !opt.IncludeDirty {
-				excluded[r.Hash+fmt.Sprint(r.Seed)] = true
-				continue
+			if r.Dirty() {
+				if !opt.IncludeDirty {
+					excluded[r.Hash+fmt.Sprint(r.Seed)] = true
+					continue
+				}
+				v.Provisional = true
 			}
 			m, ok := r.Metrics[c.Metric]
 			if !ok {

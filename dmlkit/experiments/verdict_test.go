@@ -148,6 +148,10 @@ func TestMissingSeedAndDirtyRecords(t *testing.T) {
 	if len(v.Seeds) != 4 || v.Excluded != 0 || !v.Provisional {
 		t.Errorf("with dirty records: seeds %v excluded %d provisional %v", v.Seeds, v.Excluded, v.Provisional)
 	}
+	// IncludeDirty on clean records only: not provisional.
+	if v, _ = EvaluateClaim(better("higher"), nil, recs[:7], ClaimOptions{IncludeDirty: true}); v.Provisional {
+		t.Error("clean records marked provisional")
+	}
 	// No record at all for an arm: inconclusive, saying which arm.
 	v, _ = EvaluateClaim(better("higher"), nil, armRecs("B", 1, 2), ClaimOptions{})
 	if v.Verdict != VerdictInconclusive || v.Reason != "no records for T" {
