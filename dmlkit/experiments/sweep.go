@@ -317,6 +317,7 @@ func RunSweep(ctx context.Context, s *Spec, opt SweepOptions) (*Plan, *Summary, 
 	total := &Summary{}
 	var plan *Plan
 	ran := map[string]bool{}
+	var runErr error // the first round's failure, reported after the last round
 	for round := 0; ; round++ {
 		recs, _, err := opt.Store.Load()
 		if err != nil {
@@ -356,11 +357,22 @@ func RunSweep(ctx context.Context, s *Spec, opt SweepOptions) (*Plan, *Summary, 
 			total.StoredFailed += sum.StoredFailed
 			total.SkippedFailed += sum.SkippedFailed
 		}
-		if err != nil || len(plan.Pending) == 0 {
+		// A failed run does not hold up the points a new selection unblocks: the next round runs
+		// them, and the failures are reported at the end. Cancellation stops at once.
+		if err != nil && (sum == nil || ctx.Err() != nil) {
 			total.Pending = plan.Pending
 			return plan, total, err
 		}
+		if err != nil && runErr == nil {
+			runErr = err
+		}
+		if len(plan.Pending) == 0 {
+			break
+		}
 	}
 	total.Pending = plan.Pending
-	return plan, total, nil
+	if runErr != nil && len(total.Failed) > 0 {
+		return plan, total, fmt.Errorf("experiments: %d run(s) failed (they will run again on resume); first: %s", len(total.Failed), total.Failed[0])
+	}
+	return plan, total, runErr
 }

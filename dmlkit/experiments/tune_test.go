@@ -213,3 +213,26 @@ figures:
 		t.Errorf("x_series length mismatch: %v", err)
 	}
 }
+
+// TestRunSweepFailureDoesNotBlockTunedPoints: a point that fails (here loss c, both seeds) does not
+// stop the rounds: the points waiting for the tuning steps still run, and the failure is
+// reported at the end.
+func TestRunSweepFailureDoesNotBlockTunedPoints(t *testing.T) {
+	s := mustParse(t, strings.Replace(tuneSpec, "paper: toy", "paper: toy\nscales: {small: {}}", 1))
+	var calls atomic.Int64
+	runner := func(ctx context.Context, r RunSpec, progress func(string)) (*Outcome, error) {
+		calls.Add(1)
+		if n, _ := Get(r.Config, "loss.name"); n == "c" {
+			return nil, fmt.Errorf("missing data")
+		}
+		return &Outcome{Metrics: map[string]float64{"val/acc": toyAcc(r.Config)}}, nil
+	}
+	st := NewStore(t.TempDir())
+	_, sum, err := RunSweep(context.Background(), s, SweepOptions{Scale: "small", ExecOptions: ExecOptions{Runner: runner, Store: st, WorkDir: t.TempDir(), Workers: 2}})
+	if err == nil || !strings.Contains(err.Error(), "2 run(s) failed") {
+		t.Errorf("err %v, want the 2 failures reported", err)
+	}
+	if calls.Load() != 11 || sum.Ran != 9 || len(sum.Failed) != 2 || len(sum.Pending) != 0 {
+		t.Errorf("calls %d, ran %d, failed %d, pending %d; want 11, 9, 2, 0", calls.Load(), sum.Ran, len(sum.Failed), len(sum.Pending))
+	}
+}
