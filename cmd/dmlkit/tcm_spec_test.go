@@ -376,7 +376,7 @@ func TestTCMSmokeEndToEnd(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("figures: code %d: %s", code, stderr)
 	}
-	for _, f := range []string{"fig2_class_utility", "fig3_tradeoff", "r1_curve", "opis_by_loss"} {
+	for _, f := range []string{"fig2_class_utility", "fig3_tradeoff", "fig1_thresholds", "fig10_distances_tcm", "opis_by_loss"} {
 		if st, err := os.Stat(filepath.Join(tmp, "figures", f+".png")); err != nil || st.Size() == 0 {
 			t.Errorf("figure %s: %v", f, err)
 		}

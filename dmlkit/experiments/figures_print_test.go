@@ -146,8 +146,8 @@ func TestRenderFiguresTwiceIsByteIdentical(t *testing.T) {
 			t.Errorf("README lacks figure %s with its caption", f.Name)
 		}
 	}
-	if !bytes.Contains(readme, []byte("Scale: small. Seeds 0, 1, 2; 3 runs (seeds) per point. Mean ± standard error")) {
-		t.Errorf("README states no scale/seeds/SE for the 3-seed figures:\n%s", readme)
+	if !bytes.Contains(readme, []byte("Scale: small. Seeds 0, 1, 2, 3, 4; 5 runs (seeds) per point. Mean ± standard error")) {
+		t.Errorf("README states no scale/seeds/SE for the 5-seed figures:\n%s", readme)
 	}
 }
 

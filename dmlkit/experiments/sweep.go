@@ -371,8 +371,5 @@ func RunSweep(ctx context.Context, s *Spec, opt SweepOptions) (*Plan, *Summary, 
 		}
 	}
 	total.Pending = plan.Pending
-	if runErr != nil && len(total.Failed) > 0 {
-		return plan, total, fmt.Errorf("experiments: %d run(s) failed (they will run again on resume); first: %s", len(total.Failed), total.Failed[0])
-	}
 	return plan, total, runErr
 }
