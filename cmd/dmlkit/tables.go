@@ -61,10 +61,14 @@ func makeClaims(spec *experiments.Spec, scale, results, out string, includeDirty
 	if err != nil {
 		return err
 	}
+	// The paper's README block is refreshed only when the claims go to the paper's own tables
+	// directory: a run with --out elsewhere (e.g. a test at smoke scale) leaves the README alone.
+	readme := ""
 	if out == "" {
 		out = filepath.Join(spec.Dir, "tables")
+		readme = filepath.Join(spec.Dir, "README.md")
 	}
-	rep, files, err := experiments.RenderClaims(cs, recs, experiments.ClaimOptions{Scale: scale, IncludeDirty: includeDirty}, out, filepath.Join(spec.Dir, "README.md"))
+	rep, files, err := experiments.RenderClaims(cs, recs, experiments.ClaimOptions{Scale: scale, IncludeDirty: includeDirty}, out, readme)
 	if err != nil {
 		return err
 	}

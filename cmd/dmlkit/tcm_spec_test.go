@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -360,9 +361,15 @@ func TestTCMSmokeEndToEnd(t *testing.T) {
 
 	// The spec's tables and figures find the runner's metric and series names: the small-scale tables
 	// render our number beside the paper's (R@1 of RS@k + TCM: 72.2, seed 000 Table 2).
+	readme := filepath.Join(filepath.Dir(tcmSpecPath), "README.md")
+	before, _ := os.ReadFile(readme)
 	code, stdout, stderr = runCLI("tables", tcmSpecPath, "--scale", "smoke", "--results", results, "--out", filepath.Join(tmp, "tables"))
 	if code != 0 {
 		t.Fatalf("tables: code %d: %s", code, stderr)
+	}
+	// With --out elsewhere the paper's README (its generated verdict block) is left alone.
+	if after, _ := os.ReadFile(readme); !bytes.Equal(before, after) {
+		t.Errorf("tables --out %s rewrote %s", filepath.Join(tmp, "tables"), readme)
 	}
 	stdout = strings.ReplaceAll(stdout, "**", "") // a single row is bolded as the best
 	r1 := fmt.Sprintf("| rsk+tcm | %.2f | 72.20 [", 100*rec.Metrics["R@1"])
