@@ -68,7 +68,7 @@ func findRef(t *testing.T, refs []experiments.Reference, metric string, fragment
 }
 
 // TestTCMPaperNumbers checks that paper.yaml parses and that numbers re-read from the seed text
-// (/work/shared/seeds/000_*.txt) are transcribed exactly; the derived baselines are checked against
+// (../shared/seeds/000_*.txt beside the repository) are transcribed exactly; the derived baselines are checked against
 // the tables that print the same baseline directly, which catches a wrong sign or arrow reading.
 func TestTCMPaperNumbers(t *testing.T) {
 	s := loadTCMSpec(t)
