@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/dmlkit/dmlkit/dmlkit/data"
+	"github.com/dmlkit/dmlkit/dmlkit/experiments"
 )
 
 // distSamples is the number of positive and of negative pairs whose L2 distances a run stores
@@ -31,14 +32,7 @@ func pairDistances(emb []float32, n, d int, labels []int64, k int, seed uint64) 
 			anchors = append(anchors, i)
 		}
 	}
-	dist := func(i, j int) float64 {
-		var s float64
-		for c := 0; c < d; c++ {
-			x := float64(emb[i*d+c]) - float64(emb[j*d+c])
-			s += x * x
-		}
-		return math.Sqrt(s)
-	}
+	dist := func(i, j int) float64 { return l2(emb, d, i, j) }
 	if len(anchors) > 0 {
 		for range k {
 			i := anchors[rng.IntN(len(anchors))]
@@ -72,12 +66,7 @@ func farThreshold(emb []float32, d int, labels []int64, items []int, far float64
 			if labels[i] == labels[j] {
 				continue
 			}
-			var s float64
-			for c := 0; c < d; c++ {
-				x := float64(emb[i*d+c]) - float64(emb[j*d+c])
-				s += x * x
-			}
-			negs = append(negs, math.Sqrt(s))
+			negs = append(negs, l2(emb, d, i, j))
 		}
 	}
 	if len(negs) == 0 {
@@ -119,23 +108,19 @@ func alphabetThresholds(emb []float32, n, d int, labels []int64) []float64 {
 
 // spread is the sample standard deviation of the finite values of xs (NaN with fewer than 2).
 func spread(xs []float64) float64 {
-	var v []float64
-	for _, x := range xs {
-		if !math.IsNaN(x) {
-			v = append(v, x)
-		}
-	}
+	v := slices.DeleteFunc(slices.Clone(xs), math.IsNaN)
 	if len(v) < 2 {
 		return math.NaN()
 	}
-	var m float64
-	for _, x := range v {
-		m += x
+	return experiments.MeanStd(v).Std
+}
+
+// l2 is the Euclidean distance between rows i and j of the embeddings [n, d].
+func l2(emb []float32, d, i, j int) float64 {
+	var s float64
+	for c := 0; c < d; c++ {
+		x := float64(emb[i*d+c]) - float64(emb[j*d+c])
+		s += x * x
 	}
-	m /= float64(len(v))
-	var ss float64
-	for _, x := range v {
-		ss += (x - m) * (x - m)
-	}
-	return math.Sqrt(ss / float64(len(v)-1))
+	return math.Sqrt(s)
 }
