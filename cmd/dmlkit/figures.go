@@ -39,7 +39,11 @@ func runFigures(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	return makeFigures(spec, sc, *results, *out, strings.Split(*formats, ","), stdout, stderr)
+	recs, err := loadRecords(spec, *results, stderr)
+	if err != nil {
+		return err
+	}
+	return makeFigures(spec, sc, recs, *out, strings.Split(*formats, ","), stdout, stderr)
 }
 
 // figuresDir is figures/PAPER next to the reproductions/ directory holding the spec, or under the
@@ -66,14 +70,11 @@ func loadRecords(spec *experiments.Spec, results string, stderr io.Writer) ([]ex
 	return recs, nil
 }
 
-func makeFigures(spec *experiments.Spec, scale, results, out string, formats []string, stdout, stderr io.Writer) error {
+// makeFigures draws the spec's figures from recs (loaded once by the caller, see loadRecords).
+func makeFigures(spec *experiments.Spec, scale string, recs []experiments.Record, out string, formats []string, stdout, stderr io.Writer) error {
 	if len(spec.Figures) == 0 {
 		fmt.Fprintf(stdout, "%s declares no figures\n", spec.Path)
 		return nil
-	}
-	recs, err := loadRecords(spec, results, stderr)
-	if err != nil {
-		return err
 	}
 	if out == "" {
 		out = figuresDir(spec)

@@ -42,11 +42,15 @@ func runReproduce(args []string, stdout, stderr io.Writer) error {
 	if *o.quiet { // no "wrote" lines, no tables: the summary, the claims' counts and errors only
 		figStdout = io.Discard
 	}
-	if err := makeFigures(spec, scale, *o.results, *figOut, plots.Formats, figStdout, stderr); err != nil {
+	recs, err := loadRecords(spec, *o.results, stderr)
+	if err != nil {
 		return err
 	}
-	if err := makeTables(spec, scale, *o.results, *tabOut, !*o.quiet, stdout, stderr); err != nil {
+	if err := makeFigures(spec, scale, recs, *figOut, plots.Formats, figStdout, stderr); err != nil {
 		return err
 	}
-	return makeClaims(spec, scale, *o.results, *tabOut, false, !*o.quiet, stdout, stderr)
+	if err := makeTables(spec, scale, recs, *tabOut, !*o.quiet, stdout, stderr); err != nil {
+		return err
+	}
+	return makeClaims(spec, scale, recs, *tabOut, false, !*o.quiet, stdout)
 }

@@ -40,24 +40,24 @@ func runTables(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if err := makeTables(spec, sc, *results, *out, !*quiet, stdout, stderr); err != nil {
+	recs, err := loadRecords(spec, *results, stderr)
+	if err != nil {
 		return err
 	}
-	return makeClaims(spec, sc, *results, *out, *includeDirty, !*quiet, stdout, stderr)
+	if err := makeTables(spec, sc, recs, *out, !*quiet, stdout, stderr); err != nil {
+		return err
+	}
+	return makeClaims(spec, sc, recs, *out, *includeDirty, !*quiet, stdout)
 }
 
-// makeClaims evaluates SPECDIR/claims.yaml (when there is one) on the stored records, writes
+// makeClaims evaluates SPECDIR/claims.yaml (when there is one) on the stored records recs, writes
 // claims.md / claims.tex beside the tables and refreshes the "claims" block of SPECDIR/README.md.
-func makeClaims(spec *experiments.Spec, scale, results, out string, includeDirty, print bool, stdout, stderr io.Writer) error {
+func makeClaims(spec *experiments.Spec, scale string, recs []experiments.Record, out string, includeDirty, print bool, stdout io.Writer) error {
 	path := filepath.Join(spec.Dir, "claims.yaml")
 	if _, err := os.Stat(path); err != nil {
 		return nil
 	}
 	cs, err := experiments.LoadClaims(path)
-	if err != nil {
-		return err
-	}
-	recs, err := loadRecords(spec, results, stderr)
 	if err != nil {
 		return err
 	}
@@ -84,14 +84,11 @@ func makeClaims(spec *experiments.Spec, scale, results, out string, includeDirty
 	return nil
 }
 
-func makeTables(spec *experiments.Spec, scale, results, out string, print bool, stdout, stderr io.Writer) error {
+// makeTables renders the spec's tables from recs (loaded once by the caller, see loadRecords).
+func makeTables(spec *experiments.Spec, scale string, recs []experiments.Record, out string, print bool, stdout, stderr io.Writer) error {
 	if len(spec.Tables) == 0 {
 		fmt.Fprintf(stdout, "%s declares no tables\n", spec.Path)
 		return nil
-	}
-	recs, err := loadRecords(spec, results, stderr)
-	if err != nil {
-		return err
 	}
 	if out == "" {
 		out = filepath.Join(spec.Dir, "tables")
