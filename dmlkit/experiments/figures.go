@@ -182,6 +182,11 @@ func RenderFigures(s *Spec, records []Record, scale, outDir string, st plots.Sty
 		st.Slots = PaperSlots(s, records, scale)
 	}
 	var out []FigureResult
+	type highlight struct {
+		values map[string]any
+		err    error
+	}
+	highlights := map[string]highlight{}
 	for _, f := range s.Figures {
 		res := FigureResult{Name: f.Name}
 		recs, sc := selectFor(records, f.Scale, scale, f.Where)
@@ -192,7 +197,12 @@ func RenderFigures(s *Spec, records []Record, scale, outDir string, st plots.Sty
 			continue
 		}
 		if f.HighlightTune != "" {
-			h, err := s.tuneSelection(f.HighlightTune, scale, records)
+			// One plan resolution per tuning step, however many figures outline its selection.
+			if _, done := highlights[f.HighlightTune]; !done {
+				h, err := s.tuneSelection(f.HighlightTune, scale, records)
+				highlights[f.HighlightTune] = highlight{h, err}
+			}
+			h, err := highlights[f.HighlightTune].values, highlights[f.HighlightTune].err
 			if err != nil {
 				res.Err = fmt.Errorf("figure %q: field \"highlight_tune\": %w", f.Name, err)
 				out = append(out, res)
