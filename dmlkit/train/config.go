@@ -39,6 +39,14 @@ type Config struct {
 	Checkpoint CheckpointConfig `yaml:"checkpoint"`
 	Multistage MultistageConfig `yaml:"multistage"`
 	Mixup      MixupConfig      `yaml:"mixup"`
+	Log        LogConfig        `yaml:"log"`
+}
+
+// LogConfig logs the loss's diagnostics (losses.Diagnoser: per-term values, counters such as the
+// number of hard triplets) of the training batch every EverySteps optimiser steps, without an
+// evaluation: Result.StepLog and the run directory's steplog.jsonl. 0 (default) logs nothing.
+type LogConfig struct {
+	EverySteps int `yaml:"every_steps" doc:"log the loss diagnostics of the training batch every N steps (0 = off)"`
 }
 
 // DataConfig selects the dataset.
@@ -103,6 +111,32 @@ type EvalConfig struct {
 	// TimeLoss times the loss alone after training (Result.Timing.Loss): its forward and
 	// backward pass on a batch of embeddings, for seed 000 Table 4's loss-vs-backbone split.
 	TimeLoss bool `yaml:"time_loss" doc:"after training, time the loss's forward+backward alone (seed 000 Table 4)"`
+	// Cluster, ReID and Verify add metrics of the final test embeddings that the experiments
+	// runner (package reproduce) computes after training; the trainer itself ignores them.
+	Cluster bool           `yaml:"cluster" doc:"after training, also k-means NMI/AMI of the test embeddings"`
+	ReID    ReIDProtocol   `yaml:"reid" doc:"after training, also a re-identification protocol on the test set"`
+	Verify  VerifyProtocol `yaml:"verify" doc:"after training, also pair verification on the test set"`
+}
+
+// ReIDProtocol turns a class-labelled test set into a re-identification benchmark (a stand-in for
+// Market-1501; seed 001 Table 1): every class is an identity and the i-th image of a class (in test
+// order) is seen by camera i mod Cameras. Each identity's first Queries images are queries, the
+// rest the gallery; gallery images of the query's identity and camera are junk (Market-1501 rules).
+// Queries 0 disables the protocol.
+type ReIDProtocol struct {
+	Queries int `yaml:"queries" doc:"queries per identity: its first n images (0 = off)"`
+	Cameras int `yaml:"cameras" doc:"number of cameras: image i of an identity is seen by camera i mod cameras"`
+}
+
+// VerifyProtocol turns a class-labelled test set into a verification benchmark (a stand-in for
+// LFW / IJB-C; seed 001 Tables 4-6, Fig. 2): all positive pairs (or at most MaxPositives sampled),
+// Negatives random different-class pairs, and, with a coarse label (Omniglot alphabets), HardNegatives
+// pairs of different classes of the same coarse label as a second, harder set. Negatives 0 disables it.
+type VerifyProtocol struct {
+	MaxPositives  int       `yaml:"max_positives" doc:"at most this many positive pairs, sampled (0 = all)"`
+	Negatives     int       `yaml:"negatives" doc:"random negative pairs (0 = off)"`
+	HardNegatives int       `yaml:"hard_negatives" doc:"same-coarse-label negative pairs for the hard set (0 = none)"`
+	FARs          []float64 `yaml:"fars" doc:"false-accept rates of TAR@FAR (default 1e-1 ... 1e-4)"`
 }
 
 // CheckpointConfig controls checkpoints.
@@ -210,6 +244,20 @@ func (c *Config) Validate() error {
 	}
 	if c.Eval.Patience > 0 && c.Data.ValClasses == 0 {
 		return fmt.Errorf("eval.patience: early stopping needs a validation split (data.val_classes > 0)")
+	}
+	if r := c.Eval.ReID; r.Queries < 0 || r.Cameras < 0 || (r.Queries > 0 && r.Cameras < 2) {
+		return fmt.Errorf("eval.reid: queries %d, cameras %d: want queries ≥ 0 and, with queries, cameras ≥ 2", r.Queries, r.Cameras)
+	}
+	if v := c.Eval.Verify; v.MaxPositives < 0 || v.Negatives < 0 || v.HardNegatives < 0 {
+		return fmt.Errorf("eval.verify: max_positives, negatives and hard_negatives must be ≥ 0")
+	}
+	for i, f := range c.Eval.Verify.FARs {
+		if !(f > 0 && f < 1) {
+			return fmt.Errorf("eval.verify.fars[%d]: %g: want 0 < FAR < 1", i, f)
+		}
+	}
+	if c.Log.EverySteps < 0 {
+		return fmt.Errorf("log.every_steps: %d: want ≥ 0", c.Log.EverySteps)
 	}
 	if c.Checkpoint.EverySteps < 0 || c.Checkpoint.Keep < 0 {
 		return fmt.Errorf("checkpoint: every_steps and keep must be ≥ 0")
