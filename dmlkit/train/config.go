@@ -114,6 +114,7 @@ type EvalConfig struct {
 	// Cluster, ReID and Verify add metrics of the final test embeddings that the experiments
 	// runner (package reproduce) computes after training; the trainer itself ignores them.
 	Cluster bool           `yaml:"cluster" doc:"after training, also k-means NMI/AMI of the test embeddings"`
+	FullMAP bool           `yaml:"full_map" doc:"after training, also the exact full-ranking mAP of self-retrieval"`
 	ReID    ReIDProtocol   `yaml:"reid" doc:"after training, also a re-identification protocol on the test set"`
 	Verify  VerifyProtocol `yaml:"verify" doc:"after training, also pair verification on the test set"`
 }
