@@ -97,6 +97,9 @@ func OPISRangeKey(lo, hi float64) string { return fmt.Sprintf("OPIS_far_%.0e_%.0
 //     FAR 1e-2 within each of the 20 evaluation alphabets, and the metric "fig1/dstar_spread",
 //     their standard deviation (seed 000 Fig. 1: the test distributions' thresholds).
 //   - "best/…": each evaluated metric's best value over training and its epoch (bestOverTraining).
+//   - With eval.full_map, eval.cluster, eval.reid or eval.verify: the metrics of those protocols on
+//     the same final test embeddings (protocolMetrics: "mAP", "NMI", "reid/…", "verify/…",
+//     "verify_hard/…", the ROC series "verify/roc_fpr", "verify/roc_tpr"); timing "protocols_s".
 //
 // A run that diverges (*train.DivergedError) returns an *experiments.RunFailure with the step, so
 // the sweep stores a record marked failed instead of training it again on every resume.
@@ -182,6 +185,11 @@ func TrainRunner(ctx context.Context, rs experiments.RunSpec, progress func(stri
 		out.Series["fig1/dstar_alphabet"] = th
 		out.Metrics["fig1/dstar_spread"] = spread(th)
 	}
+	t2 := time.Now()
+	if err := protocolMetrics(cfg.Eval, cfg.Seed, emb, n, d, labels, testCoarse(cfg.Data.Name, labels), out.Metrics, out.Series); err != nil {
+		return nil, err
+	}
+	out.Timings["protocols_s"] = time.Since(t2).Seconds()
 	return out, nil
 }
 
