@@ -3,6 +3,8 @@ package losses
 import (
 	"fmt"
 
+	"github.com/gomlx/compute/dtypes"
+
 	. "github.com/gomlx/gomlx/core/graph"
 )
 
@@ -55,6 +57,26 @@ func (c *CITConfig) Validate() error {
 
 // Build implements Loss.
 func (c *CITConfig) Build(in Inputs) *Node {
+	loss, _ := c.build(in, false)
+	return loss
+}
+
+// BuildDiagnosed implements Diagnoser. Beside L (the node Build returns) it gives, as scalars:
+//
+//   - "L_e", "L_p": the two terms of Eq. 8 averaged over the triplets the reduction averages
+//     (all valid triplets; with AvgNonZero those of positive combined loss), so that
+//     L = γ·L_e + (1 − γ)·L_p for either reduction (up to rounding);
+//   - "hard_triplets": the number of valid triplets with S_an > S_ap, the discordant ones whose
+//     L_e term is positive (the paper's Fig. 5 counts these "hard triplets" over training);
+//   - "triplets": the number N_T of valid triplets.
+//
+// The counts are Int32 (exact up to 2³¹ triplets), L_e and L_p have the dtype of Inputs.Emb.
+func (c *CITConfig) BuildDiagnosed(in Inputs) (*Node, []Diagnostic) {
+	return c.build(in, true)
+}
+
+// build returns L and, when diag, the diagnostics of BuildDiagnosed.
+func (c *CITConfig) build(in Inputs, diag bool) (*Node, []Diagnostic) {
 	if in.RefEmb != nil {
 		panic("losses: cit uses in-batch triplets; Inputs.RefEmb is not supported")
 	}
@@ -69,8 +91,19 @@ func (c *CITConfig) Build(in Inputs) *Node {
 	loss := Add(MulScalar(le, c.Gamma), MulScalar(lp, 1-c.Gamma))
 	b := s.Shape().Dim(0)
 	loss = BroadcastToDims(loss, b, b, b)
+	reduced := valid
 	if c.AvgNonZero {
-		valid = LogicalAnd(valid, GreaterThan(loss, ZerosLike(loss)))
+		reduced = LogicalAnd(valid, GreaterThan(loss, ZerosLike(loss)))
 	}
-	return MaskedMean(loss, valid)
+	out := MaskedMean(loss, reduced)
+	if !diag {
+		return out, nil
+	}
+	hard := LogicalAnd(valid, GreaterThan(san, sap))
+	return out, []Diagnostic{
+		{Name: "L_e", Value: MaskedMean(BroadcastToDims(le, b, b, b), reduced)},
+		{Name: "L_p", Value: MaskedMean(BroadcastToDims(lp, b, b, b), reduced)},
+		{Name: "hard_triplets", Value: Count(hard, dtypes.Int32)},
+		{Name: "triplets", Value: Count(valid, dtypes.Int32)},
+	}
 }

@@ -55,6 +55,21 @@ type Loss interface {
 	Build(in Inputs) *graph.Node
 }
 
+// Diagnostic is a named scalar of a batch logged during training beside the loss: a per-term loss
+// value, a count (of triplets, of hard triplets, …). Value is a scalar node of the loss's graph.
+type Diagnostic struct {
+	Name  string
+	Value *graph.Node
+}
+
+// Diagnoser is implemented by losses that expose diagnostics beside their value (the trainer's
+// log.every_steps). BuildDiagnosed returns the same loss node as Build (the same operations, so
+// the value and its gradient are bit-identical) and the diagnostics, in a fixed order, built in
+// the same graph. Names are unique; a combination of losses prefixes those of its terms.
+type Diagnoser interface {
+	BuildDiagnosed(in Inputs) (*graph.Node, []Diagnostic)
+}
+
 // Validator is implemented by configs that can check their hyperparameters.
 type Validator interface {
 	Validate() error
