@@ -125,17 +125,42 @@ func (c *ComboConfig) resolve() ([]comboTerm, error) {
 
 // Build implements Loss.
 func (c *ComboConfig) Build(in Inputs) *Node {
+	loss, _ := c.build(in, false)
+	return loss
+}
+
+// BuildDiagnosed implements Diagnoser: for each term k, in order, "loss/<key>" is its weighted
+// value w_k·L_k (the summand of L), followed, when the term is itself a Diagnoser, by its
+// diagnostics named "<key>/<name>" (e.g. "cit/hard_triplets"). The key is the term's loss name,
+// or "<index>_<name>" (its scope name) when that loss appears in more than one term.
+func (c *ComboConfig) BuildDiagnosed(in Inputs) (*Node, []Diagnostic) {
+	return c.build(in, true)
+}
+
+// build returns Σ_k w_k·L_k and, when diag, the diagnostics of BuildDiagnosed.
+func (c *ComboConfig) build(in Inputs, diag bool) (*Node, []Diagnostic) {
 	rs, err := c.resolve()
 	if err != nil {
 		panic(fmt.Sprintf("losses: combo: %v", err))
 	}
+	seen := map[string]int{}
+	for _, r := range rs {
+		seen[r.name]++
+	}
 	var total *Node
+	var diags []Diagnostic
 	for i, r := range rs {
 		sub := in
 		if in.Scope != nil {
 			sub.Scope = in.Scope.In("%d_%s", i, r.name)
 		}
-		v := r.loss.Build(sub)
+		var v *Node
+		var ds []Diagnostic
+		if d, ok := r.loss.(Diagnoser); ok && diag {
+			v, ds = d.BuildDiagnosed(sub)
+		} else {
+			v = r.loss.Build(sub)
+		}
 		if v.DType() != in.Emb.DType() {
 			v = ConvertDType(v, in.Emb.DType())
 		}
@@ -145,8 +170,18 @@ func (c *ComboConfig) Build(in Inputs) *Node {
 		} else {
 			total = Add(total, v)
 		}
+		if diag {
+			key := r.name
+			if seen[r.name] > 1 {
+				key = fmt.Sprintf("%d_%s", i, r.name)
+			}
+			diags = append(diags, Diagnostic{Name: "loss/" + key, Value: v})
+			for _, d := range ds {
+				diags = append(diags, Diagnostic{Name: key + "/" + d.Name, Value: d.Value})
+			}
+		}
 	}
-	return total
+	return total, diags
 }
 
 // BlockwiseSupport implements Blockwise: a combo decomposes when every term does.

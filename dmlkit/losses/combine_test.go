@@ -212,3 +212,62 @@ func TestComboOptions(t *testing.T) {
 		t.Errorf("options for a loss that is not a term: err = %v, want one naming options.tcm", err)
 	}
 }
+
+// TestComboDiagnostics: a combo's diagnostics are its weighted terms ("loss/<name>") and the
+// prefixed diagnostics of the terms that have them, checked against the terms' brute-force loops
+// (float64, tolerance 1e-12 as in the terms' own tests); a loss used twice is keyed by its scope
+// name "<index>_<name>". The loss is exactly Build's.
+func TestComboDiagnostics(t *testing.T) {
+	b := losstest.Random(19, 4, []int64{0, 0, 1, 1, 1, 2, 2, 3})
+	cit := &losses.CITConfig{Gamma: 0.5}
+	citNZ := &losses.CITConfig{Gamma: 1, AvgNonZero: true}
+	trip := blTriplet(b, &losses.TripletConfig{Margin: 0.3, Distance: "l2", Normalize: true, Mining: "hard"})
+	for _, tc := range []struct {
+		expr  string
+		want  map[string]float64
+		order []string
+	}{
+		{"0.25*cit(gamma=0.5) + 2*triplet(mining=hard, margin=0.3, avg_nonzero=false)", map[string]float64{
+			"loss/cit":          0.25 * bruteCITDiag(b, cit).loss,
+			"cit/L_e":           bruteCITDiag(b, cit).le,
+			"cit/L_p":           bruteCITDiag(b, cit).lp,
+			"cit/hard_triplets": float64(bruteCITDiag(b, cit).hard),
+			"cit/triplets":      float64(bruteCITDiag(b, cit).nTriplets),
+			"loss/triplet":      2 * trip,
+		}, []string{"loss/cit", "cit/L_e", "cit/L_p", "cit/hard_triplets", "cit/triplets", "loss/triplet"}},
+		{"cit(gamma=0.5) - 0.5*cit(avg_nonzero=true)", map[string]float64{
+			"loss/0_cit":          bruteCITDiag(b, cit).loss,
+			"0_cit/L_e":           bruteCITDiag(b, cit).le,
+			"loss/1_cit":          -0.5 * bruteCITDiag(b, citNZ).loss,
+			"1_cit/L_e":           bruteCITDiag(b, citNZ).le,
+			"1_cit/L_p":           bruteCITDiag(b, citNZ).lp,
+			"1_cit/hard_triplets": float64(bruteCITDiag(b, citNZ).hard),
+		}, nil},
+	} {
+		l, err := losses.New("combo", map[string]any{"expr": tc.expr})
+		if err != nil {
+			t.Fatal(err)
+		}
+		loss, d, names := diagnose(t, l, b)
+		if built, _ := losstest.Value(t, l, b, losses.EvalOptions{}); loss != built {
+			t.Errorf("%q: BuildDiagnosed loss %.17g != Build %.17g", tc.expr, loss, built)
+		}
+		for k, w := range tc.want {
+			if got, ok := d[k]; !ok || math.Abs(got-w) > 1e-12 {
+				t.Errorf("%q: %s = %.15g (present %v), want %.15g", tc.expr, k, got, ok, w)
+			}
+		}
+		if tc.order != nil && !reflect.DeepEqual(names, tc.order) {
+			t.Errorf("%q: diagnostics %q, want %q", tc.expr, names, tc.order)
+		}
+		sum := 0.0
+		for _, n := range names {
+			if strings.HasPrefix(n, "loss/") {
+				sum += d[n]
+			}
+		}
+		if math.Abs(sum-loss) > 1e-12 {
+			t.Errorf("%q: Σ loss/* = %.15g, want the loss %.15g", tc.expr, sum, loss)
+		}
+	}
+}
