@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
 	"github.com/dmlkit/dmlkit/dmlkit/train"
+	"gopkg.in/yaml.v3"
 )
 
 // exampleConfig is the example run configuration shipped with the trainer.
@@ -78,5 +80,24 @@ func TestTrainCommandSmoke(t *testing.T) {
 	errb.Reset()
 	if code := run(append(resumeArgs, "--set", "steps=6"), &out, &errb); code != 0 || !strings.Contains(errb.String(), "steps: 4 → 6") {
 		t.Errorf("resume with steps=6: exit %d, stderr %q; want success stating steps: 4 → 6", code, errb.String())
+	}
+}
+
+// TestTrainSetReplacesWholeLoss: --set with a YAML mapping replaces the whole loss (name, set and
+// terms), and a sub-key given alongside is applied after it.
+func TestTrainSetReplacesWholeLoss(t *testing.T) {
+	var out, errb bytes.Buffer
+	args := []string{"train", "--config", exampleConfig, "--set", "loss={name: triplet, set: {margin: 0.1}}",
+		"--set", "loss.set.swap=true", "--print-config"}
+	if code := run(args, &out, &errb); code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	var got train.Config
+	if err := yaml.Unmarshal(out.Bytes(), &got); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]any{"margin": 0.1, "swap": "true"}
+	if got.Loss.Name != "triplet" || !reflect.DeepEqual(got.Loss.Set, want) || len(got.Loss.Terms) != 0 {
+		t.Errorf("loss = %+v, want triplet with set %v and no terms\n%s", got.Loss, want, out.String())
 	}
 }

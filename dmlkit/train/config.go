@@ -335,16 +335,116 @@ func LoadConfig(path string) (Config, error) {
 // Apply assigns key=value overrides (as from --set). Keys under loss.set., data.options. and
 // loss.terms.N.set. go into those maps verbatim; every other key must name a field (errors say
 // which).
+//
+// A key naming a map-valued path (loss.set, data.options, loss.terms.N.set) or a group of fields
+// (loss, data, optimizer, loss.terms.N, ...) as a whole replaces it entirely: the map becomes
+// exactly the given one, and a group's fields not given are reset to their zero values (so
+// loss={name: triplet} drops the previous loss's set and terms). The value is a mapping, or a
+// string holding a YAML mapping such as "{name: triplet, set: {margin: 0.1}}" (the form --set
+// passes). Keys are applied by depth, then by name, so a whole key comes before its sub-keys:
+// loss={name: cit} with loss.set.gamma=0.5 gives cit with gamma 0.5.
 func (c *Config) Apply(kv map[string]any) error {
 	keys := make([]string, 0, len(kv))
 	for k := range kv {
 		keys = append(keys, k)
 	}
-	sort.Strings(keys)
-	rest := map[string]any{}
-	for _, k := range keys {
-		v := kv[k]
+	sort.Slice(keys, func(i, j int) bool {
+		di, dj := strings.Count(keys[i], "."), strings.Count(keys[j], ".")
+		if di != dj {
+			return di < dj
+		}
+		return keys[i] < keys[j]
+	})
+	fields := config.Fields(c) // the leaves' keys and types (independent of the values)
+	isMap := func(k string) bool {
+		for _, f := range fields {
+			if f.Key == k {
+				return strings.HasPrefix(f.Type, "map[string]")
+			}
+		}
+		return false
+	}
+	isGroup := func(k string) bool {
+		for _, f := range fields {
+			if strings.HasPrefix(f.Key, k+".") {
+				return true
+			}
+		}
+		return false
+	}
+	asMap := func(k string, v any) (map[string]any, error) {
+		switch x := v.(type) {
+		case map[string]any:
+			return x, nil
+		case nil:
+			return map[string]any{}, nil
+		case string:
+			var m map[string]any
+			if err := yaml.Unmarshal([]byte(x), &m); err != nil {
+				return nil, fmt.Errorf("train: %s: want a mapping such as {a: 1, b: x}, got %q", k, x)
+			}
+			if m == nil {
+				m = map[string]any{}
+			}
+			return m, nil
+		}
+		return nil, fmt.Errorf("train: %s: want a mapping, got %v (%T)", k, v, v)
+	}
+	var clone func(v any) any
+	clone = func(v any) any {
+		switch x := v.(type) {
+		case map[string]any:
+			out := make(map[string]any, len(x))
+			for k, e := range x {
+				out[k] = clone(e)
+			}
+			return out
+		case []any:
+			out := make([]any, len(x))
+			for i, e := range x {
+				out[i] = clone(e)
+			}
+			return out
+		}
+		return v
+	}
+	var apply func(k string, v any) error
+	applyAll := func(prefix string, m map[string]any) error {
+		subs := make([]string, 0, len(m))
+		for s := range m {
+			subs = append(subs, s)
+		}
+		sort.Strings(subs)
+		for _, s := range subs {
+			if err := apply(prefix+"."+s, m[s]); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	apply = func(k string, v any) error {
 		switch {
+		case isMap(k): // loss.set, data.options as a whole
+			m, err := asMap(k, v)
+			if err != nil {
+				return err
+			}
+			if err := config.Set(c, k, clone(m)); err != nil {
+				return fmt.Errorf("train: %w", err)
+			}
+		case isGroup(k): // loss, data, ... as a whole: zero every field under it, then set the given ones
+			m, err := asMap(k, v)
+			if err != nil {
+				return err
+			}
+			for _, f := range fields {
+				if strings.HasPrefix(f.Key, k+".") {
+					if err := config.Set(c, f.Key, nil); err != nil {
+						return fmt.Errorf("train: %w", err)
+					}
+				}
+			}
+			return applyAll(k, m)
 		case strings.HasPrefix(k, "loss.set."):
 			if c.Loss.Set == nil {
 				c.Loss.Set = map[string]any{}
@@ -358,11 +458,26 @@ func (c *Config) Apply(kv map[string]any) error {
 		case strings.HasPrefix(k, "loss.terms."):
 			var idx int
 			var sub string
-			if _, err := fmt.Sscanf(strings.TrimPrefix(k, "loss.terms."), "%d.%s", &idx, &sub); err != nil || idx < 0 || idx >= len(c.Loss.Terms) {
+			rest := strings.TrimPrefix(k, "loss.terms.")
+			n, _ := fmt.Sscanf(rest, "%d.%s", &idx, &sub)
+			if n == 0 || idx < 0 || idx >= len(c.Loss.Terms) || (n == 1 && rest != fmt.Sprint(idx)) {
 				return fmt.Errorf("train: --set %s: want loss.terms.<index>.<field> with index < %d", k, len(c.Loss.Terms))
 			}
 			t := &c.Loss.Terms[idx]
 			switch {
+			case n == 1: // a whole term
+				m, err := asMap(k, v)
+				if err != nil {
+					return err
+				}
+				*t = LossTerm{}
+				return applyAll(k, m)
+			case sub == "set":
+				m, err := asMap(k, v)
+				if err != nil {
+					return err
+				}
+				t.Set = clone(m).(map[string]any)
 			case strings.HasPrefix(sub, "set."):
 				if t.Set == nil {
 					t.Set = map[string]any{}
@@ -374,11 +489,16 @@ func (c *Config) Apply(kv map[string]any) error {
 				}
 			}
 		default:
-			rest[k] = v
+			if err := config.Set(c, k, v); err != nil {
+				return fmt.Errorf("train: %w", err)
+			}
 		}
+		return nil
 	}
-	if err := config.SetAll(c, rest); err != nil {
-		return fmt.Errorf("train: %w", err)
+	for _, k := range keys {
+		if err := apply(k, kv[k]); err != nil {
+			return err
+		}
 	}
 	return nil
 }
