@@ -95,9 +95,15 @@ type ClaimSpec struct {
 
 // Arm selects the records of one side of a comparison: those matching Where (as [Select]) on top
 // of the claim's and the set's where. Each seed must have at most one record in an arm.
+//
+// Metric, in a better or equivalent claim only, reads another metric than the claim's for this
+// arm: both arms may then select the same runs, and the paired difference compares two metrics of
+// each run (e.g. a count early and late in training: "steplog/hard_triplets/first" against
+// ".../last").
 type Arm struct {
-	Label string         `yaml:"label"`
-	Where map[string]any `yaml:"where"`
+	Label  string         `yaml:"label"`
+	Where  map[string]any `yaml:"where"`
+	Metric string         `yaml:"metric"`
 }
 
 // ClaimSweep is the swept configuration key of a trend or argmax claim.
@@ -392,8 +398,18 @@ func (c *ClaimSpec) check() error {
 		} else {
 			errs = append(errs, none("conditions", len(c.Conditions) > 0))
 		}
-		if c.Base != nil && c.Treatment != nil && FormatValue(c.Base.Where) == FormatValue(c.Treatment.Where) {
-			errs = append(errs, bad("treatment.where", "same as base.where"))
+		if c.Base != nil && c.Treatment != nil && FormatValue(c.Base.Where) == FormatValue(c.Treatment.Where) && c.Base.Metric == c.Treatment.Metric {
+			errs = append(errs, bad("treatment.where", "same as base.where (and the same metric)"))
+		}
+		if c.Kind == KindInteraction {
+			for _, a := range []struct {
+				f string
+				a *Arm
+			}{{"base.metric", c.Base}, {"treatment.metric", c.Treatment}} {
+				if a.a != nil && a.a.Metric != "" {
+					errs = append(errs, bad(a.f, "only better and equivalent arms may read their own metric"))
+				}
+			}
 		}
 	case KindRank:
 		if len(c.Order) < 2 {
@@ -401,6 +417,9 @@ func (c *ClaimSpec) check() error {
 		}
 		for i := range c.Order {
 			errs = append(errs, armCheck(fmt.Sprintf("order[%d]", i), &c.Order[i]))
+			if c.Order[i].Metric != "" {
+				errs = append(errs, bad(fmt.Sprintf("order[%d].metric", i), "only better and equivalent arms may read their own metric"))
+			}
 		}
 		errs = append(errs, none("base", c.Base != nil), none("treatment", c.Treatment != nil),
 			none("conditions", len(c.Conditions) > 0), none("sweep", c.Sweep != nil))

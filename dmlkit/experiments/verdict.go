@@ -223,7 +223,7 @@ func EvaluateClaim(c ClaimSpec, set *ClaimSet, records []Record, opt ClaimOption
 	}
 	maps.Copy(common, c.Where)
 	excluded, failed := map[string]bool{}, map[string]bool{}
-	collect := func(label string, wheres ...map[string]any) (armValues, error) {
+	collect := func(label, metric string, wheres ...map[string]any) (armValues, error) {
 		w := maps.Clone(common)
 		for _, x := range wheres {
 			maps.Copy(w, x)
@@ -242,7 +242,7 @@ func EvaluateClaim(c ClaimSpec, set *ClaimSet, records []Record, opt ClaimOption
 				}
 				v.Provisional = true
 			}
-			m, ok := r.Metrics[c.Metric]
+			m, ok := r.Metrics[metric]
 			if !ok {
 				continue
 			}
@@ -256,14 +256,24 @@ func EvaluateClaim(c ClaimSpec, set *ClaimSet, records []Record, opt ClaimOption
 	}
 	var arms []armValues
 	add := func(label string, wheres ...map[string]any) error {
-		a, err := collect(label, wheres...)
+		a, err := collect(label, c.Metric, wheres...)
+		arms = append(arms, a)
+		return err
+	}
+	// addArm is add for a better/equivalent arm, which may read its own metric (Arm.Metric).
+	addArm := func(arm *Arm) error {
+		metric := c.Metric
+		if arm.Metric != "" {
+			metric = arm.Metric
+		}
+		a, err := collect(arm.Label, metric, arm.Where)
 		arms = append(arms, a)
 		return err
 	}
 	var err error
 	switch c.Kind {
 	case KindBetter, KindEquivalent:
-		err = firstErr(add(c.Base.Label, c.Base.Where), add(c.Treatment.Label, c.Treatment.Where))
+		err = firstErr(addArm(c.Base), addArm(c.Treatment))
 	case KindInteraction:
 		x, y := c.Conditions[0], c.Conditions[1]
 		err = firstErr(

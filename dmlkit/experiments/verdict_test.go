@@ -384,3 +384,39 @@ func TestRenderClaimsAndReadmeBlock(t *testing.T) {
 		t.Errorf("second render rewrote %v", files)
 	}
 }
+
+// TestArmMetric: both arms select the same runs and read two metrics of each ("early" and "late"
+// counts): per seed late − early = −2, −3, −4 → mean −3, interval −3 ± 4.3027/√3 = [−5.4841,
+// −0.5159], held for "lower". An interaction arm with its own metric is refused.
+func TestArmMetric(t *testing.T) {
+	var recs []Record
+	for i, v := range [][2]float64{{10, 8}, {10, 7}, {10, 6}} {
+		r := claimRec("A", nil, int64(i), 0, false)
+		r.Metrics = Metrics{"early": v[0], "late": v[1]}
+		recs = append(recs, r)
+	}
+	c := ClaimSpec{ID: "c", Paper: "p", Source: "Fig. 1", Kind: KindBetter, Metric: "late", Direction: "lower",
+		Base:      &Arm{Label: "early", Where: map[string]any{"arm": "A"}, Metric: "early"},
+		Treatment: &Arm{Label: "late", Where: map[string]any{"arm": "A"}}}
+	if err := c.check(); err != nil {
+		t.Fatal(err)
+	}
+	v, err := EvaluateClaim(c, nil, recs, ClaimOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v.Verdict != VerdictHeld || math.Abs(v.Mean+3) > 1e-12 || math.Abs(v.Hi+0.515862) > 1e-5 {
+		t.Errorf("verdict %s, mean %v, hi %v; want held, -3, -0.515862", v.Verdict, v.Mean, v.Hi)
+	}
+	same := c
+	same.Base = &Arm{Label: "early", Where: map[string]any{"arm": "A"}}
+	if err := same.check(); err == nil {
+		t.Error("two identical arms with one metric: want an error")
+	}
+	inter := ClaimSpec{ID: "i", Paper: "p", Source: "s", Kind: KindInteraction, Metric: "m", Direction: "higher",
+		Base: &Arm{Label: "B", Where: map[string]any{"arm": "B"}, Metric: "x"}, Treatment: arm("T"),
+		Conditions: []Arm{*arm("X"), *arm("Y")}}
+	if err := inter.check(); err == nil || !strings.Contains(err.Error(), "base.metric") {
+		t.Errorf("interaction arm with a metric: err %v, want one naming base.metric", err)
+	}
+}
