@@ -16,7 +16,7 @@ import (
 )
 
 func init() {
-	register("eval", "every applicable retrieval metric of saved embeddings (.npy)", runEval)
+	register("eval", "every applicable retrieval metric of saved embeddings (.npy); text: rates in percent, --json: fractions", runEval)
 }
 
 func runEval(args []string, stdout, stderr io.Writer) error {
@@ -39,7 +39,7 @@ func runEval(args []string, stdout, stderr io.Writer) error {
 	noCluster := fs.Bool("no-cluster", false, "skip k-means NMI/AMI")
 	rerankK := fs.Int("rerank-k", 0, "add contextual re-ranking keys ctx/… with this neighbourhood size (seed 004 Table 10); 0 = off")
 	rerankBeta := fs.Float64("rerank-beta", 0.1, "weight β of the contextual similarity in re-ranking")
-	asJSON := fs.Bool("json", false, "print one JSON object")
+	asJSON := fs.Bool("json", false, "print one JSON object, rates as fractions in [0, 1] (the text output prints them in percent)")
 	if err := fs.Parse(args); err != nil {
 		return errUsage
 	}
@@ -157,13 +157,37 @@ func runEval(args []string, stdout, stderr io.Writer) error {
 	}
 	sort.Slice(keys, func(i, j int) bool { return metricKeyLess(keys[i], keys[j]) })
 	var b strings.Builder
+	fmt.Fprintf(&b, "%-16s %s\n", "metric", "value (rates in percent, %; OPIS, ε-OPIS and counts as computed)")
 	for _, k := range keys {
-		fmt.Fprintf(&b, "%-16s %.6g\n", k, res.Metrics[k])
+		v := res.Metrics[k]
+		if isRateKey(k) {
+			v *= 100
+		}
+		fmt.Fprintf(&b, "%-16s %.6g\n", k, v)
 	}
 	if _, err := io.WriteString(stdout, b.String()); err != nil {
 		return fmt.Errorf("eval: writing the metrics: %w", err)
 	}
 	return nil
+}
+
+// isRateKey reports whether metric key k (as evaluate.Run names them) is a rate or score in [0, 1]
+// (R@k, Recall@k, MAP@R, mAP, NMI, AUC, ..., also under ctx/, oml/, pml/), which the text output
+// prints in percent; OPIS, ε-OPIS and the n_… counts are printed as computed.
+func isRateKey(k string) bool {
+	for _, p := range []string{"ctx/", "oml/", "pml/"} {
+		k = strings.TrimPrefix(k, p)
+	}
+	switch k {
+	case "MAP@R", "R-Precision", "mINP", "AUC", "NMI", "AMI":
+		return true
+	}
+	for _, p := range []string{"R@", "Recall@", "HR@", "mAP", "CMC@", "P@", "TAR@", "Acc("} {
+		if strings.HasPrefix(k, p) {
+			return true
+		}
+	}
+	return false
 }
 
 // checkKs rejects a cutoff of --k (when given: the default list is cut to the candidates) or

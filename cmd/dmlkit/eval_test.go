@@ -162,3 +162,55 @@ func TestEvalMapConventions(t *testing.T) {
 		t.Errorf("--map-convention faiss: exit %d, %s", code, errb.String())
 	}
 }
+
+// TestEvalTextPrintsPercent: the text output prints rates in percent, says so in its header, and
+// leaves counts and OPIS as computed; --json keeps fractions. On the 5-point case of
+// TestEvalMapConventions (angles 0, 10, 25, 55, 105°; labels 0, 0, 1, 1, 0) the nearest neighbours
+// are 10°, 0°, 10°, 25°, 55° with labels 0, 0, 0, 1, 1: hits for the points 1, 2 and 4, so
+// R@1 = 3/5 = 60 %; PML's P@2 is 0.3 = 30 %; n_queries is 5.
+func TestEvalTextPrintsPercent(t *testing.T) {
+	dir := t.TempDir()
+	var emb []float32
+	for _, a := range []float64{0, 10, 25, 55, 105} {
+		r := a * math.Pi / 180
+		emb = append(emb, float32(math.Cos(r)), float32(math.Sin(r)))
+	}
+	e, l := filepath.Join(dir, "e.npy"), filepath.Join(dir, "y.npy")
+	if err := npy.Write(e, emb, 5, 2); err != nil {
+		t.Fatal(err)
+	}
+	if err := npy.Write(l, []int64{0, 0, 1, 1, 0}); err != nil {
+		t.Fatal(err)
+	}
+	var out, errb bytes.Buffer
+	args := []string{"eval", "--emb", e, "--labels", l, "--k", "1,2", "--no-opis", "--no-cluster", "--map-convention", "pml"}
+	if code := run(args, &out, &errb); code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	lines := strings.Split(out.String(), "\n")
+	if !strings.Contains(lines[0], "%") || !strings.Contains(lines[0], "percent") {
+		t.Errorf("header %q does not state the unit (percent)", lines[0])
+	}
+	got := map[string]string{}
+	for _, line := range lines[1:] {
+		if f := strings.Fields(line); len(f) == 2 {
+			got[f[0]] = f[1]
+		}
+	}
+	for k, want := range map[string]string{"R@1": "60", "pml/P@2": "30", "n_queries": "5"} {
+		if got[k] != want {
+			t.Errorf("%s printed as %q, want %q\n%s", k, got[k], want, out.String())
+		}
+	}
+	out.Reset()
+	if code := run(append(args, "--json"), &out, &errb); code != 0 {
+		t.Fatalf("--json: exit %d: %s", code, errb.String())
+	}
+	var m map[string]float64
+	if err := json.Unmarshal(out.Bytes(), &m); err != nil {
+		t.Fatal(err)
+	}
+	if math.Abs(m["R@1"]-0.6) > 1e-9 {
+		t.Errorf("--json R@1 = %v, want the fraction 0.6", m["R@1"])
+	}
+}
