@@ -10,6 +10,7 @@ import (
 	"github.com/dmlkit/dmlkit/dmlkit/losses"
 	"github.com/dmlkit/dmlkit/dmlkit/models"
 	"github.com/gomlx/compute"
+	"github.com/gomlx/compute/dtypes"
 	. "github.com/gomlx/gomlx/core/graph"
 	"github.com/gomlx/gomlx/core/tensors"
 	"github.com/gomlx/gomlx/ml/model"
@@ -35,6 +36,12 @@ type engine struct {
 
 	// stageTimes are the wall times of the three stages of the last multistage step.
 	stageTimes [3]time.Duration
+	// diagnosing: the step graph also outputs the loss's diagnostics (log.every_steps > 0 and a
+	// losses.Diagnoser among the terms, or several terms; see stepDiagGraph). diagNames are their
+	// names, fixed when the step graph is built, and diagValues their values at the last step.
+	diagnosing bool
+	diagNames  []string
+	diagValues []float64
 	// embFinite reports whether every embedding of the last training step's batch was finite.
 	// Losses built of hinges (contrastive, triplet, Smooth-AP, …) can map NaN embeddings to a
 	// finite value, so a finite loss alone does not show that the parameters are finite.
@@ -75,6 +82,8 @@ func newEngine(cfg *Config, b compute.Backend, store *model.Store, nClasses, h, 
 			return model.NewExec(b, store, f)
 		case func(*model.Scope, *Node, *Node) []*Node:
 			return model.NewExec(b, store, f)
+		case func(*model.Scope, *Node, *Node, *Node, *Node) []*Node:
+			return model.NewExec(b, store, f)
 		}
 		panic(fmt.Sprintf("train: unexpected graph function %T", fn))
 	}
@@ -85,7 +94,12 @@ func newEngine(cfg *Config, b compute.Backend, store *model.Store, nClasses, h, 
 		}
 		return ex
 	}
-	e.step = add(mk(e.stepGraph))
+	e.diagnosing = cfg.Log.EverySteps > 0 && cfg.Multistage.Chunk == 0 && hasDiagnostics(terms)
+	if e.diagnosing {
+		e.step = add(mk(e.stepDiagGraph))
+	} else {
+		e.step = add(mk(e.stepGraph))
+	}
 	e.grads = add(mk(e.gradsGraph))
 	e.embed = add(mk(e.embedGraph))
 	e.msEmbed = add(mk(e.msEmbedGraph))
@@ -100,21 +114,68 @@ func newEngine(cfg *Config, b compute.Backend, store *model.Store, nClasses, h, 
 
 // buildLoss returns Σ wᵢ·Lᵢ(emb, labels).
 func (e *engine) buildLoss(scope *model.Scope, emb, labels *Node) *Node {
+	loss, _ := e.buildLossDiag(scope, emb, labels, false)
+	return loss
+}
+
+// hasDiagnostics reports whether the loss has diagnostics to log: several terms (their weighted
+// values), or one that is a losses.Diagnoser.
+func hasDiagnostics(terms []weightedLoss) bool {
+	if len(terms) > 1 {
+		return true
+	}
+	_, ok := terms[0].loss.(losses.Diagnoser)
+	return ok
+}
+
+// buildLossDiag is buildLoss that, when diag, also returns the loss's diagnostics: those of a
+// single term as it names them; with several terms (loss.terms) each weighted term wᵢ·Lᵢ as
+// "loss/<name>" and the diagnostics of the terms that are Diagnosers as "<name>/<diagnostic>",
+// the name being "<index>_<name>" for a loss used in several terms (as losses.ComboConfig does).
+// The loss node is built by the same operations either way.
+func (e *engine) buildLossDiag(scope *model.Scope, emb, labels *Node, diag bool) (*Node, []losses.Diagnostic) {
 	var total *Node
+	var diags []losses.Diagnostic
+	seen := map[string]int{}
+	for _, t := range e.terms {
+		seen[t.loss.Name()]++
+	}
 	for i, t := range e.terms {
 		ls := scope.At(lossScope)
 		if len(e.terms) > 1 {
 			ls = ls.At("term_%d", i)
 		}
-		l := t.loss.Build(losses.Inputs{Emb: emb, Labels: labels, Scope: ls, NumClasses: e.nClass})
+		in := losses.Inputs{Emb: emb, Labels: labels, Scope: ls, NumClasses: e.nClass}
+		var l *Node
+		var ds []losses.Diagnostic
+		if d, ok := t.loss.(losses.Diagnoser); ok && diag {
+			l, ds = d.BuildDiagnosed(in)
+		} else {
+			l = t.loss.Build(in)
+		}
 		l = MulScalar(l, t.weight)
 		if total == nil {
 			total = l
 		} else {
 			total = Add(total, l)
 		}
+		if !diag {
+			continue
+		}
+		if len(e.terms) == 1 {
+			diags = append(diags, ds...)
+			continue
+		}
+		key := t.loss.Name()
+		if seen[key] > 1 {
+			key = fmt.Sprintf("%d_%s", i, key)
+		}
+		diags = append(diags, losses.Diagnostic{Name: "loss/" + key, Value: l})
+		for _, d := range ds {
+			diags = append(diags, losses.Diagnostic{Name: key + "/" + d.Name, Value: d.Value})
+		}
 	}
-	return total
+	return total, diags
 }
 
 // trainableInGraph lists the trainable variables used by g, sorted by path.
@@ -136,14 +197,21 @@ func (e *engine) lossAndGrads(scope *model.Scope, x, y *Node) (*Node, []*model.V
 
 // lossEmbAndGrads is lossAndGrads that also returns the batch's loss embeddings.
 func (e *engine) lossEmbAndGrads(scope *model.Scope, x, y *Node) (*Node, *Node, []*model.Variable, []*Node) {
+	loss, emb, vs, grads, _ := e.lossEmbGradsDiag(scope, x, y, false)
+	return loss, emb, vs, grads
+}
+
+// lossEmbGradsDiag is lossEmbAndGrads that, when diag, also returns the loss's diagnostics
+// (buildLossDiag); nothing the gradients depend on changes.
+func (e *engine) lossEmbGradsDiag(scope *model.Scope, x, y *Node, diag bool) (*Node, *Node, []*model.Variable, []*Node, []losses.Diagnostic) {
 	out := models.Build(scope.At(modelScope), e.cfg.Model, x, models.Mode{Train: true})
-	loss := e.buildLoss(scope, out.LossEmb, y)
+	loss, diags := e.buildLossDiag(scope, out.LossEmb, y, diag)
 	vs := e.trainableInGraph(loss.Graph(), "/")
 	nodes := make([]*Node, len(vs))
 	for i, v := range vs {
 		nodes[i] = v.NodeValue(loss.Graph())
 	}
-	return loss, out.LossEmb, vs, Gradient(loss, nodes...)
+	return loss, out.LossEmb, vs, Gradient(loss, nodes...), diags
 }
 
 // liveVariables makes the graph read variables as parameters: the Go backend otherwise embeds
@@ -160,6 +228,32 @@ func (e *engine) stepGraph(scope *model.Scope, x, y, lr, t *Node) (*Node, *Node)
 	loss, emb, vs, grads := e.lossEmbAndGrads(scope, x, y)
 	applyUpdates(e.store, &e.cfg.Optimizer, vs, grads, lr, t)
 	return loss, ReduceAllSum(MulScalar(emb, 0))
+}
+
+// stepDiagGraph is stepGraph (the same operations, so the same loss and updates) with the loss's
+// diagnostics as further outputs, each converted to Float64 (counts may be integers). It is
+// compiled instead of stepGraph only when log.every_steps > 0 and the loss has diagnostics, and
+// records their names in e.diagNames.
+func (e *engine) stepDiagGraph(scope *model.Scope, x, y, lr, t *Node) []*Node {
+	liveVariables(scope, x.Graph())
+	loss, emb, vs, grads, diags := e.lossEmbGradsDiag(scope, x, y, true)
+	applyUpdates(e.store, &e.cfg.Optimizer, vs, grads, lr, t)
+	outs := []*Node{loss, ReduceAllSum(MulScalar(emb, 0))}
+	names := make([]string, 0, len(diags))
+	seen := map[string]bool{stepLogLoss: true}
+	for _, d := range diags {
+		if seen[d.Name] {
+			panic(fmt.Sprintf("train: the loss has two diagnostics named %q (%q is the loss itself)", d.Name, stepLogLoss))
+		}
+		if d.Value.Rank() != 0 {
+			panic(fmt.Sprintf("train: loss diagnostic %q has shape %s, want a scalar", d.Name, d.Value.Shape()))
+		}
+		seen[d.Name] = true
+		names = append(names, d.Name)
+		outs = append(outs, ConvertDType(d.Value, dtypes.Float64))
+	}
+	e.diagNames = names
+	return outs
 }
 
 // gradsGraph returns [loss, grads...] in path order, without updating anything but BN statistics.
@@ -302,6 +396,12 @@ func (e *engine) trainStep(pix []float32, n int, labels []int64, setSize int, lr
 	out, err := e.step.Call(x, y, lrT, tT)
 	if err != nil {
 		return 0, err
+	}
+	if e.diagnosing {
+		e.diagValues = e.diagValues[:0]
+		for _, d := range out[2:] {
+			e.diagValues = append(e.diagValues, scalarValue(d))
+		}
 	}
 	z := scalarValue(out[1])
 	e.embFinite = !math.IsNaN(z) && !math.IsInf(z, 0)

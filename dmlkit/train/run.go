@@ -125,6 +125,9 @@ type Result struct {
 	Interrupted  bool // StopAfter reached
 	OutDir       string
 	Timing       Timing // wall-clock times of this session (seed 000 Table 4)
+	// StepLog holds the loss diagnostics logged by this session every log.every_steps steps (nil
+	// when logging is off); the run directory's steplog.jsonl holds those of the whole run.
+	StepLog *StepLog
 	// ResumeChanges lists the configuration changes a resumed session accepted (more epochs or
 	// steps, checkpoint and evaluation batch settings), "field: old → new"; any other difference
 	// from the run directory's config.resolved.yaml makes a resume fail.
@@ -140,12 +143,17 @@ func Run(ctx context.Context, cfg Config, outDir string, progress func(Progress)
 // RunWithOptions trains cfg. With opt.Resume and a checkpoint in outDir, cfg must equal the run's
 // config.resolved.yaml except for the fields a resume may change (see [Result.ResumeChanges]);
 // otherwise it fails naming the fields. The run directory receives config.resolved.yaml, env.json,
-// metrics.jsonl (one line per evaluation), checkpoints/ (every checkpoint.every_steps steps and at
+// metrics.jsonl (one line per evaluation), steplog.jsonl (with log.every_steps > 0, one line per
+// logged step; see [StepLog]; a resume drops the lines after the checkpoint's step), checkpoints/ (every checkpoint.every_steps steps and at
 // the end of every epoch) and, at the end, test_embeddings.npy [N, D] float32 and
 // test_labels.npy [N] int64.
 func RunWithOptions(ctx context.Context, cfg Config, outDir string, opt Options) (*Result, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("train: config: %w", err)
+	}
+	if cfg.Log.EverySteps > 0 && cfg.Multistage.Chunk > 0 {
+		return nil, fmt.Errorf("train: config: log.every_steps: %d: step logging is not supported with multistage backprop (multistage.chunk %d > 0); set log.every_steps: 0",
+			cfg.Log.EverySteps, cfg.Multistage.Chunk)
 	}
 	if outDir == "" {
 		return nil, fmt.Errorf("train: empty output directory")
@@ -182,11 +190,16 @@ func RunWithOptions(ctx context.Context, cfg Config, outDir string, opt Options)
 		if st, err = loadCheckpoint(ck, store); err != nil {
 			return nil, err
 		}
+		if err := truncateStepLog(outDir, st.Step); err != nil {
+			return nil, err
+		}
 	case ck != "":
 		return nil, fmt.Errorf("train: %s already holds a run (%s); resume it or choose another directory", outDir, filepath.Base(ck))
 	default:
-		if err := os.Remove(filepath.Join(outDir, "metrics.jsonl")); err != nil && !os.IsNotExist(err) {
-			return nil, fmt.Errorf("train: %w", err)
+		for _, f := range []string{"metrics.jsonl", stepLogFile} {
+			if err := os.Remove(filepath.Join(outDir, f)); err != nil && !os.IsNotExist(err) {
+				return nil, fmt.Errorf("train: %w", err)
+			}
 		}
 		if err := models.LoadPretrained(store.RootScope().At(modelScope), cfg.Model); err != nil {
 			return nil, err
@@ -334,6 +347,9 @@ func (r *runner) loop(ctx context.Context, sampler *Sampler) error {
 				eta := time.Duration(float64(el) / float64(done) * float64(r.total-r.st.Step))
 				r.opt.Progress(Progress{Phase: "train", Step: r.st.Step, TotalSteps: r.total, Epoch: r.st.Epoch, Epochs: r.epochs,
 					Loss: loss, LR: lr, Elapsed: el, ETA: eta})
+			}
+			if err := r.logStep(loss); err != nil {
+				return err
 			}
 			epochEnd := r.st.BatchInEpoch == len(batches)
 			if epochEnd {
