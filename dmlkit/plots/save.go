@@ -1,6 +1,7 @@
 package plots
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -9,6 +10,8 @@ import (
 	"time"
 
 	pdf "codeberg.org/go-pdf/fpdf"
+
+	"github.com/dmlkit/dmlkit/dmlkit/atomicfile"
 
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
@@ -80,17 +83,7 @@ func saveOne(p Figure, s Style, path, format string) (err error) {
 			err = fmt.Errorf("rendering failed: %v", r)
 		}
 	}()
-	tmp := path + ".tmp"
-	f, err := os.Create(tmp)
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if err != nil {
-			f.Close()
-			os.Remove(tmp)
-		}
-	}()
+	var buf bytes.Buffer
 	w, h := s.Width, s.Height
 	if sz, ok := p.(Sizer); ok {
 		w, h = sz.Size()
@@ -103,7 +96,7 @@ func saveOne(p Figure, s Style, path, format string) (err error) {
 		}
 		c := vgimg.NewWith(vgimg.UseWH(w, h), vgimg.UseDPI(dpi), vgimg.UseBackgroundColor(whiteBG))
 		p.Draw(draw.New(c))
-		if _, err = (vgimg.PngCanvas{Canvas: c}).WriteTo(f); err != nil {
+		if _, err = (vgimg.PngCanvas{Canvas: c}).WriteTo(&buf); err != nil {
 			return err
 		}
 	case "svg", "pdf", "eps", "jpg", "tif":
@@ -112,14 +105,12 @@ func saveOne(p Figure, s Style, path, format string) (err error) {
 			return err2
 		}
 		p.Draw(draw.New(c))
-		if _, err = c.WriteTo(f); err != nil {
+		if _, err = c.WriteTo(&buf); err != nil {
 			return err
 		}
 	default:
 		return errors.New("unknown format " + format)
 	}
-	if err = f.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp, path)
+	// A regular file (or a link to one) is replaced atomically; a device or pipe is written through.
+	return atomicfile.WriteFile(path, buf.Bytes(), 0o644)
 }
