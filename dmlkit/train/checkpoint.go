@@ -1,6 +1,7 @@
 package train
 
 import (
+	"bytes"
 	"encoding/gob"
 	"fmt"
 	"os"
@@ -8,6 +9,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/dmlkit/dmlkit/dmlkit/atomicfile"
 	"github.com/gomlx/compute/dtypes"
 	"github.com/gomlx/gomlx/core/tensors"
 	"github.com/gomlx/gomlx/ml/model"
@@ -49,7 +51,8 @@ const checkpointDir = "checkpoints"
 func checkpointName(step int) string { return fmt.Sprintf("ckpt-%09d.gob", step) }
 
 // saveCheckpoint writes every float32 variable of store and st to dir/checkpoints, keeping the
-// newest keep files (keep ≤ 0: all). The file is written under a temporary name and renamed.
+// newest keep files (keep ≤ 0: all). The file is written with atomicfile.WriteFile (a temporary
+// file renamed into place), so a reader never sees a partial checkpoint.
 func saveCheckpoint(dir string, store *model.Store, st State, keep int) error {
 	cd := filepath.Join(dir, checkpointDir)
 	if err := os.MkdirAll(cd, 0o755); err != nil {
@@ -83,19 +86,11 @@ func saveCheckpoint(dir string, store *model.Store, st State, keep int) error {
 	}
 	sort.Slice(cf.Vars, func(i, j int) bool { return cf.Vars[i].Path < cf.Vars[j].Path })
 	final := filepath.Join(cd, checkpointName(st.Step))
-	tmp := final + ".tmp"
-	f, err := os.Create(tmp)
-	if err != nil {
-		return fmt.Errorf("train: checkpoint: %w", err)
+	var buf bytes.Buffer
+	if err := gob.NewEncoder(&buf).Encode(&cf); err != nil {
+		return fmt.Errorf("train: checkpoint %s: %w", final, err)
 	}
-	if err := gob.NewEncoder(f).Encode(&cf); err != nil {
-		f.Close()
-		return fmt.Errorf("train: checkpoint %s: %w", tmp, err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("train: checkpoint %s: %w", tmp, err)
-	}
-	if err := os.Rename(tmp, final); err != nil {
+	if err := atomicfile.WriteFile(final, buf.Bytes(), 0o644); err != nil {
 		return fmt.Errorf("train: checkpoint: %w", err)
 	}
 	if keep > 0 {
