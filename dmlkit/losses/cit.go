@@ -34,11 +34,22 @@ func init() {
 // 0.108 on its test batch).
 //
 // Default γ = 1 (the authors' code default and the paper's choice for Market1501; the paper calls
-// γ = 0.5 a general trade-off and uses γ < 1 for In-shop, Table 3). Memory is O(B³).
-// References (Inputs.RefEmb) are not supported.
+// γ = 0.5 a general trade-off and uses γ < 1 for In-shop, Table 3). References (Inputs.RefEmb)
+// are not supported.
+//
+// Memory is O(B³): the whole [B, B, B] triplet cube. AnchorBlock = K (0 < K < B) builds it in
+// ⌈B/K⌉ blocks of K anchors ([K, B, B] each, the last block smaller; static shapes), adds their
+// masked sums and counts and divides once at the end: the same value, gradient and diagnostics
+// (summed in another order), with O(K·B²) per block. Measured on the Go backend on a shared 2-core
+// CPU (float32, D = 128, 4 samples per class, γ = 0.5, forward + backward, best of 5):
+// B = 128: 141 ms whole, 85 ms with K = 32 (peak RSS 67 → 56 MB); B = 256: 1.15 s whole, 0.83 s
+// with K = 32 (peak RSS 528 → 252 MB). Blocks are unrolled in the graph, so very small K makes
+// a large graph.
 type CITConfig struct {
 	Gamma      float64 `yaml:"gamma" doc:"γ: weight of the exponential term L_e; 1-γ weights the partial-likelihood term L_p"`
 	AvgNonZero bool    `yaml:"avg_nonzero" doc:"authors' code: average over triplets with a positive loss only (paper: all triplets)"`
+	// AnchorBlock, when > 0 and < B, builds the triplet cube in blocks of this many anchors.
+	AnchorBlock int `yaml:"anchor_block" doc:"if > 0: build the B×B×B triplet cube in blocks of this many anchors (memory O(K·B²)); same loss and gradient"`
 }
 
 // DefaultCIT returns the defaults (γ = 1, paper reduction).
@@ -51,6 +62,9 @@ func (c *CITConfig) Name() string { return "cit" }
 func (c *CITConfig) Validate() error {
 	if c.Gamma < 0 || c.Gamma > 1 {
 		return fmt.Errorf("gamma %g: want a value in [0, 1]", c.Gamma)
+	}
+	if c.AnchorBlock < 0 {
+		return fmt.Errorf("anchor_block %d: want ≥ 0 (0: the whole batch at once)", c.AnchorBlock)
 	}
 	return nil
 }
@@ -82,28 +96,88 @@ func (c *CITConfig) build(in Inputs, diag bool) (*Node, []Diagnostic) {
 	}
 	pos, neg := PairMasks(in)
 	s := CosineSim(in.Emb, in.Emb)
-	sap := InsertAxes(s, 2) // [a, p, 1]
-	san := InsertAxes(s, 1) // [a, 1, n]
-	spn := InsertAxes(s, 0) // [1, p, n]
-	valid := LogicalAnd(InsertAxes(pos, 2), InsertAxes(neg, 1))
-	le := relu(OneMinus(Exp(Sub(sap, san))))
-	lp := Sub(Log(Add(Exp(san), Exp(spn))), sap)
-	loss := Add(MulScalar(le, c.Gamma), MulScalar(lp, 1-c.Gamma))
 	b := s.Shape().Dim(0)
-	loss = BroadcastToDims(loss, b, b, b)
-	reduced := valid
-	if c.AvgNonZero {
-		reduced = LogicalAnd(valid, GreaterThan(loss, ZerosLike(loss)))
+	if k := c.AnchorBlock; k > 0 && k < b {
+		return c.buildBlocks(s, pos, neg, k, diag)
 	}
-	out := MaskedMean(loss, reduced)
+	t := c.cube(s, pos, neg, 0, b)
+	out := MaskedMean(t.loss, t.reduced)
 	if !diag {
 		return out, nil
 	}
-	hard := LogicalAnd(valid, GreaterThan(san, sap))
 	return out, []Diagnostic{
-		{Name: "L_e", Value: MaskedMean(BroadcastToDims(le, b, b, b), reduced)},
-		{Name: "L_p", Value: MaskedMean(BroadcastToDims(lp, b, b, b), reduced)},
-		{Name: "hard_triplets", Value: Count(hard, dtypes.Int32)},
-		{Name: "triplets", Value: Count(valid, dtypes.Int32)},
+		{Name: "L_e", Value: MaskedMean(t.le, t.reduced)},
+		{Name: "L_p", Value: MaskedMean(t.lp, t.reduced)},
+		{Name: "hard_triplets", Value: Count(t.hard, dtypes.Int32)},
+		{Name: "triplets", Value: Count(t.valid, dtypes.Int32)},
+	}
+}
+
+// citCube holds the [K, B, B] per-triplet terms of a block of anchors: l_e, l_p, the combined
+// loss, the valid triplets, those the reduction averages and the hard ones (S_an > S_ap).
+type citCube struct {
+	le, lp, loss         *Node
+	valid, reduced, hard *Node
+}
+
+// cube builds the triplet cube of anchors lo ≤ a < hi (indices (a − lo, p, n)) from the
+// cosine similarities s [B, B] and the pair masks [B, B].
+func (c *CITConfig) cube(s, pos, neg *Node, lo, hi int) citCube {
+	b := s.Shape().Dim(0)
+	rows, posR, negR := s, pos, neg
+	if lo != 0 || hi != b {
+		rows, posR, negR = Slice(s, AxisRange(lo, hi)), Slice(pos, AxisRange(lo, hi)), Slice(neg, AxisRange(lo, hi))
+	}
+	k := hi - lo
+	sap := InsertAxes(rows, 2) // [a, p, 1]
+	san := InsertAxes(rows, 1) // [a, 1, n]
+	spn := InsertAxes(s, 0)    // [1, p, n]
+	var t citCube
+	t.valid = LogicalAnd(InsertAxes(posR, 2), InsertAxes(negR, 1))
+	t.le = BroadcastToDims(relu(OneMinus(Exp(Sub(sap, san)))), k, b, b)
+	t.lp = BroadcastToDims(Sub(Log(Add(Exp(san), Exp(spn))), sap), k, b, b)
+	t.loss = Add(MulScalar(t.le, c.Gamma), MulScalar(t.lp, 1-c.Gamma))
+	t.reduced = t.valid
+	if c.AvgNonZero {
+		t.reduced = LogicalAnd(t.valid, GreaterThan(t.loss, ZerosLike(t.loss)))
+	}
+	t.hard = LogicalAnd(t.valid, GreaterThan(san, sap))
+	return t
+}
+
+// buildBlocks is build over blocks of k anchors (the last one may be smaller): the masked sums
+// and counts of each block's cube are added, and divided once at the end, so only one [k, B, B]
+// cube is needed at a time.
+func (c *CITConfig) buildBlocks(s, pos, neg *Node, k int, diag bool) (*Node, []Diagnostic) {
+	b := s.Shape().Dim(0)
+	var sumL, sumE, sumP, n, hard, valid *Node
+	add := func(acc **Node, x *Node) {
+		if *acc == nil {
+			*acc = x
+		} else {
+			*acc = Add(*acc, x)
+		}
+	}
+	for lo := 0; lo < b; lo += k {
+		t := c.cube(s, pos, neg, lo, min(lo+k, b))
+		add(&sumL, MaskedReduceAllSum(t.loss, t.reduced))
+		add(&n, Count(t.reduced, t.loss.DType()))
+		if diag {
+			add(&sumE, MaskedReduceAllSum(t.le, t.reduced))
+			add(&sumP, MaskedReduceAllSum(t.lp, t.reduced))
+			add(&hard, Count(t.hard, dtypes.Int32))
+			add(&valid, Count(t.valid, dtypes.Int32))
+		}
+	}
+	den := Max(n, OnesLike(n)) // 0 for a batch without (kept) triplets, as MaskedMean
+	out := Div(sumL, den)
+	if !diag {
+		return out, nil
+	}
+	return out, []Diagnostic{
+		{Name: "L_e", Value: Div(sumE, den)},
+		{Name: "L_p", Value: Div(sumP, den)},
+		{Name: "hard_triplets", Value: hard},
+		{Name: "triplets", Value: valid},
 	}
 }

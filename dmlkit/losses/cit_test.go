@@ -2,6 +2,7 @@ package losses_test
 
 import (
 	"math"
+	"reflect"
 	"testing"
 
 	"github.com/dmlkit/dmlkit/dmlkit/backend"
@@ -309,5 +310,59 @@ func TestCITDiagnosticsMatchBruteForce(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestCITAnchorBlocks: building the cube in blocks of K anchors (K = 1, 2, 4 and 5 with a
+// smaller last block, on B = 9 plain labels and B = 8 label sets) gives the unblocked value,
+// gradient w.r.t. the embeddings and diagnostics: the same per-triplet terms summed in another
+// order, so float64 sums of ≤ 9³ terms of size O(1) agree to 1e-12. K ≥ B is the unblocked graph
+// itself (bit-identical).
+func TestCITAnchorBlocks(t *testing.T) {
+	plain := losstest.Random(65, 4, []int64{0, 0, 1, 1, 1, 2, 2, 3, 0})
+	sets := losstest.Random(66, 3, make([]int64, 8))
+	sets.Labels, sets.SetSize = []int64{0, -1, 0, 1, 1, -1, 2, 1, 2, -1, 3, 0, 3, -1, 1, 2}, 2
+	for _, b := range []losstest.Batch{plain, sets} {
+		for _, base := range []losses.CITConfig{{Gamma: 1}, {Gamma: 1, AvgNonZero: true}, {Gamma: 0.5}, {Gamma: 0.3, AvgNonZero: true}} {
+			whole := base
+			v0, g0 := losstest.Value(t, &whole, b, losses.EvalOptions{})
+			_, d0, names0 := diagnose(t, &whole, b)
+			for _, k := range []int{1, 2, 4, 5, b.B, b.B + 3} {
+				c := base
+				c.AnchorBlock = k
+				v, g := losstest.Value(t, &c, b, losses.EvalOptions{})
+				_, d, names := diagnose(t, &c, b)
+				tol := 1e-12
+				if k >= b.B {
+					tol = 0
+				}
+				if math.Abs(v-v0) > tol {
+					t.Errorf("set=%d %+v: value %.17g, unblocked %.17g", b.SetSize, c, v, v0)
+				}
+				worst := 0.0
+				for i := range g {
+					worst = math.Max(worst, math.Abs(g[i]-g0[i]))
+				}
+				if worst > tol {
+					t.Errorf("set=%d %+v: gradient differs from the unblocked one by %.3g", b.SetSize, c, worst)
+				}
+				if !reflect.DeepEqual(names, names0) {
+					t.Errorf("set=%d %+v: diagnostics %q, unblocked %q", b.SetSize, c, names, names0)
+				}
+				for _, n := range names0 {
+					if math.Abs(d[n]-d0[n]) > tol {
+						t.Errorf("set=%d %+v: %s = %.17g, unblocked %.17g", b.SetSize, c, n, d[n], d0[n])
+					}
+				}
+			}
+		}
+	}
+	// No triplets at all: 0 with a finite gradient, blocked or not.
+	c := &losses.CITConfig{Gamma: 0.5, AnchorBlock: 2}
+	if v, g := losstest.Value(t, c, losstest.Random(7, 3, []int64{0, 1, 2}), losses.EvalOptions{}); v != 0 || math.IsNaN(g[0]) {
+		t.Errorf("blocked, no triplets: %v, want 0", v)
+	}
+	if _, err := losses.New("cit", map[string]any{"anchor_block": -1}); err == nil {
+		t.Error("anchor_block -1 accepted")
 	}
 }
