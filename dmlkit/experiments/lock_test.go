@@ -213,3 +213,48 @@ func TestSweepLockWaitAndShards(t *testing.T) {
 	}
 	l.Unlock()
 }
+
+// TestShardsOfDifferentCountsRefused: while shard 0 of 2 holds a results directory, a shard with
+// another --of (1 of 3) is refused at once, also with Wait, by an error naming both shard
+// settings, and its sweep runs nothing; shard 1 of 2 still runs beside shard 0 of 2; once the
+// --of 2 shards are gone, shard 1 of 3 may start (and then refuses --of 2 in turn).
+func TestShardsOfDifferentCountsRefused(t *testing.T) {
+	st := NewStore(t.TempDir())
+	l0, err := st.LockSweep(bg(), LockOptions{Index: 0, Of: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, wait := range []bool{false, true} {
+		ctx, cancel := context.WithTimeout(bg(), 2*time.Second)
+		_, err := NewStore(st.Dir).LockSweep(ctx, LockOptions{Index: 1, Of: 3, Wait: wait, Poll: time.Millisecond})
+		cancel()
+		var se *ShardCountError
+		if !errors.As(err, &se) || !strings.Contains(err.Error(), "shard 0 of 2") || !strings.Contains(err.Error(), "shard 1 of 3") || !strings.Contains(err.Error(), st.Dir) {
+			t.Fatalf("shard 1 of 3 beside shard 0 of 2 (wait %v): %v", wait, err)
+		}
+	}
+	s := mustParse(t, specYAML)
+	var calls atomic.Int64
+	if _, _, err := RunSweep(bg(), s, SweepOptions{Scale: "small", Index: 2, Of: 3, ExecOptions: ExecOptions{
+		Runner: fakeRunner(&calls), Store: NewStore(st.Dir), WorkDir: t.TempDir()}}); err == nil || calls.Load() != 0 {
+		t.Fatalf("sweep shard 2 of 3 beside shard 0 of 2: err %v after %d runs", err, calls.Load())
+	}
+	l1, err := NewStore(st.Dir).LockSweep(bg(), LockOptions{Index: 1, Of: 2})
+	if err != nil {
+		t.Fatalf("shard 1 of 2 beside shard 0 of 2: %v", err)
+	}
+	l0.Unlock()
+	if _, err := NewStore(st.Dir).LockSweep(bg(), LockOptions{Index: 0, Of: 3}); err == nil {
+		t.Fatal("shard 0 of 3 beside shard 1 of 2 started")
+	}
+	l1.Unlock()
+	l3, err := NewStore(st.Dir).LockSweep(bg(), LockOptions{Index: 1, Of: 3})
+	if err != nil {
+		t.Fatalf("shard 1 of 3 after the --of 2 shards: %v", err)
+	}
+	var se *ShardCountError
+	if _, err := NewStore(st.Dir).LockSweep(bg(), LockOptions{Index: 0, Of: 2}); !errors.As(err, &se) {
+		t.Fatalf("shard 0 of 2 beside shard 1 of 3: %v", err)
+	}
+	l3.Unlock()
+}

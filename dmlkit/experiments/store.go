@@ -363,6 +363,20 @@ func (e *LockedError) Error() string {
 	return fmt.Sprintf("experiments: results directory %s is in use by %s; two sweeps on one results directory would run and store the same runs twice", e.Dir, who)
 }
 
+// ShardCountError is the error of [Store.LockSweep] when a shard (Of > 1) finds the results
+// directory held by shards of a different shard count: shards of different --of counts split the
+// runs differently, so they would run overlapping points. It is returned at once, also with Wait.
+type ShardCountError struct {
+	Dir       string
+	Index, Of int      // this process's shard
+	Holders   []string // the other count's shards, "PID 123 on host (since …, shard 1 of 3)"
+}
+
+func (e *ShardCountError) Error() string {
+	return fmt.Sprintf("experiments: results directory %s is held by a sweep sharded with another --of: %s; this process is shard %d of %d (--index %d --of %d). Shards of different --of counts split the runs differently and would run overlapping points: give every shard of the sweep the same --of, or start this one after that sweep has finished",
+		e.Dir, strings.Join(e.Holders, "; "), e.Index, e.Of, e.Index, e.Of)
+}
+
 // SweepLock is held by one sweep on a results directory; see [Store.LockSweep].
 type SweepLock struct {
 	files []*os.File
@@ -395,7 +409,9 @@ type LockOptions struct {
 // directory exclusively (flock(2) on Dir/.sweep.lock); a shard (Of > 1) shares the directory with
 // the other shards and takes its own shard exclusively (Dir/.sweep.shard-I-of-N.lock), so the
 // shards of an array job run side by side but never twice, and never beside an unsharded sweep.
-// (Shards of different shard counts are not told apart.) The holder writes "PID n on HOST (since
+// Shards of different shard counts split the runs differently: a shard that finds the directory
+// held by shards with another Of fails at once, also with Wait, with a [*ShardCountError] naming
+// both shard settings. The holder writes "PID n on HOST (since
 // T)" into the lock file; a busy lock returns a [*LockedError] naming the directory and the
 // holders, or with Wait polls until it is free or ctx is done. Locks are released by
 // [SweepLock.Unlock] or when the process exits (kill -9 included). Without flock (non-Unix) the
@@ -462,6 +478,26 @@ func (s *Store) tryLockSweep(opt LockOptions) (*SweepLock, *LockedError, error) 
 	}
 	// Shards share the directory lock: no unsharded sweep holds it, so what it names is stale.
 	_ = f.Truncate(0)
+	// Checking the other shard counts and taking this shard happen under a short exclusive lock
+	// (Dir/.sweep.acquire.lock, waited for: it is held only while a shard starts), so two shards
+	// of different counts starting at once never both start, and one's probe of a shard file is
+	// never taken by the other for a holder.
+	mf, err := os.OpenFile(filepath.Join(s.Dir, sweepAcquireFile), os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return fail(err)
+	}
+	if err := lockFile(mf); err != nil {
+		mf.Close()
+		return fail(err)
+	}
+	defer func() {
+		unlockFile(mf)
+		mf.Close()
+	}()
+	if other := s.otherCountHolders(opt.Of); len(other) > 0 {
+		l.Unlock()
+		return nil, nil, &ShardCountError{Dir: s.Dir, Index: opt.Index, Of: opt.Of, Holders: other}
+	}
 	sf, err := os.OpenFile(filepath.Join(s.Dir, fmt.Sprintf(".sweep.shard-%d-of-%d.lock", opt.Index, opt.Of)), os.O_CREATE|os.O_RDWR, 0o644)
 	if err != nil {
 		return fail(err)
@@ -500,6 +536,31 @@ func (s *Store) lockHolders() []string {
 		line := strings.TrimSpace(string(b))
 		if err != nil || line == "" || i > 0 && !heldElsewhere(p) {
 			continue // shard files of shards that died keep their text but not their lock
+		}
+		out = append(out, line)
+	}
+	return out
+}
+
+// sweepAcquireFile is locked, briefly, while a shard checks the other shard counts and takes its
+// shard ([Store.tryLockSweep]).
+const sweepAcquireFile = ".sweep.acquire.lock"
+
+// otherCountHolders lists the live shards of the directory whose shard count is not of, as their
+// holders wrote them ("shard I of N" when a holder wrote nothing).
+func (s *Store) otherCountHolders(of int) []string {
+	files, _ := filepath.Glob(filepath.Join(s.Dir, ".sweep.shard-*-of-*.lock"))
+	sort.Strings(files)
+	var out []string
+	for _, p := range files {
+		var i, n int
+		if _, err := fmt.Sscanf(filepath.Base(p), ".sweep.shard-%d-of-%d.lock", &i, &n); err != nil || n == of || !heldElsewhere(p) {
+			continue
+		}
+		b, _ := os.ReadFile(p)
+		line := strings.TrimSpace(string(b))
+		if line == "" {
+			line = fmt.Sprintf("shard %d of %d", i, n)
 		}
 		out = append(out, line)
 	}

@@ -304,7 +304,8 @@ type SweepOptions struct {
 // The sweep holds the results directory's lock ([Store.LockSweep]) from before it reads the store
 // until it returns: a second sweep on the same directory (another process, or another Store in
 // this one) fails at once with a [*LockedError] naming the directory and the holder's PID, or
-// with WaitLock waits. Shards of one sharded sweep (Of > 1) run side by side.
+// with WaitLock waits. Shards of one sharded sweep (Of > 1) run side by side; a shard whose Of
+// differs from that of the shards holding the directory fails at once with a [*ShardCountError].
 func RunSweep(ctx context.Context, s *Spec, opt SweepOptions) (*Plan, *Summary, error) {
 	if opt.Store == nil {
 		return nil, nil, errors.New("experiments: RunSweep needs a Store")
