@@ -10,6 +10,8 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+
+	"github.com/dmlkit/dmlkit/dmlkit/atomicfile"
 )
 
 // stepLogFile is the step log of a run directory: one [StepRecord] per line.
@@ -130,8 +132,8 @@ func readStepRecords(path string) ([]StepRecord, error) {
 }
 
 // truncateStepLog drops the records of steplog.jsonl in dir after step (those a resumed run,
-// continuing from the checkpoint of that step, logs again), rewriting the file through a
-// temporary one; a missing file is left missing.
+// continuing from the checkpoint of that step, logs again), rewriting the file atomically
+// (dmlkit/atomicfile); a missing file is left missing.
 func truncateStepLog(dir string, step int) error {
 	path := filepath.Join(dir, stepLogFile)
 	recs, err := readStepRecords(path)
@@ -152,11 +154,7 @@ func truncateStepLog(dir string, step int) error {
 		}
 		buf.Write(append(b, '\n'))
 	}
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, buf.Bytes(), 0o644); err != nil {
-		return fmt.Errorf("train: %w", err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
+	if err := atomicfile.WriteFile(path, buf.Bytes(), 0o644); err != nil {
 		return fmt.Errorf("train: %w", err)
 	}
 	return nil
