@@ -1,12 +1,15 @@
 package reproduce
 
 import (
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/dmlkit/dmlkit/dmlkit/train"
 )
 
 func gitRepo(t *testing.T) string {
@@ -89,7 +92,8 @@ func TestBestOverTraining(t *testing.T) {
 	}
 	got := map[string]float64{}
 	bestOverTraining(series, got)
-	want := map[string]float64{"best/R@1": 0.7, "best/R@1/epoch": 2, "best/val/OPIS": 0.01, "best/val/OPIS/epoch": 3}
+	want := map[string]float64{"best/R@1": 0.7, "best/R@1/epoch": 2, "best/val/OPIS": 0.01, "best/val/OPIS/epoch": 3,
+		"curve_mean/R@1": (0.5 + 0.7 + 0.7 + 0.6) / 4, "curve_mean/val/OPIS": (0.02 + 0.01 + 0.015) / 3} // NaN skipped
 	if len(got) != len(want) {
 		t.Fatalf("got %v, want %v", got, want)
 	}
@@ -98,4 +102,21 @@ func TestBestOverTraining(t *testing.T) {
 			t.Errorf("%s = %v, want %v", k, got[k], v)
 		}
 	}
+}
+
+// TestStepLogSeries: 12 logged steps → windows of ⌈12/10⌉ = 2: first = mean(10, 8) = 9, last =
+// mean(2, NaN→skipped) = 2; series copied with the step numbers.
+func TestStepLogSeries(t *testing.T) {
+	nan := math.NaN()
+	l := &train.StepLog{Steps: []int{5, 10, 15, 20, 25, 30, 35, 40, 45, 50, 55, 60},
+		Values: map[string][]float64{"hard_triplets": {10, 8, 7, 6, 5, 5, 4, 4, 3, 3, 2, nan}}}
+	series, m := map[string][]float64{}, map[string]float64{}
+	stepLogSeries(l, series, m)
+	if m["steplog/hard_triplets/first"] != 9 || m["steplog/hard_triplets/last"] != 2 {
+		t.Errorf("first %v, last %v; want 9, 2", m["steplog/hard_triplets/first"], m["steplog/hard_triplets/last"])
+	}
+	if len(series["steplog/step"]) != 12 || series["steplog/step"][11] != 60 || len(series["steplog/hard_triplets"]) != 12 {
+		t.Errorf("series %v", series)
+	}
+	stepLogSeries(&train.StepLog{}, series, m) // empty: nothing added, no panic
 }

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"math"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -97,6 +98,10 @@ func OPISRangeKey(lo, hi float64) string { return fmt.Sprintf("OPIS_far_%.0e_%.0
 //     FAR 1e-2 within each of the 20 evaluation alphabets, and the metric "fig1/dstar_spread",
 //     their standard deviation (seed 000 Fig. 1: the test distributions' thresholds).
 //   - "best/…": each evaluated metric's best value over training and its epoch (bestOverTraining).
+//   - With log.every_steps: the step log of the whole run (steplog.jsonl, resumes included) as the
+//     series "steplog/step" and "steplog/<name>" (e.g. "steplog/loss", "steplog/hard_triplets"),
+//     and the metrics "steplog/<name>/first" and "steplog/<name>/last", the means over the first
+//     and the last tenth of the logged steps (stepLogSeries).
 //   - With eval.full_map, eval.cluster, eval.reid or eval.verify: the metrics of those protocols on
 //     the same final test embeddings (protocolMetrics: "mAP", "NMI", "reid/…", "verify/…",
 //     "verify_hard/…", the ROC series "verify/roc_fpr", "verify/roc_tpr"); timing "protocols_s".
@@ -135,6 +140,13 @@ func TrainRunner(ctx context.Context, rs experiments.RunSpec, progress func(stri
 		out.Metrics["stopped_early"] = 1
 	}
 	historySeries(res.History, out.Series)
+	if cfg.Log.EverySteps > 0 {
+		sl, err := train.ReadStepLog(rs.Dir)
+		if err != nil {
+			return nil, err
+		}
+		stepLogSeries(sl, out.Series, out.Metrics)
+	}
 	bestOverTraining(out.Series, out.Metrics)
 	tm := res.Timing
 	out.Metrics["time/step_ms"] = 1e3 * tm.Step
@@ -234,7 +246,9 @@ func finalEmbeddings(dir string) (emb []float32, n, d int, labels []int64, err e
 // value over the evaluations of the run and the epoch it was reached at: "best/R@1" and
 // "best/R@1/epoch" for the test metric R@1 (curve "curve/test/R@1"), "best/val/OPIS" for a
 // validation metric. Larger is better except for OPIS-type metrics (lower). NaN evaluations are
-// skipped; the first evaluation wins ties.
+// skipped; the first evaluation wins ties. With at least two evaluations it also adds
+// "curve_mean/<metric>", the mean over the evaluations (the area under the learning curve per
+// evaluation: a faster-converging run has a larger one at equal final value; seed 001 Fig. 3).
 func bestOverTraining(series map[string][]float64, dst map[string]float64) {
 	epochs := series["curve/epoch"]
 	for k, vals := range series {
@@ -248,10 +262,13 @@ func bestOverTraining(series map[string][]float64, dst map[string]float64) {
 			continue
 		}
 		best, at := math.NaN(), -1
+		sum, cnt := 0.0, 0
 		for i, v := range vals {
 			if math.IsNaN(v) {
 				continue
 			}
+			sum += v
+			cnt++
 			if at < 0 || (lower && v < best) || (!lower && v > best) {
 				best, at = v, i
 			}
@@ -261,6 +278,9 @@ func bestOverTraining(series map[string][]float64, dst map[string]float64) {
 		}
 		key := "best/" + strings.TrimPrefix(name, "test/")
 		dst[key] = best
+		if len(vals) >= 2 {
+			dst["curve_mean/"+strings.TrimPrefix(name, "test/")] = sum / float64(cnt)
+		}
 		if at < len(epochs) {
 			dst[key+"/epoch"] = epochs[at]
 		}
@@ -350,5 +370,40 @@ func progressReporter(progress func(string)) func(train.Progress) {
 				progress(fmt.Sprintf("step %d/%d epoch %d/%d loss %.4f eta %s", p.Step, p.TotalSteps, p.Epoch+1, p.Epochs, p.Loss, p.ETA.Round(time.Second)))
 			}
 		}
+	}
+}
+
+// stepLogSeries stores a step log as series ("steplog/step" and one "steplog/<name>" per logged
+// value) and, for each name, the means of its finite values over the first and the last
+// ⌈len/10⌉ logged steps as the metrics "steplog/<name>/first" and "steplog/<name>/last" (a value
+// early and late in training, paired within one run by a claim's Arm.Metric).
+func stepLogSeries(l *train.StepLog, series map[string][]float64, m map[string]float64) {
+	n := l.Len()
+	if n == 0 {
+		return
+	}
+	steps := make([]float64, n)
+	for i, s := range l.Steps {
+		steps[i] = float64(s)
+	}
+	series["steplog/step"] = steps
+	w := (n + 9) / 10
+	mean := func(v []float64) float64 {
+		sum, c := 0.0, 0
+		for _, x := range v {
+			if !math.IsNaN(x) && !math.IsInf(x, 0) {
+				sum += x
+				c++
+			}
+		}
+		if c == 0 {
+			return math.NaN()
+		}
+		return sum / float64(c)
+	}
+	for name, v := range l.Values {
+		series["steplog/"+name] = slices.Clone(v)
+		m["steplog/"+name+"/first"] = mean(v[:w])
+		m["steplog/"+name+"/last"] = mean(v[n-w:])
 	}
 }
