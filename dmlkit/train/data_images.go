@@ -271,6 +271,11 @@ type imageDataset struct {
 //   - inshop: In-Shop Clothes ([data.InShop]): train 3,997 items (25,882 images). The trainer's
 //     evaluation is leave-one-out retrieval within one set, so the test set is query (14,218) and
 //     gallery (12,612) pooled; its R@k is not the paper protocol's query→gallery R@k.
+//   - market1501: Market-1501 ([data.Market1501]): bounding_box_train (751 identities, 12,936
+//     images); the test set is query (3,368) and gallery pooled without junk and distractors, as
+//     inshop, so the trainer's evaluation is leave-one-out retrieval, not the Market-1501
+//     query→gallery protocol with same-camera junk (seed 001 Table 1): that protocol needs the
+//     query/gallery split and cameras at evaluation, which the trainer does not carry yet.
 //   - vehicleid: PKU VehicleID ([data.VehicleID]): train_list.txt (13,134 vehicles) / the
 //     test_list_<test_size>.txt list (800, 1600 or 2400 vehicles) as one retrieval set.
 //
@@ -309,6 +314,24 @@ var imageDatasets = []imageDataset{
 		for _, f := range []*data.Files{s.Query, s.Gallery} {
 			test.Paths = append(test.Paths, f.Paths...)
 			test.Labels = append(test.Labels, f.Labels...)
+		}
+		return &data.FileSplit{Train: s.Train, Test: test}, nil
+	}},
+	{name: "market1501", source: "market1501", load: func(root string, _ *ImageOptions, lo data.LoadOptions) (*data.FileSplit, error) {
+		s, err := data.Market1501(root, lo)
+		if err != nil {
+			return nil, err
+		}
+		test := &data.Files{Name: "market1501/query+gallery"}
+		for _, f := range []*data.Files{s.Query, s.Gallery} {
+			for i, l := range f.Labels {
+				if l <= 0 { // junk (−1) and distractors (0000): no identity to retrieve
+					continue
+				}
+				test.Paths = append(test.Paths, f.Paths[i])
+				test.Labels = append(test.Labels, l)
+				test.Cams = append(test.Cams, f.Cams[i])
+			}
 		}
 		return &data.FileSplit{Train: s.Train, Test: test}, nil
 	}},

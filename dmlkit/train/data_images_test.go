@@ -190,6 +190,34 @@ func inshopTree(t *testing.T, root string, train, test []int, per int) {
 	writeLines(t, filepath.Join(root, "Eval", "list_eval_partition.txt"), lines...)
 }
 
+// marketTree writes Market-1501's three folders: per training id `per` images on cameras 1, 2,
+// …; per test id one query (camera 1) and per−1 gallery images (cameras 2, …); plus a junk (−1)
+// and a distractor (0000) image in the gallery, which the pooled test set leaves out.
+func marketTree(t *testing.T, root string, train, test []int, per int) {
+	n := 0
+	img := func(dir string, pid, cam int) {
+		n++
+		name := fmt.Sprintf("%04d_c%ds1_%06d_01.jpg", pid, cam, n)
+		if pid < 0 {
+			name = fmt.Sprintf("-1_c%ds1_%06d_01.jpg", cam, n)
+		}
+		fixtureJPEG(t, filepath.Join(root, dir, name), 24, 20, n)
+	}
+	for _, id := range train {
+		for k := 0; k < per; k++ {
+			img("bounding_box_train", id, k+1)
+		}
+	}
+	for _, id := range test {
+		img("query", id, 1)
+		for k := 1; k < per; k++ {
+			img("bounding_box_test", id, k+1)
+		}
+	}
+	img("bounding_box_test", -1, 3)
+	img("bounding_box_test", 0, 4)
+}
+
 // vehicleTree writes train_test_split/train_list.txt and test_list_800.txt.
 func vehicleTree(t *testing.T, root string, train, test []int, per int) {
 	n := 0
@@ -236,7 +264,7 @@ func labelCounts(ls []int32) map[int32]int {
 // validates without the data being present.
 func TestImageDatasetsRegistered(t *testing.T) {
 	names := Datasets()
-	for _, n := range []string{"cub", "cars", "sop", "inat", "inshop", "vehicleid"} {
+	for _, n := range []string{"cub", "cars", "sop", "inat", "inshop", "market1501", "vehicleid"} {
 		if !slices.Contains(names, n) {
 			t.Errorf("%s not in Datasets() = %v", n, names)
 		}
@@ -276,6 +304,8 @@ func TestImageDatasetSplits(t *testing.T) {
 	inshopTree(t, inshop, []int{1, 7}, []int{3, 9, 11}, 3)
 	veh := t.TempDir()
 	vehicleTree(t, veh, []int{40, 4}, []int{9, 2}, 2)
+	market := t.TempDir()
+	marketTree(t, market, []int{2, 7}, []int{5, 11, 3}, 3)
 
 	for _, c := range []struct {
 		name        string
@@ -300,6 +330,9 @@ func TestImageDatasetSplits(t *testing.T) {
 		// In-Shop: test = query + gallery pooled: 3 items × 3 images.
 		{"inshop", with(inshop), 6, map[int32]int{0: 3, 1: 3}, 9, map[int32]int{2: 3, 3: 3, 4: 3}, false},
 		{"vehicleid", with(veh), 4, map[int32]int{0: 2, 1: 2}, 4, map[int32]int{2: 2, 3: 2}, false},
+		// Market-1501: ids 2, 7 train (3 images each); test = query + gallery pooled, 3 ids × 3
+		// images (ids 3, 5, 11 → 2, 3, 4), junk and distractor left out.
+		{"market1501", with(market), 6, map[int32]int{0: 3, 1: 3}, 9, map[int32]int{2: 3, 3: 3, 4: 3}, false},
 	} {
 		s := loadSets(t, c.name, c.opts)
 		tag := fmt.Sprintf("%s %v", c.name, c.opts["split"])
