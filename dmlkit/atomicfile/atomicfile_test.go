@@ -106,3 +106,80 @@ func TestDevFullReportsENOSPC(t *testing.T) {
 		t.Fatalf("/dev/full is now %v (%v)", st.Mode(), err)
 	}
 }
+
+// TestCreateCommitAbort: a streamed file appears at its path only on Commit (a new file with the
+// given mode, an existing one keeping its mode, through a link that stays a link); Abort leaves the
+// old content and no temporary file; a device is written directly.
+func TestCreateCommitAbort(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "out.bin")
+	f, err := Create(p, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Write([]byte("abc"))
+	if _, err := os.Stat(p); err == nil {
+		t.Fatal("the path exists before Commit")
+	}
+	if err := f.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(p); string(b) != "abc" {
+		t.Fatalf("content %q", b)
+	}
+	if st, _ := os.Stat(p); st.Mode().Perm() != 0o600 {
+		t.Errorf("mode %v, want 0600", st.Mode().Perm())
+	}
+	if f.Commit() == nil {
+		t.Error("a second Commit: want an error")
+	}
+	os.Chmod(p, 0o640)
+	link := filepath.Join(dir, "link")
+	if err := os.Symlink(p, link); err != nil {
+		t.Fatal(err)
+	}
+	g, err := Create(link, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.Write([]byte("new"))
+	if err := g.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if st, _ := os.Lstat(link); st.Mode()&os.ModeSymlink == 0 {
+		t.Error("the link was replaced by a file")
+	}
+	if b, _ := os.ReadFile(p); string(b) != "new" {
+		t.Errorf("target content %q, want new", b)
+	}
+	if st, _ := os.Stat(p); st.Mode().Perm() != 0o640 {
+		t.Errorf("mode %v, want the old 0640", st.Mode().Perm())
+	}
+	h, err := Create(p, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.Write([]byte("discarded"))
+	h.Abort()
+	h.Abort() // no-op
+	if b, _ := os.ReadFile(p); string(b) != "new" {
+		t.Errorf("after Abort: %q, want new", b)
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 2 {
+		t.Errorf("left in the directory: %v (want out.bin and link)", ents)
+	}
+	if _, err := Create(dir, 0o600); err == nil {
+		t.Error("a directory: want an error")
+	}
+	d, err := Create(os.DevNull, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.Write([]byte("x"))
+	if err := d.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if st, _ := os.Stat(os.DevNull); st.Mode().IsRegular() {
+		t.Fatal(os.DevNull + " became a regular file")
+	}
+}

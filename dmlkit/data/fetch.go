@@ -17,6 +17,8 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"github.com/dmlkit/dmlkit/dmlkit/atomicfile"
 )
 
 // Remote is one downloadable file of a dataset.
@@ -180,10 +182,11 @@ func download(ctx context.Context, client *http.Client, r Remote, dst string, pr
 	if resp.StatusCode != http.StatusOK {
 		return fmt.Errorf("data: fetch %s: HTTP %s", r.URL, resp.Status)
 	}
-	tmp := dst + ".part"
-	f, err := os.Create(tmp)
+	// The download streams into a uniquely named temporary file beside dst (atomicfile): a reader
+	// never sees a partial dst, and a stale temporary of an earlier attempt is never in the way.
+	f, err := atomicfile.Create(dst, 0o644)
 	if err != nil {
-		return err
+		return fmt.Errorf("data: fetch %s: %w", r.URL, err)
 	}
 	h := newHash(r)
 	var w io.Writer = f
@@ -196,8 +199,7 @@ func download(ctx context.Context, client *http.Client, r Remote, dst string, pr
 		n, rerr := resp.Body.Read(buf)
 		if n > 0 {
 			if _, err := w.Write(buf[:n]); err != nil {
-				f.Close()
-				os.Remove(tmp)
+				f.Abort()
 				return err
 			}
 			done += int64(n)
@@ -209,22 +211,17 @@ func download(ctx context.Context, client *http.Client, r Remote, dst string, pr
 			break
 		}
 		if rerr != nil {
-			f.Close()
-			os.Remove(tmp)
+			f.Abort()
 			return fmt.Errorf("data: fetch %s: %w", r.URL, rerr)
 		}
 	}
-	if err := f.Close(); err != nil {
-		os.Remove(tmp)
-		return err
-	}
 	if h != nil {
 		if got, want := hex.EncodeToString(h.Sum(nil)), wantSum(r); got != want {
-			os.Remove(tmp)
+			f.Abort()
 			return fmt.Errorf("data: fetch %s: checksum mismatch: got %s, want %s (download deleted)", r.URL, got, want)
 		}
 	}
-	return os.Rename(tmp, dst)
+	return f.Commit()
 }
 
 func newHash(r Remote) hash.Hash {

@@ -103,8 +103,20 @@ func TestFetch(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "p2.txt")); err == nil {
 		t.Error("file with a bad checksum was kept")
 	}
-	if _, err := os.Stat(filepath.Join(dir, "p2.txt.part")); err == nil {
-		t.Error("partial download was kept")
+	if left, _ := filepath.Glob(filepath.Join(dir, "*p2.txt*")); len(left) > 0 {
+		t.Errorf("partial download was kept: %v", left)
+	}
+	// A stale leftover of an earlier attempt under the old fixed name (here a directory) is not in
+	// the way: the download goes to a uniquely named temporary file (failed before: "is a directory").
+	must := os.MkdirAll(filepath.Join(dir, "p3.txt.part"), 0o755)
+	if must != nil {
+		t.Fatal(must)
+	}
+	stale := &Source{Name: "stale", Remotes: []Remote{{URL: srv.URL + "/plain", File: "p3.txt", SHA256: sha(plain)}}}
+	if _, err := Fetch(context.Background(), stale, dir, srv.Client(), nil); err != nil {
+		t.Errorf("fetch beside a stale p3.txt.part: %v", err)
+	} else if b, _ := os.ReadFile(filepath.Join(dir, "p3.txt")); string(b) != string(plain) {
+		t.Errorf("p3.txt = %q, want %q", b, plain)
 	}
 	ev := &Source{Name: "evil", Remotes: []Remote{{URL: srv.URL + "/evil.tgz", File: "evil.tgz", Extract: true}}}
 	if _, err := Fetch(context.Background(), ev, dir, srv.Client(), nil); err == nil || !strings.Contains(err.Error(), "escapes") {
