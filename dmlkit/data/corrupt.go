@@ -28,6 +28,49 @@ type Corruption struct {
 	// KeptClasses (limited classes) are the labels kept, and Kept the number of images kept.
 	KeptClasses []int32 `json:"kept_classes,omitempty"`
 	Kept        int     `json:"kept,omitempty"`
+	// Other (label noise) says the new labels were drawn from the other classes only
+	// ([LabelNoiseOther]); by default they are drawn from all classes ([LabelNoise]).
+	Other bool `json:"other,omitempty"`
+	// N is the size of the set the corruption was drawn over; Changed the realised corruption:
+	// the labels that actually changed (label noise: a label drawn from all classes may hit the
+	// true one) or the images replaced (image noise), and ChangedFraction = Changed/N.
+	N               int     `json:"n,omitempty"`
+	Changed         int     `json:"changed"`
+	ChangedFraction float64 `json:"changed_fraction"`
+}
+
+// Realised is the realised corruption of a training set, summed over its records: the labels
+// that actually changed and the images replaced, as counts and as fractions of the training
+// set they were drawn over.
+type Realised struct {
+	LabelChanged       int     `json:"label_changed"`
+	LabelChangedFrac   float64 `json:"label_changed_frac"`
+	ImagesReplaced     int     `json:"images_replaced"`
+	ImagesReplacedFrac float64 `json:"images_replaced_frac"`
+}
+
+// RealisedOf sums the label-noise and image-noise records of cs (other kinds are ignored).
+func RealisedOf(cs []*Corruption) Realised {
+	var r Realised
+	for _, c := range cs {
+		switch c.Kind {
+		case "label-noise":
+			r.LabelChanged += c.Changed
+			r.LabelChangedFrac += c.ChangedFraction
+		case "image-noise":
+			r.ImagesReplaced += c.Changed
+			r.ImagesReplacedFrac += c.ChangedFraction
+		}
+	}
+	return r
+}
+
+// setChanged records the realised count and its fraction of n.
+func (c *Corruption) setChanged(changed, n int) {
+	c.N, c.Changed = n, changed
+	if n > 0 {
+		c.ChangedFraction = float64(changed) / float64(n)
+	}
 }
 
 // CorruptionFile is the file name [SaveCorruptions] writes in a run directory.
@@ -84,10 +127,21 @@ func pickIndices(n, k int, seed uint64) []int {
 }
 
 // LabelNoise returns a copy of labels in which round(frac·N) samples, chosen uniformly at random
-// without replacement, get a label drawn uniformly from the OTHER classes present in labels
-// (seed 004 §4.4 "assigning random labels"; drawing only other labels makes every chosen sample
-// actually wrong). Deterministic given seed.
+// without replacement, get a label drawn uniformly from ALL the classes present in labels — seed
+// 004 §4.4 "assigning random labels to 5, 10, and 20 % of randomly selected training samples", so
+// about 1/K of the chosen samples keep their true label by chance. The record's Changed counts the
+// labels that actually changed. Deterministic given seed.
 func LabelNoise(labels []int32, frac float64, seed uint64) ([]int32, *Corruption, error) {
+	return labelNoise(labels, frac, seed, false)
+}
+
+// LabelNoiseOther is [LabelNoise] drawing each new label uniformly from the OTHER classes, so
+// every chosen sample is actually wrong (data.corrupt.label_noise_other).
+func LabelNoiseOther(labels []int32, frac float64, seed uint64) ([]int32, *Corruption, error) {
+	return labelNoise(labels, frac, seed, true)
+}
+
+func labelNoise(labels []int32, frac float64, seed uint64, other bool) ([]int32, *Corruption, error) {
 	k, err := corruptCount("label noise", frac, len(labels))
 	if err != nil {
 		return nil, nil, err
@@ -99,25 +153,35 @@ func LabelNoise(labels []int32, frac float64, seed uint64) ([]int32, *Corruption
 	idx := pickIndices(len(labels), k, seed)
 	r := newRand(seed ^ 0x5bd1e995)
 	out := slices.Clone(labels)
-	c := &Corruption{Kind: "label-noise", Fraction: frac, Seed: seed, Indices: idx,
+	c := &Corruption{Kind: "label-noise", Fraction: frac, Seed: seed, Indices: idx, Other: other,
 		OldLabels: make([]int32, k), NewLabels: make([]int32, k)}
+	changed := 0
 	for j, i := range idx {
 		old := labels[i]
-		pos, _ := slices.BinarySearch(classes, old)
-		v := r.IntN(len(classes) - 1)
-		if v >= pos { // skip the old label's position
-			v++
+		var nl int32
+		if other {
+			pos, _ := slices.BinarySearch(classes, old)
+			v := r.IntN(len(classes) - 1)
+			if v >= pos { // skip the old label's position
+				v++
+			}
+			nl = classes[v]
+		} else {
+			nl = classes[r.IntN(len(classes))]
 		}
-		nl := classes[v]
+		if nl != old {
+			changed++
+		}
 		out[i] = nl
 		c.OldLabels[j], c.NewLabels[j] = old, nl
 	}
+	c.setChanged(changed, len(labels))
 	return out, c, nil
 }
 
-// LabelNoiseImages applies [LabelNoise] to a copy of s.
-func LabelNoiseImages(s *Images, frac float64, seed uint64) (*Images, *Corruption, error) {
-	labels, c, err := LabelNoise(s.Labels, frac, seed)
+// LabelNoiseImages applies [LabelNoise] (or, with other, [LabelNoiseOther]) to a copy of s.
+func LabelNoiseImages(s *Images, frac float64, seed uint64, other bool) (*Images, *Corruption, error) {
+	labels, c, err := labelNoise(s.Labels, frac, seed, other)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%w (set %s)", err, s.Name)
 	}
@@ -161,7 +225,9 @@ func ImageNoise(train, pool *Images, frac float64, seed uint64) (*Images, *Corru
 	for j, i := range idx {
 		copy(out.Image(i), pool.Image(src[j]))
 	}
-	return out, &Corruption{Kind: "image-noise", Fraction: frac, Seed: seed, Indices: idx, Pool: pool.Name, Sources: src}, nil
+	c := &Corruption{Kind: "image-noise", Fraction: frac, Seed: seed, Indices: idx, Pool: pool.Name, Sources: src}
+	c.setChanged(k, train.N) // every chosen image is replaced (its label is kept)
+	return out, c, nil
 }
 
 // LimitClasses keeps only the images of the first n classes (the n smallest labels; seed 004
@@ -175,6 +241,15 @@ func LimitClasses(train *Images, n int) (*Images, *Corruption, error) {
 	last := keep[n-1]
 	out := train.FilterClasses(func(l int32) bool { return l <= last })
 	return out, &Corruption{Kind: "limited-classes", KeptClasses: slices.Clone(keep), Kept: out.N}, nil
+}
+
+// ClassFractionCount is the number of classes a class fraction p of K classes keeps: ⌈p·K⌉
+// (at least 1), computed with a 1e-9 tolerance so that e.g. 0.07·100 = 7.000000000000001 keeps 7.
+func ClassFractionCount(p float64, k int) (int, error) {
+	if !(p > 0 && p <= 1) {
+		return 0, fmt.Errorf("data: class fraction %g: want a fraction in (0, 1]", p)
+	}
+	return max(1, int(math.Ceil(p*float64(k)-1e-9))), nil
 }
 
 // ResizeImages returns s resized to size×size by exact area averaging (downsampling only; the

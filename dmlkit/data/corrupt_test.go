@@ -3,6 +3,7 @@ package data
 import (
 	"path/filepath"
 	"reflect"
+	"slices"
 	"testing"
 )
 
@@ -17,11 +18,12 @@ func toyImages(n, classes int) *Images {
 	return s
 }
 
-// TestLabelNoise: exactly round(frac·N) labels change, each to a different class present in
-// the set, only at the recorded indices; the result is a function of the seed.
-func TestLabelNoise(t *testing.T) {
+// TestLabelNoiseOther: with other (data.corrupt.label_noise_other) exactly round(frac·N) labels
+// change, each to a different class present in the set, only at the recorded indices; the result
+// is a function of the seed.
+func TestLabelNoiseOther(t *testing.T) {
 	s := toyImages(1000, 7)
-	out, c, err := LabelNoiseImages(s, 0.1, 42)
+	out, c, err := LabelNoiseImages(s, 0.1, 42, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,14 +47,14 @@ func TestLabelNoise(t *testing.T) {
 			}
 		}
 	}
-	if changed != 100 {
-		t.Errorf("%d labels changed, want 100 (each chosen sample must get a different label)", changed)
+	if changed != 100 || c.Changed != 100 || c.ChangedFraction != 0.1 || c.N != 1000 || !c.Other {
+		t.Errorf("%d labels changed (record %d, %g of %d), want 100 (each chosen sample must get a different label)", changed, c.Changed, c.ChangedFraction, c.N)
 	}
 	if s.Labels[c.Indices[0]] != int32(c.Indices[0]%7) {
 		t.Error("input modified")
 	}
-	_, c2, _ := LabelNoiseImages(s, 0.1, 42)
-	_, c3, _ := LabelNoiseImages(s, 0.1, 43)
+	_, c2, _ := LabelNoiseImages(s, 0.1, 42, true)
+	_, c3, _ := LabelNoiseImages(s, 0.1, 43, true)
 	if !reflect.DeepEqual(c, c2) || reflect.DeepEqual(c.Indices, c3.Indices) {
 		t.Error("not deterministic in the seed")
 	}
@@ -69,6 +71,72 @@ func TestLabelNoise(t *testing.T) {
 	}
 	if _, _, err := LabelNoise([]int32{1, 2}, 1.5, 1); err == nil {
 		t.Error("fraction 1.5 accepted")
+	}
+}
+
+// TestLabelNoisePaperDraw: by default (seed 004 §4.4, "assigning random labels") a chosen sample's
+// new label is drawn from ALL classes, so some keep their true label by chance.
+//
+// By hand: 12 samples of 3 classes (labels i mod 3), fraction 0.5 → round(6) = 6 chosen. A second
+// implementation of the draw (the same streams: partial Fisher–Yates for the indices, one IntN(K)
+// per chosen sample) gives the labels; the record's Changed equals a recount of the labels that
+// differ, the record keeps every chosen sample (changed or not), and the realised fraction is
+// Changed/12. At scale: 20,000 samples of 4 classes, fraction 0.5 → 10,000 chosen, of which about
+// 1/K = 1/4 (2,500, binomial sd √(10⁴·¾·¼) ≈ 43) keep their label; the old draw kept none.
+func TestLabelNoisePaperDraw(t *testing.T) {
+	labels := make([]int32, 12)
+	for i := range labels {
+		labels[i] = int32(i % 3)
+	}
+	out, c, err := LabelNoise(labels, 0.5, 7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Second implementation of the draw.
+	idx := pickIndices(12, 6, 7)
+	r := newRand(7 ^ 0x5bd1e995)
+	want := slices.Clone(labels)
+	for _, i := range idx {
+		want[i] = int32(r.IntN(3)) // classes are 0, 1, 2
+	}
+	if !slices.Equal(out, want) || !slices.Equal(c.Indices, idx) {
+		t.Fatalf("labels %v (indices %v), second implementation %v (indices %v)", out, c.Indices, want, idx)
+	}
+	recount := 0
+	for i := range labels {
+		if out[i] != labels[i] {
+			recount++
+		}
+	}
+	if c.Changed != recount || c.N != 12 || c.ChangedFraction != float64(recount)/12 || c.Other || len(c.NewLabels) != 6 {
+		t.Errorf("record changed %d (%g of %d), recount %d; record %+v", c.Changed, c.ChangedFraction, c.N, recount, c)
+	}
+	if got := RealisedOf([]*Corruption{c}); got.LabelChanged != recount || got.LabelChangedFrac != float64(recount)/12 || got.ImagesReplaced != 0 {
+		t.Errorf("RealisedOf = %+v, want %d labels changed", got, recount)
+	}
+
+	big := make([]int32, 20000)
+	for i := range big {
+		big[i] = int32(i % 4)
+	}
+	bout, bc, err := LabelNoise(big, 0.5, 11)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kept, changed := 0, 0
+	for j, i := range bc.Indices {
+		if bc.NewLabels[j] == bc.OldLabels[j] {
+			kept++
+		}
+		if bout[i] != big[i] {
+			changed++
+		}
+	}
+	if len(bc.Indices) != 10000 || kept+changed != 10000 || bc.Changed != changed {
+		t.Fatalf("%d chosen, %d kept, %d changed, record %d", len(bc.Indices), kept, changed, bc.Changed)
+	}
+	if kept < 2500-4*43 || kept > 2500+4*43 {
+		t.Errorf("%d of 10,000 chosen samples kept their label, want ≈ 2,500 (1/K)", kept)
 	}
 }
 
@@ -102,6 +170,12 @@ func TestImageNoise(t *testing.T) {
 			t.Fatalf("image %d: pixel %d label %d, want %d label %d", i, out.Image(i)[3], out.Labels[i], want, s.Labels[i])
 		}
 	}
+	if c.Changed != 40 || c.N != 200 || c.ChangedFraction != 0.2 {
+		t.Errorf("record: %d of %d replaced (%g), want 40 of 200", c.Changed, c.N, c.ChangedFraction)
+	}
+	if got := RealisedOf([]*Corruption{c}); got.ImagesReplaced != 40 || got.ImagesReplacedFrac != 0.2 || got.LabelChanged != 0 {
+		t.Errorf("RealisedOf = %+v", got)
+	}
 	if len(srcSeen) != 40 {
 		t.Errorf("%d distinct pool images, want 40 (without replacement)", len(srcSeen))
 	}
@@ -124,7 +198,7 @@ func TestLimitClassesAndRecord(t *testing.T) {
 	if _, _, err := LimitClasses(s, 11); err == nil {
 		t.Error("n > classes accepted")
 	}
-	_, ln, _ := LabelNoiseImages(s, 0.05, 1)
+	_, ln, _ := LabelNoiseImages(s, 0.05, 1, false)
 	dir := t.TempDir()
 	if err := SaveCorruptions(dir, ln, c); err != nil {
 		t.Fatal(err)

@@ -14,6 +14,10 @@ type PrepareOptions struct {
 	// seed 004 §4.4), recorded as a "limited-classes" corruption. MaxTestClasses keeps the first n
 	// test classes.
 	MaxTrainClasses, MaxTestClasses int
+	// TrainClassFraction, in (0, 1], keeps the first ⌈p·K⌉ of the K training classes (the smallest
+	// labels; seed 004 §4.4 "only the first 50, 60, … classes", i.e. 50–90 % of CUB's 100), recorded
+	// as a "limited-classes" corruption with Fraction p. It cannot be combined with MaxTrainClasses.
+	TrainClassFraction float64
 	// ValClasses holds out ⌈ValClasses·K⌉ of the K training classes as the validation set, chosen
 	// by [ValClassSplit] with ValSeed (hyper-parameters are tuned on them, never on test classes).
 	ValClasses float64
@@ -23,7 +27,10 @@ type PrepareOptions struct {
 	// CorruptSeed.
 	LabelNoise, ImageNoise float64
 	ImagePool              *Images
-	CorruptSeed            uint64
+	// LabelNoiseOther draws the noisy labels from the other classes only ([LabelNoiseOther]); by
+	// default they are drawn from all training classes as the paper does ([LabelNoise]).
+	LabelNoiseOther bool
+	CorruptSeed     uint64
 	// ValAfterCorruption carves the validation classes from the corrupted training set (the
 	// validation set then holds corrupted images too). By default the validation classes are
 	// carved first, so that tuning sees clean data and the noise rates apply to the training
@@ -38,7 +45,8 @@ type Prepared struct {
 	ValClasses       []int32       // the held-out classes, ascending (nil without ValClasses)
 }
 
-// Prepare applies, in one place and in this order: the class limits (MaxTrainClasses, recorded;
+// Prepare applies, in one place and in this order: the class limits (TrainClassFraction or
+// MaxTrainClasses, recorded;
 // MaxTestClasses), the validation split (ValClasses), label noise, image noise — or the two
 // corruptions before the validation split with ValAfterCorruption. The loader's own validation
 // set (s.Val) is kept unless ValClasses replaces it. s is not modified. Errors name the option.
@@ -47,6 +55,22 @@ func Prepare(s *Split, o PrepareOptions) (*Prepared, error) {
 		return nil, fmt.Errorf("data: prepare: no train or test set")
 	}
 	out := &Prepared{Train: s.Train, Val: s.Val, Test: s.Test}
+	if p := o.TrainClassFraction; p != 0 {
+		if o.MaxTrainClasses > 0 {
+			return nil, fmt.Errorf("data.class_fraction: %g together with data.max_train_classes %d: set one of them", p, o.MaxTrainClasses)
+		}
+		n, err := ClassFractionCount(p, out.Train.NumClasses())
+		if err != nil {
+			return nil, fmt.Errorf("data.class_fraction: %w", err)
+		}
+		limited, c, err := LimitClasses(out.Train, n)
+		if err != nil {
+			return nil, fmt.Errorf("data.class_fraction: %w", err)
+		}
+		c.Fraction = p
+		out.Train = limited
+		out.Corruptions = append(out.Corruptions, c)
+	}
 	if n := o.MaxTrainClasses; n > 0 && n < out.Train.NumClasses() {
 		limited, c, err := LimitClasses(out.Train, n)
 		if err != nil {
@@ -85,7 +109,7 @@ func Prepare(s *Split, o PrepareOptions) (*Prepared, error) {
 		}
 	}
 	if o.LabelNoise > 0 {
-		noisy, c, err := LabelNoiseImages(out.Train, o.LabelNoise, o.CorruptSeed)
+		noisy, c, err := LabelNoiseImages(out.Train, o.LabelNoise, o.CorruptSeed, o.LabelNoiseOther)
 		if err != nil {
 			return nil, fmt.Errorf("data.corrupt.label_noise: %w", err)
 		}

@@ -112,3 +112,64 @@ func TestPrepareOrder(t *testing.T) {
 		t.Errorf("image noise: %d of 8 replaced, records %+v", changed, r.Corruptions)
 	}
 }
+
+// TestPrepareClassFraction: data.class_fraction keeps the first ⌈p·K⌉ training classes before the
+// validation split. By hand: 10 classes (labels 10–19) of 4 images; p = 0.5 keeps 10–14 (20
+// images), then ⌈0.2·5⌉ = 1 class is held out → 16 training images; p = 0.07 of 100 classes keeps 7
+// (0.07·100 = 7.000000000000001 in floating point: a naive ceiling would keep 8); p = 0.55 of 10
+// keeps ⌈5.5⌉ = 6; p = 1 keeps all. p outside (0, 1] and p with max_train_classes are errors.
+func TestPrepareClassFraction(t *testing.T) {
+	s := &Split{Train: prepImages("tr", 10, 4), Test: prepImages("te", 3, 2)}
+	p, err := Prepare(s, PrepareOptions{TrainClassFraction: 0.5, ValClasses: 0.2, ValSeed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := p.Corruptions[0]
+	if c.Kind != "limited-classes" || c.Fraction != 0.5 || fmt.Sprint(c.KeptClasses) != "[10 11 12 13 14]" || c.Kept != 20 {
+		t.Fatalf("record %+v", c)
+	}
+	if len(p.ValClasses) != 1 || p.ValClasses[0] < 10 || p.ValClasses[0] > 14 || p.Val.N != 4 || p.Train.N != 16 {
+		t.Fatalf("val classes %v, val %d, train %d images", p.ValClasses, p.Val.N, p.Train.N)
+	}
+	for _, tc := range []struct {
+		p    float64
+		k    int
+		want int
+	}{{0.07, 100, 7}, {0.55, 10, 6}, {0.5, 100, 50}, {0.9, 100, 90}, {1, 10, 10}, {0.01, 10, 1}} {
+		if n, err := ClassFractionCount(tc.p, tc.k); err != nil || n != tc.want {
+			t.Errorf("⌈%g·%d⌉: %d %v, want %d", tc.p, tc.k, n, err, tc.want)
+		}
+	}
+	big := &Split{Train: prepImages("tr", 100, 1), Test: prepImages("te", 3, 2)}
+	if q, err := Prepare(big, PrepareOptions{TrainClassFraction: 0.07}); err != nil || q.Train.NumClasses() != 7 {
+		t.Errorf("0.07 of 100 classes: %v", err)
+	}
+	for _, o := range []PrepareOptions{{TrainClassFraction: 1.5}, {TrainClassFraction: -0.1}, {TrainClassFraction: 0.5, MaxTrainClasses: 3}} {
+		if _, err := Prepare(s, o); err == nil || !strings.Contains(err.Error(), "data.class_fraction") {
+			t.Errorf("%+v: error %v", o, err)
+		}
+	}
+}
+
+// TestPrepareLabelNoiseDraw: Prepare draws the paper's labels (from all classes) by default and
+// the other-classes labels with LabelNoiseOther; the record carries the realised count.
+func TestPrepareLabelNoiseDraw(t *testing.T) {
+	s := &Split{Train: prepImages("tr", 3, 100), Test: prepImages("te", 2, 2)}
+	for _, other := range []bool{false, true} {
+		p, err := Prepare(s, PrepareOptions{LabelNoise: 0.5, CorruptSeed: 4, LabelNoiseOther: other})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := p.Corruptions[0]
+		recount := 0
+		for i, l := range p.Train.Labels {
+			if l != s.Train.Labels[i] {
+				recount++
+			}
+		}
+		// 150 chosen; from all 3 classes about 50 keep their label, from the others none.
+		if c.Other != other || c.Changed != recount || c.N != 300 || (other && recount != 150) || (!other && (recount < 80 || recount > 120)) {
+			t.Errorf("other %v: %d changed (record %d of %d)", other, recount, c.Changed, c.N)
+		}
+	}
+}

@@ -60,6 +60,10 @@ type DataConfig struct {
 	// MaxTrainClasses / MaxTestClasses keep only the first n classes (0 = all), for quick runs.
 	MaxTrainClasses int `yaml:"max_train_classes" doc:"keep only the first n training classes (0 = all)"`
 	MaxTestClasses  int `yaml:"max_test_classes" doc:"keep only the first n test classes (0 = all)"`
+	// ClassFraction keeps the first ⌈p·K⌉ of the K training classes (smallest labels), before the
+	// validation split: seed 004 §4.4's limited training data ("only the first 50, …, 90 classes"
+	// of CUB's 100 = 0.5 … 0.9), recorded in corruption.json. 0 = all; not with max_train_classes.
+	ClassFraction float64 `yaml:"class_fraction" doc:"keep only the first ⌈p·K⌉ training classes, p in (0, 1] (0 = all; limited data, seed 004 §4.4)"`
 	// Corrupt corrupts the training set (seed 004 §4.4); the changed samples are recorded in the
 	// run directory's corruption.json.
 	Corrupt CorruptConfig `yaml:"corrupt"`
@@ -67,10 +71,16 @@ type DataConfig struct {
 
 // CorruptConfig is the corruption harness of seed 004 §4.4, applied to the training images only
 // (after max_train_classes, before the validation split), deterministically from Seed (or the run
-// seed when Seed is 0). Limited data is data.max_train_classes.
+// seed when Seed is 0). Limited data is data.class_fraction (or data.max_train_classes). The
+// realised corruption (labels actually changed, images replaced) is in corruption.json and
+// Result.Corruption.
 type CorruptConfig struct {
-	LabelNoise float64 `yaml:"label_noise" doc:"fraction of training images given a random other label"`
-	ImageNoise float64 `yaml:"image_noise" doc:"fraction of training images replaced by out-of-distribution images"`
+	// LabelNoise gives round(p·N) randomly chosen training images a label drawn uniformly from all
+	// training classes (the paper's "random labels": about 1/K of them keep their true label);
+	// LabelNoiseOther draws from the other classes only, so every chosen label is wrong.
+	LabelNoise      float64 `yaml:"label_noise" doc:"fraction of training images given a random label (drawn from all classes, as seed 004 §4.4)"`
+	LabelNoiseOther bool    `yaml:"label_noise_other" doc:"draw the noisy labels from the other classes only (every chosen label changes)"`
+	ImageNoise      float64 `yaml:"image_noise" doc:"fraction of training images replaced by out-of-distribution images"`
 	// ImagePool names the registered image dataset whose training images replace them (e.g.
 	// mnist for Omniglot); they are resized to the training images' size.
 	ImagePool string `yaml:"image_pool" doc:"registered image dataset supplying the out-of-distribution images"`
@@ -117,6 +127,33 @@ type EvalConfig struct {
 	FullMAP bool           `yaml:"full_map" doc:"after training, also the exact full-ranking mAP of self-retrieval"`
 	ReID    ReIDProtocol   `yaml:"reid" doc:"after training, also a re-identification protocol on the test set"`
 	Verify  VerifyProtocol `yaml:"verify" doc:"after training, also pair verification on the test set"`
+	// Rerank and Hierarchical (seed 004 Tables 10 and 9) are protocols of the experiments runner
+	// too: contextual re-ranking R@k, and hierarchical / coarse-level retrieval.
+	Rerank       RerankProtocol `yaml:"rerank" doc:"after training, also R@k after contextual re-ranking (seed 004 Table 10)"`
+	Hierarchical bool           `yaml:"hierarchical" doc:"after training, also HR@k and coarse-level R@1/MAP@R when the test set has coarse labels (seed 004 Table 9)"`
+}
+
+// RerankProtocol is seed 004's test-time contextual re-ranking (App. I.5, Table 10; computed by
+// metrics.ContextualRerank): score = β·w̃_ij + (1 − β)·exp(2s_ij − 2), with w̃ the contextual
+// similarity of the neighbourhoods N(i) of size k (i and its k − 1 nearest neighbours). K 0
+// disables it. Table 10 uses β = 0.1 and k = 16 or 32 (CUB, Cars), 4 (SOP).
+type RerankProtocol struct {
+	K int `yaml:"k" doc:"neighbourhood size k, counting the sample itself (0 = off; Table 10: 16, 32 on CUB/Cars, 4 on SOP)"`
+	// MoreK re-ranks again at each further k (Table 10's second column), stored under rerank_k<k>/.
+	MoreK []int   `yaml:"more_k" doc:"further neighbourhood sizes, stored as rerank_k<k>/R@k"`
+	Beta  float64 `yaml:"beta" doc:"weight of the contextual similarity (0 = the paper's 0.1)"`
+	Eps   float64 `yaml:"eps" doc:"extend N(i) by near-ties within this squared distance (default 0)"`
+}
+
+// DefaultRerankBeta is the paper's weight of the contextual similarity (seed 004 Table 10).
+const DefaultRerankBeta = 0.1
+
+// BetaOrDefault is Beta, or DefaultRerankBeta when Beta is 0.
+func (r RerankProtocol) BetaOrDefault() float64 {
+	if r.Beta == 0 {
+		return DefaultRerankBeta
+	}
+	return r.Beta
 }
 
 // ReIDProtocol turns a class-labelled test set into a re-identification benchmark (a stand-in for
@@ -200,6 +237,11 @@ func (c *Config) Validate() error {
 	if c.Data.ValClasses < 0 || c.Data.ValClasses >= 1 {
 		return fmt.Errorf("data.val_classes: %g: want a fraction in [0, 1)", c.Data.ValClasses)
 	}
+	if p := c.Data.ClassFraction; p < 0 || p > 1 || p != p {
+		return fmt.Errorf("data.class_fraction: %g: want a fraction in (0, 1] (0 = all classes)", p)
+	} else if p > 0 && c.Data.MaxTrainClasses > 0 {
+		return fmt.Errorf("data.class_fraction: %g together with data.max_train_classes %d: set one of them", p, c.Data.MaxTrainClasses)
+	}
 	if k := c.Data.Corrupt; k.LabelNoise < 0 || k.LabelNoise > 1 {
 		return fmt.Errorf("data.corrupt.label_noise: %g: want a fraction in [0, 1]", k.LabelNoise)
 	} else if k.ImageNoise < 0 || k.ImageNoise > 1 {
@@ -251,6 +293,14 @@ func (c *Config) Validate() error {
 	}
 	if v := c.Eval.Verify; v.MaxPositives < 0 || v.Negatives < 0 || v.HardNegatives < 0 {
 		return fmt.Errorf("eval.verify: max_positives, negatives and hard_negatives must be ≥ 0")
+	}
+	if r := c.Eval.Rerank; r.K < 0 || r.K == 1 || r.Beta < 0 || r.Beta > 1 || r.Beta != r.Beta || r.Eps < 0 || r.Eps != r.Eps || (r.K == 0 && len(r.MoreK) > 0) {
+		return fmt.Errorf("eval.rerank: k %d, beta %g, eps %g: want k ≥ 2 (0 = off, needed by more_k), beta in [0, 1], eps ≥ 0", r.K, r.Beta, r.Eps)
+	}
+	for i, k := range c.Eval.Rerank.MoreK {
+		if k < 2 {
+			return fmt.Errorf("eval.rerank.more_k[%d]: %d: want ≥ 2", i, k)
+		}
 	}
 	for i, f := range c.Eval.Verify.FARs {
 		if !(f > 0 && f < 1) {

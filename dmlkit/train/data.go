@@ -280,8 +280,9 @@ func loadData(cfg *Config) (*sets, error) {
 		// (data.corrupt.val_after_corruption puts the split after them).
 		p, err := data.Prepare(s, data.PrepareOptions{
 			MaxTrainClasses: cfg.Data.MaxTrainClasses, MaxTestClasses: cfg.Data.MaxTestClasses,
-			ValClasses: cfg.Data.ValClasses, ValSeed: uint64(cfg.Seed),
-			LabelNoise: k.LabelNoise, ImageNoise: k.ImageNoise, ImagePool: pool, CorruptSeed: corruptSeed,
+			TrainClassFraction: cfg.Data.ClassFraction,
+			ValClasses:         cfg.Data.ValClasses, ValSeed: uint64(cfg.Seed),
+			LabelNoise: k.LabelNoise, LabelNoiseOther: k.LabelNoiseOther, ImageNoise: k.ImageNoise, ImagePool: pool, CorruptSeed: corruptSeed,
 			ValAfterCorruption: k.ValAfterCorruption,
 		})
 		if err != nil {
@@ -328,6 +329,13 @@ func loadData(cfg *Config) (*sets, error) {
 	// (data.ValClassSplit) on their sets; image datasets had them in data.Prepare.
 	if !out.prepared {
 		if n := cfg.Data.MaxTrainClasses; n > 0 {
+			out.train = firstClasses(out.train, n)
+		}
+		if p := cfg.Data.ClassFraction; p > 0 {
+			n, err := data.ClassFractionCount(p, len(classesOf(out.train)))
+			if err != nil {
+				return nil, fmt.Errorf("data.class_fraction: %w", err)
+			}
 			out.train = firstClasses(out.train, n)
 		}
 		if n := cfg.Data.MaxTestClasses; n > 0 {

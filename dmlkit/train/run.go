@@ -132,6 +132,11 @@ type Result struct {
 	// steps, checkpoint and evaluation batch settings), "field: old → new"; any other difference
 	// from the run directory's config.resolved.yaml makes a resume fail.
 	ResumeChanges []string
+	// Corruption is the realised corruption of the training set (data.corrupt, seed 004 §4.4):
+	// the labels that actually changed and the images replaced, counts and fractions of the
+	// training set they were drawn over; nil without label or image noise. corruption.json holds
+	// the same counts per record.
+	Corruption *data.Realised
 }
 
 // Run trains cfg, writing the run directory outDir (created if needed), and reports progress
@@ -240,6 +245,10 @@ func RunWithOptions(ctx context.Context, cfg Config, outDir string, opt Options)
 	err = r.loop(ctx, sampler)
 	if r.res != nil {
 		r.res.ResumeChanges = resumeChanges
+		if k := cfg.Data.Corrupt; k.LabelNoise > 0 || k.ImageNoise > 0 {
+			rz := data.RealisedOf(split.corruptions)
+			r.res.Corruption = &rz
+		}
 	}
 	if err != nil {
 		return nil, err
