@@ -1,7 +1,7 @@
 package reproduce
 
 // The evaluation protocols a spec can ask for beside self-retrieval (train.EvalConfig.FullMAP,
-// Cluster, ReID, Verify): computed by the runner on the final test embeddings, so retrieval,
+// Cluster, ReID, Verify, Rerank, Hierarchical): computed by the runner on the final test embeddings, so retrieval,
 // re-identification and verification metrics come from the same embeddings (seed 001 Tables 1, 2,
 // 4-7 report all three for one trained network).
 
@@ -10,6 +10,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"strings"
 
 	"github.com/dmlkit/dmlkit/dmlkit/data"
 	"github.com/dmlkit/dmlkit/dmlkit/metrics"
@@ -44,6 +45,15 @@ var rocFPRs = func() []float64 {
 //     "verify/roc_fpr", "verify/roc_tpr" (TPR at each of rocFPRs); with eval.verify.hard_negatives
 //     and coarse labels, the same keys under "verify_hard/" for the positives against
 //     same-coarse-label negatives.
+//   - eval.rerank (k > 0): "rerank/R@k" for k in eval.ks (and 1), "rerank/MAP@R", "rerank/Recall@k",
+//     "rerank/R-Precision" after seed 004's contextual re-ranking (App. I.5, Table 10;
+//     metrics.ContextualRerank with K = eval.rerank.k, β = eval.rerank.beta or the paper's 0.1,
+//     ε = eval.rerank.eps), and "rerank/k", "rerank/beta"; each of eval.rerank.more_k again under
+//     "rerank_k<k>/" (e.g. "rerank_k32/R@1", Table 10's second column).
+//   - eval.hierarchical with coarse labels (Omniglot alphabets, testCoarse): "HR@k" (a neighbour of
+//     the same coarse label among the top k) and the retrieval metrics with the coarse labels as
+//     the classes, "coarse/R@k", "coarse/MAP@R" (seed 004 Table 9's coarse level). Without coarse
+//     labels nothing is added.
 //
 // coarse is the coarse label of every test row (nil when the dataset has none).
 func protocolMetrics(ev train.EvalConfig, seed int64, emb []float32, n, d int, labels, coarse []int64, m map[string]float64, series map[string][]float64) error {
@@ -76,6 +86,16 @@ func protocolMetrics(ev train.EvalConfig, seed int64, emb []float32, n, d int, l
 			m["reid/"+k] = r[k]
 		}
 	}
+	if ev.Rerank.K > 0 {
+		if err := rerankMetrics(ev, emb, n, d, labels, m); err != nil {
+			return err
+		}
+	}
+	if ev.Hierarchical && coarse != nil {
+		if err := hierarchicalMetrics(ev, emb, n, d, labels, coarse, m); err != nil {
+			return err
+		}
+	}
 	if v := ev.Verify; v.Negatives > 0 {
 		pos := PositivePairs(labels, v.MaxPositives, protocolSeed)
 		neg := NegativePairs(labels, nil, v.Negatives, protocolSeed+1)
@@ -89,6 +109,71 @@ func protocolMetrics(ev train.EvalConfig, seed int64, emb []float32, n, d int, l
 			}
 		}
 	}
+	return nil
+}
+
+// protocolKs are the cutoffs of the re-ranking and hierarchical protocols: eval.ks with 1 added
+// (the tables report R@1), ascending.
+func protocolKs(ks []int) []int {
+	if len(ks) == 0 {
+		ks = []int{1, 2, 4, 8}
+	}
+	out := slices.Clone(ks)
+	if !slices.Contains(out, 1) {
+		out = append(out, 1)
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// rerankMetrics stores the retrieval metrics after contextual re-ranking (the "ctx/" keys of
+// metrics.Retrieval) under "rerank/" for eval.rerank.k and under "rerank_k<k>/" for each more_k.
+func rerankMetrics(ev train.EvalConfig, emb []float32, n, d int, labels []int64, m map[string]float64) error {
+	r := ev.Rerank
+	beta := r.BetaOrDefault()
+	for i, k := range append([]int{r.K}, r.MoreK...) {
+		res, err := metrics.Retrieval(emb, n, d, labels, metrics.Options{K: protocolKs(ev.Ks),
+			Rerank: &metrics.RerankOptions{K: k, Beta: beta, Eps: r.Eps}})
+		if err != nil {
+			return fmt.Errorf("eval.rerank (k %d): %w", k, err)
+		}
+		prefix := "rerank/"
+		if i > 0 {
+			prefix = fmt.Sprintf("rerank_k%d/", k)
+		}
+		for key, v := range res {
+			if name, ok := strings.CutPrefix(key, "ctx/"); ok {
+				m[prefix+name] = v
+			}
+		}
+	}
+	m["rerank/k"] = float64(r.K)
+	m["rerank/beta"] = beta
+	return nil
+}
+
+// hierarchicalMetrics stores HR@k (fine-label retrieval scored at the coarse level) and the
+// retrieval metrics with the coarse labels as classes under "coarse/".
+func hierarchicalMetrics(ev train.EvalConfig, emb []float32, n, d int, labels, coarse []int64, m map[string]float64) error {
+	ks := protocolKs(ev.Ks)
+	hr, err := metrics.Retrieval(emb, n, d, labels, metrics.Options{K: ks, Coarse: coarse})
+	if err != nil {
+		return fmt.Errorf("eval.hierarchical: %w", err)
+	}
+	for key, v := range hr {
+		if strings.HasPrefix(key, "HR@") {
+			m[key] = v
+		}
+	}
+	cr, err := metrics.Retrieval(emb, n, d, coarse, metrics.Options{K: ks})
+	if err != nil {
+		return fmt.Errorf("eval.hierarchical (coarse labels): %w", err)
+	}
+	for _, k := range ks {
+		key := fmt.Sprintf("R@%d", k)
+		m["coarse/"+key] = cr[key]
+	}
+	m["coarse/MAP@R"] = cr["MAP@R"]
 	return nil
 }
 

@@ -154,3 +154,98 @@ func TestProtocolMetrics(t *testing.T) {
 		t.Errorf("reid/CMC@1 = %g after swapping two images: want < 1", m["reid/CMC@1"])
 	}
 }
+
+// angles returns unit vectors at the given angles (degrees), [n, 2] row-major.
+func angles(deg ...float64) []float32 {
+	var out []float32
+	for _, a := range deg {
+		r := a * math.Pi / 180
+		out = append(out, float32(math.Cos(r)), float32(math.Sin(r)))
+	}
+	return out
+}
+
+// TestRerankProtocol: contextual re-ranking (seed 004 Table 10, the paper's β = 0.1) changes a known
+// neighbour. Unit vectors at a 0°, x −10°, y 14°, p1 −15°,
+// p2 −17° (rows 0–4), labels a, y = 0 and x, p1, p2 = 1, k = 3 (N(i) = i and its 2 nearest):
+//
+//	N(a) = {a, x, y} (x 10°, y 14°, p1 15°)     N(x) = {x, p1, p2} (5°, 7°; a 10°)
+//	N(y) = {y, a, x} (a 14°, x 24°)             N(p1) = N(p2) = {x, p1, p2}
+//
+// Plain R@1: a → x (10°) is wrong, the other four are right: 4/5. Re-ranked, query a: x scores
+// 0.1·|N(a)∩N(x)|/3 + 0.9·exp(2cos10° − 2) = 0.1/3 + 0.9·0.97007 = 0.90640, y scores
+// 0.1·3/3 + 0.9·exp(2cos14° − 2) = 0.1 + 0.9·0.94232 = 0.94809 → y (right) first. The others keep
+// their nearest neighbour (x → p1: w̃ 1 against a's 0; y → a: 0.94809 against x's
+// 0.1/3 + 0.9·exp(2cos24° − 2) = 0.79044; p1 ↔ p2: w̃ 1 and the larger s̃). rerank/R@1 = 5/5.
+// more_k 4 is stored under rerank_k4/ and equals a direct metrics.Retrieval call.
+func TestRerankProtocol(t *testing.T) {
+	emb := angles(0, -10, 14, -15, -17)
+	labels := []int64{0, 1, 0, 1, 1}
+	ev := train.EvalConfig{Ks: []int{2}, Rerank: train.RerankProtocol{K: 3, MoreK: []int{4}}}
+	m := map[string]float64{}
+	if err := protocolMetrics(ev, 0, emb, 5, 2, labels, nil, m, map[string][]float64{}); err != nil {
+		t.Fatal(err)
+	}
+	plain, err := metrics.Retrieval(emb, 5, 2, labels, metrics.Options{K: []int{1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if math.Abs(plain["R@1"]-0.8) > 1e-12 || m["rerank/R@1"] != 1 || m["rerank/R@2"] != 1 || m["rerank/k"] != 3 || m["rerank/beta"] != 0.1 {
+		t.Errorf("R@1 %g → rerank/R@1 %g (R@2 %g, k %g, beta %g), want 0.8 → 1 (k 3, beta 0.1)",
+			plain["R@1"], m["rerank/R@1"], m["rerank/R@2"], m["rerank/k"], m["rerank/beta"])
+	}
+	k4, err := metrics.Retrieval(emb, 5, 2, labels, metrics.Options{K: []int{1, 2}, Rerank: &metrics.RerankOptions{K: 4, Beta: 0.1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"R@1", "R@2", "MAP@R"} {
+		if m["rerank_k4/"+k] != k4["ctx/"+k] {
+			t.Errorf("rerank_k4/%s = %g, want %g (metrics.Retrieval, K 4)", k, m["rerank_k4/"+k], k4["ctx/"+k])
+		}
+	}
+	if _, ok := m["rerank/n_queries"]; ok {
+		t.Error("counts stored under rerank/")
+	}
+}
+
+// TestHierarchicalProtocol: HR@k and the coarse-level metrics equal metrics.Retrieval called on
+// the coarse labels, and by hand: points at 0°, 5° (fine 0), 30°, 33° (fine 1), 45°, 100° (fine
+// 2); coarse {fine 0, 1} = 0, {fine 2} = 1. Nearest neighbours: 0°↔5°, 30°↔33°, 45° → 33° (coarse
+// 0: a miss), 100° → 45° (hit): HR@1 = coarse/R@1 = 5/6. Coarse MAP@R (R = 3 for coarse 0, 1 for
+// coarse 1): rows 0, 1 rank their three coarse-0 peers first (1); row 2 (30°) ranks 33° +, 45° −
+// (15°), 5° + → (1 + 2/3)/3 = 5/9, row 3 (33°) likewise 30° +, 45° −, 5° + → 5/9; row 4 (45°)
+// ranks 33° − → 0; row 5 → 45° + → 1: (3 + 10/9)/6 = 37/54.
+// Without coarse labels nothing is stored.
+func TestHierarchicalProtocol(t *testing.T) {
+	emb := angles(0, 5, 30, 33, 45, 100)
+	labels := []int64{0, 0, 1, 1, 2, 2}
+	coarse := []int64{0, 0, 0, 0, 1, 1}
+	ev := train.EvalConfig{Ks: []int{1, 2}, Hierarchical: true}
+	m := map[string]float64{}
+	if err := protocolMetrics(ev, 0, emb, 6, 2, labels, coarse, m, map[string][]float64{}); err != nil {
+		t.Fatal(err)
+	}
+	if math.Abs(m["HR@1"]-5.0/6) > 1e-12 || math.Abs(m["coarse/R@1"]-5.0/6) > 1e-12 || math.Abs(m["coarse/MAP@R"]-37.0/54) > 1e-12 {
+		t.Errorf("HR@1 %g, coarse/R@1 %g, coarse/MAP@R %g: want 5/6, 5/6, 37/54", m["HR@1"], m["coarse/R@1"], m["coarse/MAP@R"])
+	}
+	hr, err := metrics.Retrieval(emb, 6, 2, labels, metrics.Options{K: []int{1, 2}, Coarse: coarse})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cr, err := metrics.Retrieval(emb, 6, 2, coarse, metrics.Options{K: []int{1, 2}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		key  string
+		want float64
+	}{{"HR@1", hr["HR@1"]}, {"HR@2", hr["HR@2"]}, {"coarse/R@1", cr["R@1"]}, {"coarse/R@2", cr["R@2"]}, {"coarse/MAP@R", cr["MAP@R"]}} {
+		if v, ok := m[c.key]; !ok || v != c.want {
+			t.Errorf("%s = %g (stored %v), want %g (metrics.Retrieval)", c.key, v, ok, c.want)
+		}
+	}
+	none := map[string]float64{}
+	if err := protocolMetrics(ev, 0, emb, 6, 2, labels, nil, none, map[string][]float64{}); err != nil || len(none) != 0 {
+		t.Errorf("without coarse labels: %v %v", none, err)
+	}
+}

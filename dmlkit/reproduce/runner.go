@@ -105,6 +105,14 @@ func OPISRangeKey(lo, hi float64) string { return fmt.Sprintf("OPIS_far_%.0e_%.0
 //   - With eval.full_map, eval.cluster, eval.reid or eval.verify: the metrics of those protocols on
 //     the same final test embeddings (protocolMetrics: "mAP", "NMI", "reid/…", "verify/…",
 //     "verify_hard/…", the ROC series "verify/roc_fpr", "verify/roc_tpr"); timing "protocols_s".
+//   - With eval.rerank.k (seed 004 Table 10): "rerank/R@k", "rerank/MAP@R", … after contextual
+//     re-ranking (β = eval.rerank.beta, default 0.1), "rerank/k", "rerank/beta", and
+//     "rerank_k<k>/…" for each eval.rerank.more_k. With eval.hierarchical and coarse test labels
+//     (Omniglot alphabets; seed 004 Table 9): "HR@k", "coarse/R@k", "coarse/MAP@R".
+//   - With data.corrupt label or image noise (seed 004 §4.4): the realised corruption
+//     (train.Result.Corruption) as "corrupt/label_changed" (labels that actually changed: the
+//     paper's draw from all classes keeps about 1/K of the chosen ones), "corrupt/label_changed_frac"
+//     (of the training images), "corrupt/images_replaced", "corrupt/images_replaced_frac".
 //
 // A run that diverges (*train.DivergedError) returns an *experiments.RunFailure with the step, so
 // the sweep stores a record marked failed instead of training it again on every resume.
@@ -138,6 +146,12 @@ func TrainRunner(ctx context.Context, rs experiments.RunSpec, progress func(stri
 	out.Metrics["stopped_early"] = 0
 	if res.StoppedEarly {
 		out.Metrics["stopped_early"] = 1
+	}
+	if c := res.Corruption; c != nil {
+		out.Metrics["corrupt/label_changed"] = float64(c.LabelChanged)
+		out.Metrics["corrupt/label_changed_frac"] = c.LabelChangedFrac
+		out.Metrics["corrupt/images_replaced"] = float64(c.ImagesReplaced)
+		out.Metrics["corrupt/images_replaced_frac"] = c.ImagesReplacedFrac
 	}
 	historySeries(res.History, out.Series)
 	if cfg.Log.EverySteps > 0 {

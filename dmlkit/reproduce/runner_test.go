@@ -1,9 +1,14 @@
 package reproduce
 
 import (
+	"context"
 	"math"
+	"path/filepath"
 	"reflect"
 	"testing"
+
+	"github.com/dmlkit/dmlkit/dmlkit/data"
+	"github.com/dmlkit/dmlkit/dmlkit/experiments"
 )
 
 // TestEmb2dSeries: 7 points under a cap of 3 keep every third (indices 0, 3, 6), with their labels.
@@ -81,5 +86,58 @@ func TestPairDistances(t *testing.T) {
 	pos2, _ := pairDistances(emb, 5, 1, labels, 200, 7)
 	if !reflect.DeepEqual(pos, pos2) {
 		t.Error("not deterministic")
+	}
+}
+
+// TestTrainRunnerCorruptionAndProtocols: a two-step run on synth-reproduce-test (16 classes × 8 =
+// 128 training images) with label noise 0.25 (32 chosen) and image noise 0.125 (16 replaced, the
+// pool being the dataset's own training images) stores the realised corruption: corrupt/label_changed
+// equals a recount of the record's old ≠ new labels in corruption.json (the paper's draw lets some
+// of the 32 keep their label), its fraction of the 128 images, and 16 images replaced (0.125). The
+// re-ranking protocol (eval.rerank.k 3) adds rerank/R@1; hierarchical without coarse labels adds
+// nothing.
+func TestTrainRunnerCorruptionAndProtocols(t *testing.T) {
+	t.Setenv("GOMLX_BACKEND", "go")
+	cfg := map[string]any{
+		"seed": 5,
+		"data": map[string]any{"name": "synth-reproduce-test",
+			"corrupt": map[string]any{"label_noise": 0.25, "image_noise": 0.125, "image_pool": "synth-reproduce-test"}},
+		"model":      map[string]any{"channels": []any{4, 8}, "dim": 8},
+		"sampler":    map[string]any{"name": "m_per_class", "batch_size": 16, "m": 4},
+		"steps":      2,
+		"eval":       map[string]any{"ks": []any{1, 2}, "batch_size": 32, "metric": "R@1", "rerank": map[string]any{"k": 3}, "hierarchical": true},
+		"checkpoint": map[string]any{"keep": 0},
+		"loss":       map[string]any{"name": "contrastive"},
+	}
+	dir := t.TempDir()
+	out, err := TrainRunner(context.Background(), experiments.RunSpec{Config: cfg, Seed: 5, Dir: dir}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs, err := data.LoadCorruptions(filepath.Join(dir, data.CorruptionFile))
+	if err != nil || len(recs) != 2 || recs[0].Kind != "label-noise" || len(recs[0].Indices) != 32 {
+		t.Fatalf("records %+v %v", recs, err)
+	}
+	changed := 0
+	for j := range recs[0].Indices {
+		if recs[0].OldLabels[j] != recs[0].NewLabels[j] {
+			changed++
+		}
+	}
+	want := map[string]float64{"corrupt/label_changed": float64(changed), "corrupt/label_changed_frac": float64(changed) / 128,
+		"corrupt/images_replaced": 16, "corrupt/images_replaced_frac": 0.125}
+	for k, v := range want {
+		if got, ok := out.Metrics[k]; !ok || got != v {
+			t.Errorf("%s = %v (stored %v), want %v", k, got, ok, v)
+		}
+	}
+	if changed == 32 {
+		t.Errorf("all 32 chosen labels changed: want the paper's draw from all classes")
+	}
+	if _, ok := out.Metrics["rerank/R@1"]; !ok || out.Metrics["rerank/k"] != 3 {
+		t.Errorf("rerank/R@1 missing: %v", out.Metrics)
+	}
+	if _, ok := out.Metrics["HR@1"]; ok {
+		t.Error("HR@1 stored without coarse labels")
 	}
 }
