@@ -48,12 +48,15 @@ var rocFPRs = func() []float64 {
 //   - eval.rerank (k > 0): "rerank/R@k" for k in eval.ks (and 1), "rerank/MAP@R", "rerank/Recall@k",
 //     "rerank/R-Precision" after seed 004's contextual re-ranking (App. I.5, Table 10;
 //     metrics.ContextualRerank with K = eval.rerank.k, β = eval.rerank.beta or the paper's 0.1,
-//     ε = eval.rerank.eps), and "rerank/k", "rerank/beta"; each of eval.rerank.more_k again under
-//     "rerank_k<k>/" (e.g. "rerank_k32/R@1", Table 10's second column).
+//     ε = eval.rerank.eps), and "rerank/k", "rerank/beta"; the same keys under "rerank_k<k>/" for
+//     eval.rerank.k and each of eval.rerank.more_k (e.g. "rerank_k16/R@1", "rerank_k32/R@1":
+//     Table 10's two columns from one trained network).
 //   - eval.hierarchical with coarse labels (Omniglot alphabets, testCoarse): "HR@k" (a neighbour of
 //     the same coarse label among the top k) and the retrieval metrics with the coarse labels as
-//     the classes, "coarse/R@k", "coarse/MAP@R" (seed 004 Table 9's coarse level). Without coarse
-//     labels nothing is added.
+//     the classes, "coarse/R@k", "coarse/MAP@R" (seed 004 Table 9's coarse level), and with
+//     eval.full_map also "mAP/coarse", the exact full-ranking mAP at the coarse level (Table 9's
+//     "coarse AP" beside the fine "mAP"; it tracks every same-coarse pair, memory Σ |coarse class|²).
+//     Without coarse labels nothing is added.
 //
 // coarse is the coarse label of every test row (nil when the dataset has none).
 func protocolMetrics(ev train.EvalConfig, seed int64, emb []float32, n, d int, labels, coarse []int64, m map[string]float64, series map[string][]float64) error {
@@ -127,7 +130,8 @@ func protocolKs(ks []int) []int {
 }
 
 // rerankMetrics stores the retrieval metrics after contextual re-ranking (the "ctx/" keys of
-// metrics.Retrieval) under "rerank/" for eval.rerank.k and under "rerank_k<k>/" for each more_k.
+// metrics.Retrieval) under "rerank_k<k>/" for eval.rerank.k and each more_k, and those of
+// eval.rerank.k also under "rerank/".
 func rerankMetrics(ev train.EvalConfig, emb []float32, n, d int, labels []int64, m map[string]float64) error {
 	r := ev.Rerank
 	beta := r.BetaOrDefault()
@@ -137,13 +141,13 @@ func rerankMetrics(ev train.EvalConfig, emb []float32, n, d int, labels []int64,
 		if err != nil {
 			return fmt.Errorf("eval.rerank (k %d): %w", k, err)
 		}
-		prefix := "rerank/"
-		if i > 0 {
-			prefix = fmt.Sprintf("rerank_k%d/", k)
-		}
+		prefix := fmt.Sprintf("rerank_k%d/", k)
 		for key, v := range res {
 			if name, ok := strings.CutPrefix(key, "ctx/"); ok {
 				m[prefix+name] = v
+				if i == 0 {
+					m["rerank/"+name] = v
+				}
 			}
 		}
 	}
@@ -153,7 +157,8 @@ func rerankMetrics(ev train.EvalConfig, emb []float32, n, d int, labels []int64,
 }
 
 // hierarchicalMetrics stores HR@k (fine-label retrieval scored at the coarse level) and the
-// retrieval metrics with the coarse labels as classes under "coarse/".
+// retrieval metrics with the coarse labels as classes under "coarse/" (and "mAP/coarse" with
+// eval.full_map).
 func hierarchicalMetrics(ev train.EvalConfig, emb []float32, n, d int, labels, coarse []int64, m map[string]float64) error {
 	ks := protocolKs(ev.Ks)
 	hr, err := metrics.Retrieval(emb, n, d, labels, metrics.Options{K: ks, Coarse: coarse})
@@ -165,7 +170,7 @@ func hierarchicalMetrics(ev train.EvalConfig, emb []float32, n, d int, labels, c
 			m[key] = v
 		}
 	}
-	cr, err := metrics.Retrieval(emb, n, d, coarse, metrics.Options{K: ks})
+	cr, err := metrics.Retrieval(emb, n, d, coarse, metrics.Options{K: ks, FullMAP: ev.FullMAP})
 	if err != nil {
 		return fmt.Errorf("eval.hierarchical (coarse labels): %w", err)
 	}
@@ -174,6 +179,9 @@ func hierarchicalMetrics(ev train.EvalConfig, emb []float32, n, d int, labels, c
 		m["coarse/"+key] = cr[key]
 	}
 	m["coarse/MAP@R"] = cr["MAP@R"]
+	if ev.FullMAP {
+		m["mAP/coarse"] = cr["mAP"]
+	}
 	return nil
 }
 

@@ -177,7 +177,8 @@ func angles(deg ...float64) []float32 {
 // 0.1·3/3 + 0.9·exp(2cos14° − 2) = 0.1 + 0.9·0.94232 = 0.94809 → y (right) first. The others keep
 // their nearest neighbour (x → p1: w̃ 1 against a's 0; y → a: 0.94809 against x's
 // 0.1/3 + 0.9·exp(2cos24° − 2) = 0.79044; p1 ↔ p2: w̃ 1 and the larger s̃). rerank/R@1 = 5/5.
-// more_k 4 is stored under rerank_k4/ and equals a direct metrics.Retrieval call.
+// k 3 is also stored under rerank_k3/, and more_k 4 under rerank_k4/, equal to a direct
+// metrics.Retrieval call.
 func TestRerankProtocol(t *testing.T) {
 	emb := angles(0, -10, 14, -15, -17)
 	labels := []int64{0, 1, 0, 1, 1}
@@ -203,6 +204,9 @@ func TestRerankProtocol(t *testing.T) {
 			t.Errorf("rerank_k4/%s = %g, want %g (metrics.Retrieval, K 4)", k, m["rerank_k4/"+k], k4["ctx/"+k])
 		}
 	}
+	if m["rerank_k3/R@1"] != 1 || m["rerank_k3/MAP@R"] != m["rerank/MAP@R"] {
+		t.Errorf("rerank_k3/R@1 %g, rerank_k3/MAP@R %g: want the rerank/ values", m["rerank_k3/R@1"], m["rerank_k3/MAP@R"])
+	}
 	if _, ok := m["rerank/n_queries"]; ok {
 		t.Error("counts stored under rerank/")
 	}
@@ -214,16 +218,21 @@ func TestRerankProtocol(t *testing.T) {
 // 0: a miss), 100° → 45° (hit): HR@1 = coarse/R@1 = 5/6. Coarse MAP@R (R = 3 for coarse 0, 1 for
 // coarse 1): rows 0, 1 rank their three coarse-0 peers first (1); row 2 (30°) ranks 33° +, 45° −
 // (15°), 5° + → (1 + 2/3)/3 = 5/9, row 3 (33°) likewise 30° +, 45° −, 5° + → 5/9; row 4 (45°)
-// ranks 33° − → 0; row 5 → 45° + → 1: (3 + 10/9)/6 = 37/54.
-// Without coarse labels nothing is stored.
+// ranks 33° − → 0; row 5 → 45° + → 1: (3 + 10/9)/6 = 37/54. With eval.full_map, mAP/coarse is the
+// full-ranking AP at the coarse level: rows 0, 1, 5 → 1; rows 2 and 3 find their coarse peers at
+// ranks 1, 3, 4 → (1 + 2/3 + 3/4)/3 = 29/36; row 4 finds 100° at rank 5 → 1/5:
+// (3 + 29/18 + 1/5)/6 = 433/540. Without coarse labels nothing is stored.
 func TestHierarchicalProtocol(t *testing.T) {
 	emb := angles(0, 5, 30, 33, 45, 100)
 	labels := []int64{0, 0, 1, 1, 2, 2}
 	coarse := []int64{0, 0, 0, 0, 1, 1}
-	ev := train.EvalConfig{Ks: []int{1, 2}, Hierarchical: true}
+	ev := train.EvalConfig{Ks: []int{1, 2}, Hierarchical: true, FullMAP: true}
 	m := map[string]float64{}
 	if err := protocolMetrics(ev, 0, emb, 6, 2, labels, coarse, m, map[string][]float64{}); err != nil {
 		t.Fatal(err)
+	}
+	if math.Abs(m["mAP/coarse"]-433.0/540) > 1e-12 {
+		t.Errorf("mAP/coarse = %g, want 433/540 = %g", m["mAP/coarse"], 433.0/540)
 	}
 	if math.Abs(m["HR@1"]-5.0/6) > 1e-12 || math.Abs(m["coarse/R@1"]-5.0/6) > 1e-12 || math.Abs(m["coarse/MAP@R"]-37.0/54) > 1e-12 {
 		t.Errorf("HR@1 %g, coarse/R@1 %g, coarse/MAP@R %g: want 5/6, 5/6, 37/54", m["HR@1"], m["coarse/R@1"], m["coarse/MAP@R"])
@@ -232,19 +241,20 @@ func TestHierarchicalProtocol(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cr, err := metrics.Retrieval(emb, 6, 2, coarse, metrics.Options{K: []int{1, 2}})
+	cr, err := metrics.Retrieval(emb, 6, 2, coarse, metrics.Options{K: []int{1, 2}, FullMAP: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, c := range []struct {
 		key  string
 		want float64
-	}{{"HR@1", hr["HR@1"]}, {"HR@2", hr["HR@2"]}, {"coarse/R@1", cr["R@1"]}, {"coarse/R@2", cr["R@2"]}, {"coarse/MAP@R", cr["MAP@R"]}} {
+	}{{"HR@1", hr["HR@1"]}, {"HR@2", hr["HR@2"]}, {"coarse/R@1", cr["R@1"]}, {"coarse/R@2", cr["R@2"]}, {"coarse/MAP@R", cr["MAP@R"]}, {"mAP/coarse", cr["mAP"]}} {
 		if v, ok := m[c.key]; !ok || v != c.want {
 			t.Errorf("%s = %g (stored %v), want %g (metrics.Retrieval)", c.key, v, ok, c.want)
 		}
 	}
 	none := map[string]float64{}
+	ev.FullMAP = false
 	if err := protocolMetrics(ev, 0, emb, 6, 2, labels, nil, none, map[string][]float64{}); err != nil || len(none) != 0 {
 		t.Errorf("without coarse labels: %v %v", none, err)
 	}

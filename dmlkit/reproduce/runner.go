@@ -106,9 +106,10 @@ func OPISRangeKey(lo, hi float64) string { return fmt.Sprintf("OPIS_far_%.0e_%.0
 //     the same final test embeddings (protocolMetrics: "mAP", "NMI", "reid/…", "verify/…",
 //     "verify_hard/…", the ROC series "verify/roc_fpr", "verify/roc_tpr"); timing "protocols_s".
 //   - With eval.rerank.k (seed 004 Table 10): "rerank/R@k", "rerank/MAP@R", … after contextual
-//     re-ranking (β = eval.rerank.beta, default 0.1), "rerank/k", "rerank/beta", and
-//     "rerank_k<k>/…" for each eval.rerank.more_k. With eval.hierarchical and coarse test labels
-//     (Omniglot alphabets; seed 004 Table 9): "HR@k", "coarse/R@k", "coarse/MAP@R".
+//     re-ranking (β = eval.rerank.beta, default 0.1), "rerank/k", "rerank/beta", and the same
+//     keys as "rerank_k<k>/…" for eval.rerank.k and each eval.rerank.more_k. With eval.hierarchical and coarse test labels
+//     (Omniglot alphabets; seed 004 Table 9): "HR@k", "coarse/R@k", "coarse/MAP@R", and with
+//     eval.full_map "mAP/coarse".
 //   - With data.corrupt label or image noise (seed 004 §4.4): the realised corruption
 //     (train.Result.Corruption) as "corrupt/label_changed" (labels that actually changed: the
 //     paper's draw from all classes keeps about 1/K of the chosen ones), "corrupt/label_changed_frac"

@@ -139,8 +139,9 @@ type EvalConfig struct {
 // disables it. Table 10 uses β = 0.1 and k = 16 or 32 (CUB, Cars), 4 (SOP).
 type RerankProtocol struct {
 	K int `yaml:"k" doc:"neighbourhood size k, counting the sample itself (0 = off; Table 10: 16, 32 on CUB/Cars, 4 on SOP)"`
-	// MoreK re-ranks again at each further k (Table 10's second column), stored under rerank_k<k>/.
-	MoreK []int   `yaml:"more_k" doc:"further neighbourhood sizes, stored as rerank_k<k>/R@k"`
+	// MoreK re-ranks again at each further k (Table 10's second column). The runner stores every k
+	// (K and MoreK) under rerank_k<k>/, and K also under rerank/.
+	MoreK []int   `yaml:"more_k" doc:"further neighbourhood sizes (every k is stored as rerank_k<k>/R@k)"`
 	Beta  float64 `yaml:"beta" doc:"weight of the contextual similarity (0 = the paper's 0.1)"`
 	Eps   float64 `yaml:"eps" doc:"extend N(i) by near-ties within this squared distance (default 0)"`
 }
