@@ -191,6 +191,34 @@ func (s *Spec) checkTunes() error {
 	return nil
 }
 
+// tuneKeys returns the configuration keys the runs of the named step set: its point's and grid's
+// keys, and the grid keys of the steps its point is tuned at (transitively). seen guards cycles.
+func (s *Spec) tuneKeys(name string, seen map[string]bool) map[string]bool {
+	out := map[string]bool{}
+	if seen[name] {
+		return out
+	}
+	seen[name] = true
+	for _, t := range s.Tune {
+		if t.Name != name {
+			continue
+		}
+		for k := range t.Point {
+			out[k] = true
+		}
+		for k := range t.Grid {
+			out[k] = true
+		}
+		names, _ := tunedNames(t.Point)
+		for _, n := range names {
+			for k := range s.tuneKeys(n, seen) {
+				out[k] = true
+			}
+		}
+	}
+	return out
+}
+
 // tunedNames reads a point's "tuned" entry: a name or a list of names.
 func tunedNames(p map[string]any) ([]string, error) {
 	v, ok := p[tunedKey]
@@ -313,6 +341,18 @@ func (s *Spec) TuneTables() []TableSpec {
 		delete(where, tunedKey)
 		for k, v := range t.Grid {
 			where[k] = v
+		}
+		// The table holds this step's runs only: another step's grid keys that this step's runs
+		// do not set (themselves or through the steps they are tuned at) must be absent, or the
+		// runs of a later step on the same loss (e.g. its margins, trained at this step's
+		// selected rate) would join this step's rows.
+		allowed := s.tuneKeys(t.Name, map[string]bool{})
+		for _, u := range s.Tune {
+			for k := range u.Grid {
+				if _, set := where[k]; !set && !allowed[k] {
+					where[k] = nil
+				}
+			}
 		}
 		metrics := []string{t.Select.Metric}
 		if t.Select.Guard != "" {

@@ -120,9 +120,24 @@ func TestTunePlanWith(t *testing.T) {
 	if tab.Selected == nil || FormatValue(tab.Selected.Values) != "[0.3]" {
 		t.Errorf("tune_lr selects %+v", tab.Selected)
 	}
+	// With the margin step's runs stored too (trained at lr 0.3 on the same split), the lr table
+	// still holds the lr step's 3 runs, one per rate: the margin runs set loss.m, which the lr
+	// step's runs do not (they joined the 0.3 row before, as 3 seeds). The margin table holds its 2.
+	all := append(append([]Record{}, recs...), tuneRecords(p, "margin", 2)...)
+	if w := tabs[0].Where; w["loss.m"] != nil || !hasKey(w, "loss.m") {
+		t.Errorf("tune_lr where %v: want loss.m: null", w)
+	}
+	if n := len(Select(all, "", tabs[0].Where)); n != 3 {
+		t.Errorf("tune_lr selects %d records, want the lr step's 3", n)
+	}
+	if n := len(Select(all, "", tabs[1].Where)); n != 2 {
+		t.Errorf("tune_margin selects %d records, want the margin step's 2", n)
+	}
 }
 
 func keysOf[V any](m map[string]V) []string { return sortedKeys(m) }
+
+func hasKey(m map[string]any, k string) bool { _, ok := m[k]; return ok }
 
 func TestTuneSpecErrors(t *testing.T) {
 	cases := []struct{ name, from, to, want string }{
