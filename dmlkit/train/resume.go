@@ -19,6 +19,28 @@ var resumeSafe = map[string]bool{
 	"checkpoint.keep":        true,
 	"eval.batch_size":        true,
 	"eval.time_loss":         true,
+	// The runner's protocols on the final test embeddings (package reproduce): computed after
+	// training, they do not touch the checkpoint.
+	"eval.cluster":      true,
+	"eval.full_map":     true,
+	"eval.hierarchical": true,
+}
+
+// resumeSafePrefixes are groups of resumeSafe fields: the runner's re-identification,
+// verification and re-ranking protocols.
+var resumeSafePrefixes = []string{"eval.reid.", "eval.verify.", "eval.rerank."}
+
+// isResumeSafe reports whether field k may change on resume (resumeSafe, resumeSafePrefixes).
+func isResumeSafe(k string) bool {
+	if resumeSafe[k] {
+		return true
+	}
+	for _, p := range resumeSafePrefixes {
+		if strings.HasPrefix(k, p) {
+			return true
+		}
+	}
+	return false
 }
 
 // checkResume compares cfg with the configuration stored in the run directory dir
@@ -72,7 +94,7 @@ func checkResume(dir string, cfg *Config) ([]string, error) {
 		}
 		line := fmt.Sprintf("%s: %s → %s", k, show(o, oOK), show(c, cOK))
 		switch {
-		case resumeSafe[k]:
+		case isResumeSafe(k):
 			allowed = append(allowed, line)
 		case k == "epochs" && cfg.Epochs >= stored.Epochs:
 			allowed = append(allowed, line)
@@ -84,7 +106,7 @@ func checkResume(dir string, cfg *Config) ([]string, error) {
 	}
 	if len(bad) > 0 {
 		return nil, fmt.Errorf("train: resume: the configuration differs from the one that produced the checkpoint (%s) in %s; "+
-			"only more epochs or steps, the run name, checkpoint.* and eval.batch_size/eval.time_loss may change on resume",
+			"only more epochs or steps, the run name, checkpoint.*, eval.batch_size/eval.time_loss and the runner's protocols (eval.cluster, full_map, hierarchical, reid, verify, rerank) may change on resume",
 			path, strings.Join(bad, "; "))
 	}
 	return allowed, nil

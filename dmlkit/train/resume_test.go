@@ -31,6 +31,10 @@ func TestResumeChangedConfig(t *testing.T) {
 		{"more epochs", func(c *Config) { c.Epochs = 3 }, nil, []string{"epochs: 2 → 3"}},
 		{"keep and name", func(c *Config) { c.Checkpoint.Keep = 1; c.Name = "x" }, nil, []string{"checkpoint.keep: 0 → 1", `name: "" → x`}},
 		{"unchanged", func(c *Config) {}, nil, nil},
+		// The runner's protocols run after training on the final embeddings: allowed.
+		{"protocols", func(c *Config) { c.Eval.Cluster = true; c.Eval.Verify.Negatives = 100 }, nil,
+			[]string{"eval.cluster: false → true", "eval.verify.negatives: 0 → 100"}},
+		{"log", func(c *Config) { c.Log.EverySteps = 2 }, []string{"log.every_steps: 0 → 2"}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
