@@ -1,0 +1,110 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/dmlkit/dmlkit/dmlkit/data"
+	"github.com/dmlkit/dmlkit/dmlkit/experiments"
+	"github.com/dmlkit/dmlkit/dmlkit/reproduce"
+)
+
+// ctxSpecPath is reproductions/contextual/spec.yaml seen from this package's directory.
+var ctxSpecPath = filepath.Join("..", "..", "reproductions", "contextual", "spec.yaml")
+
+// TestContextualSpecPlans: smoke is 2 runs; small without stored runs is the 30 learning-rate tuning
+// runs (6 methods × 5 rates, equal budget) with every other point pending on them; the claims
+// file parses (59 claims); every smoke and full run is a valid trainer configuration.
+func TestContextualSpecPlans(t *testing.T) {
+	s, err := experiments.Load(ctxSpecPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		scale   string
+		runs    int
+		pending bool
+	}{{"smoke", 2, false}, {"small", 30, true}, {"full", 5, false}} {
+		p, err := s.Plan(c.scale)
+		if err != nil {
+			t.Fatalf("%s: %v", c.scale, err)
+		}
+		if len(p.Runs) != c.runs || (len(p.Pending) > 0) != c.pending {
+			t.Errorf("%s: %d runs, %d pending; want %d, pending %v", c.scale, len(p.Runs), len(p.Pending), c.runs, c.pending)
+		}
+		for _, r := range p.Runs {
+			if err := reproduce.ValidateTrainConfig(r.Config); err != nil {
+				t.Errorf("%s run %s: %v", c.scale, r.Label(), err)
+			}
+		}
+	}
+	cs, err := experiments.LoadClaims(filepath.Join(filepath.Dir(ctxSpecPath), "claims.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cs.Claims) != 59 {
+		t.Errorf("%d claims, want 59", len(cs.Claims))
+	}
+}
+
+// TestContextualSmokeEndToEnd runs the smoke scale (the contextual loss under 20 % label noise,
+// Smooth-AP with 20 % MNIST images; 48 training characters × 20 drawings = 960 images) and checks
+// the realised corruption against counts worked out by hand — 192 images replaced (20 % of 960);
+// 192 labels redrawn from 48 classes, of which about 1/48 keep their label, so between 170 and 192
+// change — and that the Table 9 / 10 protocols and the train R@1 are stored.
+func TestContextualSmokeEndToEnd(t *testing.T) {
+	if _, err := data.FindOmniglot(""); err != nil {
+		t.Skipf("Omniglot not available: %v", err)
+	}
+	tmp := t.TempDir()
+	results, work := filepath.Join(tmp, "results"), filepath.Join(tmp, "runs")
+	code, stdout, stderr := runCLI("run", ctxSpecPath, "--scale", "smoke", "--results", results, "--workdir", work, "--quiet")
+	if code != 0 || !strings.Contains(stdout, "2 runs selected, 0 already stored, 2 ran, 0 failed") {
+		t.Fatalf("run: code %d\nstdout %s\nstderr %s", code, stdout, stderr)
+	}
+	f, err := os.Open(filepath.Join(results, "smoke.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, 1<<25)
+	n := 0
+	for sc.Scan() {
+		var rec experiments.Record
+		if err := json.Unmarshal(sc.Bytes(), &rec); err != nil {
+			t.Fatal(err)
+		}
+		n++
+		m := rec.Metrics
+		loss := rec.Config["loss"].(map[string]any)["name"].(string)
+		switch loss {
+		case "contextual":
+			if c := m["corrupt/label_changed"]; c < 170 || c > 192 || math.Abs(m["corrupt/label_changed_frac"]-c/960) > 1e-9 {
+				t.Errorf("contextual: %g labels changed (frac %g), want 170..192 of 960", c, m["corrupt/label_changed_frac"])
+			}
+		case "smoothap":
+			if m["corrupt/images_replaced"] != 192 || m["corrupt/images_replaced_frac"] != 0.2 {
+				t.Errorf("smoothap: %g images replaced (frac %g), want 192 (0.2)", m["corrupt/images_replaced"], m["corrupt/images_replaced_frac"])
+			}
+		default:
+			t.Errorf("unexpected loss %q", loss)
+		}
+		for _, k := range []string{"R@1", "train/R@1", "mAP", "HR@1", "coarse/R@1", "coarse/MAP@R", "rerank/R@1", "rerank_k4/R@1", "rerank_k8/R@1"} {
+			if v, ok := m[k]; !ok || !(v >= 0 && v <= 1) {
+				t.Errorf("%s: %s = %v (present %v), want a fraction", loss, k, v, ok)
+			}
+		}
+	}
+	if n != 2 {
+		t.Fatalf("%d records, want 2", n)
+	}
+	if code, _, stderr := runCLI("tables", ctxSpecPath, "--scale", "smoke", "--results", results, "--out", filepath.Join(tmp, "tables")); code != 0 {
+		t.Fatalf("tables: code %d: %s", code, stderr)
+	}
+}
