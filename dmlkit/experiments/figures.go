@@ -364,6 +364,18 @@ func BuildFigureWith(f FigureSpec, recs []Record, st plots.Style, lm LabelMap) (
 			if len(ticks) > 0 {
 				ch.Plot.X.Tick.Marker = ticks
 			}
+			if f.LogX {
+				var all []float64
+				for _, s := range series {
+					for _, x := range s.X {
+						if !(x > 0) {
+							return nil, fmt.Errorf("log_x: x value %g of %s is not positive", x, s.Name)
+						}
+						all = append(all, x)
+					}
+				}
+				ch.LogX(decadesIn(all)...)
+			}
 			break
 		}
 		def(&l.X, lm.Name(f.X))
@@ -1037,4 +1049,22 @@ func WriteFigureReadme(s *Spec, results []FigureResult, outDir string) (string, 
 		return "", err
 	}
 	return path, os.WriteFile(path, []byte(b.String()), 0o644)
+}
+
+// decadesIn returns the powers of ten within the range of xs (all > 0), the ticks of a log axis
+// spanning several decades (e.g. an ROC's false accept rates 1e-5 … 1); with fewer than two
+// decades in range, the distinct values themselves.
+func decadesIn(xs []float64) []float64 {
+	lo, hi := math.Inf(1), math.Inf(-1)
+	for _, x := range xs {
+		lo, hi = math.Min(lo, x), math.Max(hi, x)
+	}
+	var out []float64
+	for e := math.Ceil(math.Log10(lo) - 1e-9); e <= math.Floor(math.Log10(hi)+1e-9); e++ {
+		out = append(out, math.Pow(10, e))
+	}
+	if len(out) < 2 {
+		return distinct(xs)
+	}
+	return out
 }
