@@ -40,7 +40,7 @@ type Blockwise interface {
 }
 
 // CheckBlockwise returns nil if l can be evaluated blockwise in its configuration, else an error
-// that says why (not a [Blockwise] loss, or an option that couples anchors, such as rsk's SiMix).
+// that says why (not a [Blockwise] loss, or an option that couples anchors).
 func CheckBlockwise(l Loss) error {
 	b, ok := l.(Blockwise)
 	if !ok {

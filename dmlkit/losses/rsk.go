@@ -7,6 +7,7 @@ import (
 	"github.com/gomlx/compute/dtypes"
 	"github.com/gomlx/compute/shapes"
 	. "github.com/gomlx/gomlx/core/graph"
+	"github.com/gomlx/gomlx/ml/model"
 )
 
 func init() {
@@ -51,8 +52,9 @@ func init() {
 // number of batch samples sharing a label (the samples-per-class of a PK sampler); 0 means c = B, exact
 // for any batch but cubic in B. If a batch has a class larger than c the loss is NaN (loud, not
 // silently wrong). References (Inputs.RefEmb) are not supported by Build: RS@k ranks within the batch.
-// Without SiMix the loss is [Blockwise]: BuildBlock ranks a block of queries against the whole
-// batch (RefEmb with QueryIndex), a [block, P, B] rank tensor per block.
+// The loss is [Blockwise]: BuildBlock ranks a block of queries against the whole batch (RefEmb with
+// QueryIndex), a [block, P, B] rank tensor per block; with SiMix a block of K anchors owns its K
+// originals and their K·O pair slots, ranked against all N items ([K(1+O), P, N], see simixBlock).
 //
 // SiMix items: each sample gets O = ⌊c/2⌋ pair slots (see rskPairSlots), so N = B·(1 + O) items of
 // which B + Σ_classes n(n−1)/2 are valid (invalid slots are neither queries nor ranking items).
@@ -151,41 +153,211 @@ func (c *RSKConfig) rskPlain(in Inputs) (lossK, hasPos, overflow *Node) {
 }
 
 // BlockwiseSupport implements Blockwise: RS@k of a query depends only on its row of similarities
-// against the ranking set; SiMix does not decompose (its virtual items, mixed from same-class pairs
-// across the whole batch, are queries and ranking items at once).
-func (c *RSKConfig) BlockwiseSupport() error {
-	if c.SiMix {
-		return fmt.Errorf("simix: the virtual examples are mixed from pairs across the whole batch and ranked " +
-			"against each other, which does not decompose over blocks of anchors; use the whole-batch loss stage " +
-			"(multistage.loss_block: 0)")
-	}
-	return nil
-}
+// against the ranking set, so the loss decomposes over anchors, with SiMix too: a block of anchors
+// owns its originals and their pair slots (the virtual examples v = αx + (1 − α)z of the pairs
+// (x, z) whose slot belongs to x, see rskPairSlots), and each of these items is ranked against all
+// N = B(1 + O) items of the expanded batch, as in the whole-batch graph. SiMix needs [B] labels
+// (BuildBlock panics otherwise, like Build).
+func (c *RSKConfig) BlockwiseSupport() error { return nil }
 
 // NumBlockCounts implements Blockwise: the number of queries with a positive.
 func (c *RSKConfig) NumBlockCounts() int { return 1 }
 
 // BlockCounts implements Blockwise: [number of the block's queries with at least one positive]
-// (labels only).
+// (labels only). With SiMix the queries are the block's originals and valid pair slots; the count
+// does not depend on α and leaves the RNG state alone.
 func (c *RSKConfig) BlockCounts(in Inputs) *Node {
+	if c.SiMix {
+		hasPos, _ := c.simixBlockLabels(in)
+		return stackCounts(blockCount(hasPos))
+	}
 	pos, _ := PairMasks(in)
 	return stackCounts(blockCount(ReduceLogicalOr(pos, -1)))
 }
 
 // BuildBlock implements Blockwise: Σ_{block queries with a positive} L(q) / N, NaN if a query of
-// the block has more positives than max_class_size − 1. Needs Inputs.RefEmb (the whole batch, the
-// ranking set) and Inputs.QueryIndex; the rank tensor is [block, P, B], computed in chunks as in
-// Build.
+// the block has more positives than max_class_size − 1 (with SiMix: a class of the block's anchors
+// has more than max_class_size members). Needs Inputs.RefEmb (the whole batch, the ranking set)
+// and Inputs.QueryIndex; the rank tensor is [block, P, B] ([K(1+O), P, N] with SiMix), computed in
+// chunks as in Build.
+//
+// SiMix with random α: every block draws the same [V] vector of α as the whole-batch graph would
+// (graph.RandomUniform on the current RNG state of in.Scope's store, V = B·O in slot order), and
+// only the block that holds the last anchor (QueryIndex containing B − 1) writes the advanced
+// state back, the single advance of a whole-batch Build. So a driver must run the block holding
+// anchor B − 1 last among a step's BuildBlock calls (EvaluateBlockwise and the trainer go through
+// the blocks in increasing order); BlockCounts does not use the RNG.
 func (c *RSKConfig) BuildBlock(in Inputs, counts *Node) *Node {
-	if err := c.BlockwiseSupport(); err != nil {
-		panic("losses: rsk: " + err.Error())
-	}
 	if in.RefEmb == nil || in.QueryIndex == nil {
 		panic("losses: rsk: BuildBlock needs RefEmb (the whole batch) and QueryIndex")
 	}
-	lossK, hasPos, overflow := c.rskPlain(in)
+	var lossK, hasPos, overflow *Node
+	if c.SiMix {
+		lossK, hasPos, overflow = c.simixBlock(in)
+	} else {
+		lossK, hasPos, overflow = c.rskPlain(in)
+	}
 	l := Div(MaskedReduceAllSum(lossK, hasPos), countAt(counts, 0, lossK.DType()))
 	return Where(overflow, ScalarLike(l, math.NaN()), l)
+}
+
+// simixLayout is the label-only structure of the SiMix items of a batch (see rskSiMix): O pair
+// slots per sample, partners [B, O] int32 and slot validity [B, O] bool, the [N] mixing indices
+// i1, i2 (item a mixes originals i1[a] and i2[a]; originals are i1 = i2 = a) and the [N] item
+// validity.
+type simixLayout struct {
+	b, o, maxClass int
+	sameB          *Node // [B, B] bool
+	first          *Node // [B, O] int32: sample i of slot (i, ·)
+	partners       *Node // [B, O] int32
+	i1, i2, valid  *Node // [N] int32, int32, bool
+}
+
+// newSimixLayout builds the SiMix layout of a batch with [B] labels.
+func (c *RSKConfig) newSimixLayout(labels *Node) *simixLayout {
+	if labels.Rank() != 1 {
+		panic(fmt.Sprintf("losses: rsk with simix needs [B] labels, got shape %s", labels.Shape()))
+	}
+	g := labels.Graph()
+	b := labels.Shape().Dim(0)
+	ly := &simixLayout{b: b, maxClass: c.maxClass(b)}
+	ly.sameB = SameLabel(labels, labels)
+	var slotValid *Node
+	ly.partners, slotValid = rskPairSlots(ly.sameB, ly.maxClass/2)
+	ly.o = ly.partners.Shape().Dim(1)
+	v := b * ly.o
+	ly.first = Iota(g, shapes.Make(dtypes.Int32, b, ly.o), 0)
+	orig := Iota(g, shapes.Make(dtypes.Int32, b), 0)
+	ly.i1 = Concatenate([]*Node{orig, Reshape(ly.first, v)}, 0)
+	ly.i2 = Concatenate([]*Node{orig, Reshape(ly.partners, v)}, 0)
+	ly.valid = Concatenate([]*Node{BroadcastToDims(Const(g, true), b), Reshape(slotValid, v)}, 0)
+	return ly
+}
+
+// simixAlpha returns the [V] mixing weights α of e_{i1} of the B·O pair slots (first, partners:
+// [B, O]) in dtype dt. advance is nil for the whole-batch graph (the Scope's RNG is drawn and
+// advanced as usual); for a block it is a scalar bool: α is drawn from the current RNG state without
+// consuming it, and the advanced state is written back only where advance is true (see BuildBlock).
+func (c *RSKConfig) simixAlpha(in Inputs, dt dtypes.DType, first, partners, advance *Node) *Node {
+	g := first.Graph()
+	b, o := first.Shape().Dim(0), first.Shape().Dim(1)
+	v := b * o
+	switch {
+	case c.SiMixAlphaTable != nil:
+		if len(c.SiMixAlphaTable) != b*b {
+			panic(fmt.Sprintf("losses: rsk: SiMixAlphaTable has %d values, want B·B = %d", len(c.SiMixAlphaTable), b*b))
+		}
+		table := ConvertDType(Const(g, c.SiMixAlphaTable), dt)
+		lo := Min(Reshape(first, v), Reshape(partners, v))
+		hi := Max(Reshape(first, v), Reshape(partners, v))
+		a := Gather(table, InsertAxes(Add(MulScalar(lo, float64(b)), hi), -1)) // α of pair (lo, hi): weight of lo
+		return Where(Equal(Reshape(first, v), lo), a, OneMinus(a))
+	case c.SiMixAlpha >= 0:
+		return BroadcastToDims(Scalar(g, dt, c.SiMixAlpha), v)
+	}
+	if in.Scope == nil {
+		panic("losses: rsk with simix and random α needs Inputs.Scope (its RNG), or a fixed simix_alpha")
+	}
+	if advance == nil {
+		return StopGradient(in.Scope.RandomUniform(g, shapes.Make(dt, v)))
+	}
+	// The same draw as Store.RandomUniform, without consuming the state unless advance.
+	store := in.Scope.Store()
+	path := model.JoinPath("/", model.RNGStateVariableName)
+	rng := store.GetVariable(path)
+	if rng == nil || !rng.HasValue() {
+		if err := store.ResetRNGState(); err != nil {
+			panic(fmt.Sprintf("losses: rsk: simix: initialising the RNG state: %v", err))
+		}
+		rng = store.GetVariable(path)
+	}
+	state := rng.NodeValue(g)
+	// The generator reads a private copy of the state: the Go backend's RNGBitGenerator writes only
+	// the words of the new state it uses, in place when it owns its input buffer, and leaves the
+	// others undefined when it does not (here the state also feeds the Where).
+	next, alpha := RandomUniform(Add(state, ZerosLike(state)), shapes.Make(dt, v))
+	rng.SetNodeValue(Where(advance, next, state))
+	return StopGradient(alpha)
+}
+
+// simixBlockItems returns, for the block of anchors QueryIndex [K], the layout, the block's items
+// [K(1+O)] int32 (its originals, then their pair slots B + q·O + o) and their positives:
+// posIdx [K(1+O), P] item indices, slotF [K(1+O), P] 0/1, numPos [K(1+O)], and the overflow flag
+// (a class of the block's anchors larger than max_class_size). Labels only.
+func (c *RSKConfig) simixBlockItems(in Inputs, dt dtypes.DType) (ly *simixLayout, items, posIdx, slotF, numPos, overflow *Node) {
+	_, refLabels, _ := refs(in)
+	ly = c.newSimixLayout(refLabels)
+	g := refLabels.Graph()
+	qi := ConvertDType(in.QueryIndex, dtypes.Int32)
+	k := qi.Shape().Dim(0)
+	b, o, maxClass := ly.b, ly.o, ly.maxClass
+	slotsOf := Add(AddScalar(MulScalar(InsertAxes(qi, 1), float64(o)), float64(b)), Iota(g, shapes.Make(dtypes.Int32, 1, o), 1))
+	items = Concatenate([]*Node{qi, Reshape(slotsOf, k*o)}, 0) // [Kn]
+	// Local anchor row of each item: originals 0..K−1, then each anchor's O slots.
+	anc := Concatenate([]*Node{Iota(g, shapes.Make(dtypes.Int32, k), 0),
+		Reshape(Iota(g, shapes.Make(dtypes.Int32, k, o), 0), k*o)}, 0)
+	ancIdx := InsertAxes(anc, -1)
+	// Candidates as in rskSiMix, for the block's anchors only.
+	sameF := ConvertDType(Gather(ly.sameB, InsertAxes(qi, -1)), dt) // [K, B]
+	members, memberOK, classSize := rskCompactSlots(sameF, nil, maxClass)
+	slotIdx := Add(AddScalar(MulScalar(InsertAxes(members, -1), float64(o)), float64(b)),
+		Iota(g, shapes.Make(dtypes.Int32, 1, 1, o), 2))
+	slotIdx = Reshape(slotIdx, k, maxClass*o)
+	candK := Concatenate([]*Node{members, slotIdx}, 1)
+	okK := Concatenate([]*Node{memberOK, Reshape(Mul(InsertAxes(memberOK, -1),
+		Reshape(ConvertDType(Gather(ly.valid, InsertAxes(slotIdx, -1)), dt), k, maxClass, o)), k, maxClass*o)}, 1)
+	cand := Gather(candK, ancIdx)
+	itemValid := Gather(ly.valid, InsertAxes(items, -1))
+	notSelf := ConvertDType(LogicalAnd(NotEqual(cand, InsertAxes(items, 1)), InsertAxes(itemValid, 1)), dt)
+	okCand := Mul(Gather(okK, ancIdx), notSelf)
+	numSlots := maxClass - 1 + maxClass*(maxClass-1)/2
+	posIdx, slotF, numPos = rskCompactSlots(okCand, cand, numSlots)
+	overflow = GreaterThan(ReduceMax(classSize), Scalar(g, dt, float64(maxClass)))
+	return ly, items, posIdx, slotF, numPos, overflow
+}
+
+// simixBlockLabels returns the [K(1+O)] mask of the block's items with a positive (and the layout).
+func (c *RSKConfig) simixBlockLabels(in Inputs) (hasPos *Node, ly *simixLayout) {
+	refEmb, _, _ := refs(in)
+	ly, _, _, _, numPos, _ := c.simixBlockItems(in, refEmb.DType())
+	return GreaterThan(numPos, ZerosLike(numPos)), ly
+}
+
+// simixBlock evaluates RS@k with SiMix for the items owned by the block of anchors QueryIndex (its
+// originals and their pair slots) against all N items: L(q) [K(1+O)], the mask of items with a
+// positive, and the overflow flag. The rows of M S Mᵀ (Eq. 9–10) for the block's items are built
+// from the rows of S of the originals they mix, without the [N, N] matrix:
+//
+//	A_a = w1[a]·S[i1[a], :] + w2[a]·S[i2[a], :]       [K(1+O), B]
+//	s_a = w1[z]·A_a[i1[z]] + w2[z]·A_a[i2[z]]  (all z)  [K(1+O), N]
+//
+// with the same α (see BuildBlock) and the same pair slots (rskPairSlots on the whole batch's
+// labels), so every entry equals the whole-batch one up to rounding. Memory: O(K(1+O)·N) for the
+// similarities plus the chunked rank tensor, and label-only [B, B] masks (the pair enumeration).
+func (c *RSKConfig) simixBlock(in Inputs) (lossK, hasPos, overflow *Node) {
+	refEmb, _, _ := refs(in)
+	dt := refEmb.DType()
+	g := refEmb.Graph()
+	ly, items, posIdx, slotF, numPos, overflow := c.simixBlockItems(in, dt)
+	b := ly.b
+	qi := ConvertDType(in.QueryIndex, dtypes.Int32)
+	advance := ReduceLogicalOr(Equal(qi, Scalar(g, dtypes.Int32, float64(b-1))), 0)
+	alpha := c.simixAlpha(in, dt, ly.first, ly.partners, advance)
+	w1 := Concatenate([]*Node{Ones(g, shapes.Make(dt, b)), alpha}, 0)
+	w2 := Concatenate([]*Node{Zeros(g, shapes.Make(dt, b)), OneMinus(alpha)}, 0)
+	itemIdx := InsertAxes(items, -1)
+	i1b, i2b := Gather(ly.i1, itemIdx), Gather(ly.i2, itemIdx)
+	w1b, w2b := Gather(w1, itemIdx), Gather(w2, itemIdx)
+	en := normalizeRows(refEmb)
+	ent := Transpose(en, 0, 1)
+	s1 := MatMul(Gather(en, InsertAxes(i1b, -1)), ent) // S[i1[a], :]
+	s2 := MatMul(Gather(en, InsertAxes(i2b, -1)), ent) // S[i2[a], :]
+	a := Add(Mul(InsertAxes(w1b, -1), s1), Mul(InsertAxes(w2b, -1), s2))
+	at := Transpose(a, 0, 1) // [B, Kn]
+	idx1, idx2 := InsertAxes(ly.i1, -1), InsertAxes(ly.i2, -1)
+	sRows := Transpose(Add(Mul(InsertAxes(w1, -1), Gather(at, idx1)), Mul(InsertAxes(w2, -1), Gather(at, idx2))), 0, 1)
+	lossK = c.rskPerQuery(sRows, ly.valid, items, posIdx, slotF, numPos)
+	return lossK, GreaterThan(numPos, ZerosLike(numPos)), overflow
 }
 
 // rskSiMix expands the [B, B] similarities s with the virtual examples of every same-class pair and
@@ -203,25 +375,7 @@ func (c *RSKConfig) rskSiMix(in Inputs, s *Node, maxClass int) *Node {
 	first := Iota(g, shapes.Make(dtypes.Int32, b, o), 0) // sample i of slot (i, ·)
 	i1 := Concatenate([]*Node{Iota(g, shapes.Make(dtypes.Int32, b), 0), Reshape(first, v)}, 0)
 	i2 := Concatenate([]*Node{Iota(g, shapes.Make(dtypes.Int32, b), 0), Reshape(partners, v)}, 0)
-	var alpha *Node // [V]: weight of e_{i1} in the virtual example of each slot
-	switch {
-	case c.SiMixAlphaTable != nil:
-		if len(c.SiMixAlphaTable) != b*b {
-			panic(fmt.Sprintf("losses: rsk: SiMixAlphaTable has %d values, want B·B = %d", len(c.SiMixAlphaTable), b*b))
-		}
-		table := ConvertDType(Const(g, c.SiMixAlphaTable), dt)
-		lo := Min(Reshape(first, v), Reshape(partners, v))
-		hi := Max(Reshape(first, v), Reshape(partners, v))
-		a := Gather(table, InsertAxes(Add(MulScalar(lo, float64(b)), hi), -1)) // α of pair (lo, hi): weight of lo
-		alpha = Where(Equal(Reshape(first, v), lo), a, OneMinus(a))
-	case c.SiMixAlpha >= 0:
-		alpha = BroadcastToDims(Scalar(g, dt, c.SiMixAlpha), v)
-	default:
-		if in.Scope == nil {
-			panic("losses: rsk with simix and random α needs Inputs.Scope (its RNG), or a fixed simix_alpha")
-		}
-		alpha = StopGradient(in.Scope.RandomUniform(g, shapes.Make(dt, v)))
-	}
+	alpha := c.simixAlpha(in, dt, first, partners, nil) // [V]: weight of e_{i1} in the virtual example of each slot
 	w1 := Concatenate([]*Node{Ones(g, shapes.Make(dt, b)), alpha}, 0)
 	w2 := Concatenate([]*Node{Zeros(g, shapes.Make(dt, b)), OneMinus(alpha)}, 0)
 	// A = M S: rows of the expanded batch against the originals (Eq. 9), [N, B].

@@ -192,7 +192,7 @@ type CheckpointConfig struct {
 // before: its pairwise matrices are B×B, which bounds the batch by memory (about 13 GB peak at
 // B = 19,280). K > 0 runs stage 2 in blocks of K anchors scored against the whole batch (a count
 // pass, then a loss/gradient pass; multistage.go), memory O(K·B); the loss must decompose over
-// anchors (losses.Blockwise: contrastive, tcm, smoothap, rsk without SiMix, and combos of these),
+// anchors (losses.Blockwise: contrastive, tcm, smoothap, rsk with or without SiMix, and combos of these),
 // otherwise validation fails. Setting it to Chunk bounds both stages by the chunk.
 type MultistageConfig struct {
 	Chunk     int `yaml:"chunk" doc:"embed the batch in chunks of this size (0 = direct backprop)"`
