@@ -42,6 +42,17 @@ type Config struct {
 	// torchvision/timm-named ViT weights ([LoadTorchViT]) that initialises a resnet or vit
 	// backbone; the weights stay trainable.
 	Pretrained string `yaml:"pretrained" doc:"ONNX file with torchvision ResNet or torchvision/timm ViT weights for the backbone"`
+	// InitFrom initialises the backbone from a stored dmlkit run: a run directory (its newest
+	// checkpoint) or a checkpoint file (checkpoints/ckpt-*.gob). Only the variables under the
+	// model's backbone scope are taken (BatchNorm statistics included); the head, the loss's
+	// variables (proxies), the optimiser state and the RNG state are initialised as in a fresh run.
+	// The weights stay trainable. The backbone configuration must be the stored run's (variables
+	// are matched by path). Empty (the default): no initialisation from a run. Exclusive with
+	// Pretrained; applied only when a run starts, not on resume (the run's checkpoint wins).
+	InitFrom string `yaml:"init_from" doc:"run directory or checkpoint file whose backbone variables initialise this model"`
+	// InitHead also takes the rest of the model's variables from InitFrom (LayerNorm, head, IDML
+	// uncertainty head, projector). Default false: a freshly initialised head.
+	InitHead bool `yaml:"init_head" doc:"with init_from, also take the head (and layer_norm, projector) from the stored run"`
 	// DualHead adds IDML's uncertainty head: a second head of width Dim on the same features
 	// (seed 002). The uncertainty embedding is not normalised (the idml loss normalises where
 	// its metric does); the loss sees concat(semantic, uncertainty) [B, 2·Dim], evaluation the
@@ -107,6 +118,15 @@ func (c *Config) Validate(prefix string) error {
 	}
 	if _, vit := ViTSpecFor(c.Backbone); c.Pretrained != "" && c.Backbone != "resnet18" && c.Backbone != "resnet50" && !vit {
 		return fmt.Errorf("%s: pretrained weights are supported for resnet and vit backbones, not %q", f("pretrained"), c.Backbone)
+	}
+	if c.InitFrom != "" && c.Pretrained != "" {
+		return fmt.Errorf("%s: %q and %s: %q are exclusive: the backbone is initialised from one of them", f("init_from"), c.InitFrom, f("pretrained"), c.Pretrained)
+	}
+	if c.InitFrom != "" && c.Backbone == "features" {
+		return fmt.Errorf("%s: backbone features has no backbone variables to initialise", f("init_from"))
+	}
+	if c.InitHead && c.InitFrom == "" {
+		return fmt.Errorf("%s: needs %s (the run to take the head from)", f("init_head"), f("init_from"))
 	}
 	if c.DualHead && len(c.Projector) > 0 {
 		return fmt.Errorf("%s: the IDML dual head cannot be combined with a projector", f("dual_head"))

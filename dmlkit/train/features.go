@@ -93,7 +93,8 @@ func ReadFeatures(featPath, labelPath string) (*Features, error) {
 // of cfg.Data and writes {train,val,test}_{features,labels}.npy into outDir: the cache of
 // precomputed-feature mode (seed 004 Fig. 8–9), read back by the "npy-features" dataset with
 // model.backbone: features. Weights come from the newest checkpoint of runDir when runDir is not
-// empty, else from model.pretrained (an ONNX ResNet) or the seeded initialisation.
+// empty, else from model.pretrained (an ONNX ResNet) or model.init_from (a stored run's backbone), or
+// the seeded initialisation.
 func ExtractFeatures(cfg Config, runDir, outDir string) error {
 	if err := cfg.Validate(); err != nil {
 		return fmt.Errorf("train: config: %w", err)
@@ -108,7 +109,7 @@ func ExtractFeatures(cfg Config, runDir, outDir string) error {
 	store := model.NewStore()
 	models.SetInitSeed(store, cfg.Seed)
 	if runDir == "" {
-		if err := models.LoadPretrained(store.RootScope().At(modelScope), cfg.Model); err != nil {
+		if err := initModel(store, cfg.Model); err != nil {
 			return err
 		}
 	} else {

@@ -16,7 +16,6 @@ import (
 
 	"github.com/dmlkit/dmlkit/dmlkit/backend"
 	"github.com/dmlkit/dmlkit/dmlkit/metrics"
-	"github.com/dmlkit/dmlkit/dmlkit/models"
 	"github.com/dmlkit/dmlkit/dmlkit/npy"
 	"github.com/gomlx/compute"
 	"github.com/gomlx/gomlx/ml/model"
@@ -206,7 +205,7 @@ func RunWithOptions(ctx context.Context, cfg Config, outDir string, opt Options)
 				return nil, fmt.Errorf("train: %w", err)
 			}
 		}
-		if err := models.LoadPretrained(store.RootScope().At(modelScope), cfg.Model); err != nil {
+		if err := initModel(store, cfg.Model); err != nil {
 			return nil, err
 		}
 	}

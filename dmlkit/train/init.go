@@ -1,0 +1,84 @@
+package train
+
+import (
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/dmlkit/dmlkit/dmlkit/models"
+	"github.com/gomlx/gomlx/ml/model"
+)
+
+// initModel initialises the model variables of a fresh store before the first graph is built:
+// from model.pretrained (an ONNX file, [models.LoadPretrained]) or from model.init_from (a stored
+// run, [initFromRun]). The model's other variables are created by their initialisers later.
+func initModel(store *model.Store, cfg models.Config) error {
+	if err := models.LoadPretrained(store.RootScope().At(modelScope), cfg); err != nil {
+		return err
+	}
+	return initFromRun(store, cfg)
+}
+
+// initFromRun copies the backbone variables (/model/backbone/...; with model.init_head all of
+// /model/...) of the checkpoint named by cfg.InitFrom — a run directory (its newest checkpoint) or
+// a checkpoint file — into store, keeping their trainable flags. Nothing else of the checkpoint is
+// taken (loss variables such as proxies, optimiser moments, the RNG state, the step). Errors name
+// model.init_from.
+func initFromRun(store *model.Store, cfg models.Config) error {
+	if cfg.InitFrom == "" {
+		return nil
+	}
+	fi, err := os.Stat(cfg.InitFrom)
+	if err != nil {
+		if os.IsNotExist(err) {
+			return fmt.Errorf("model.init_from: %s: no such run directory or checkpoint file", cfg.InitFrom)
+		}
+		return fmt.Errorf("model.init_from: %w", err)
+	}
+	path := cfg.InitFrom
+	if fi.IsDir() {
+		if path, err = LatestCheckpoint(cfg.InitFrom); err != nil {
+			return fmt.Errorf("model.init_from: %s: %w", cfg.InitFrom, err)
+		}
+		if path == "" {
+			return fmt.Errorf("model.init_from: %s: the run directory holds no checkpoint (%s/ckpt-*.gob)", cfg.InitFrom, checkpointDir)
+		}
+	}
+	src := model.NewStore()
+	if _, err := loadCheckpoint(path, src); err != nil {
+		return fmt.Errorf("model.init_from: %w", err)
+	}
+	prefix := "/" + modelScope + "/backbone/"
+	if cfg.InitHead {
+		prefix = "/" + modelScope + "/"
+	}
+	n := 0
+	for v := range src.IterVariables() {
+		if !strings.HasPrefix(v.Path(), prefix) {
+			continue
+		}
+		t, err := v.Value()
+		if err != nil {
+			return fmt.Errorf("model.init_from: %s: %s: %w", path, v.Path(), err)
+		}
+		if old := store.GetVariable(v.Path()); old != nil {
+			if !old.Shape().Equal(t.Shape()) {
+				return fmt.Errorf("model.init_from: %s: variable %s has shape %s, the model's is %s", path, v.Path(), t.Shape(), old.Shape())
+			}
+			if err := old.SetValue(t); err != nil {
+				return fmt.Errorf("model.init_from: %s: %s: %w", path, v.Path(), err)
+			}
+		} else {
+			nv, err := store.CreateVariable(v.Path(), t)
+			if err != nil {
+				return fmt.Errorf("model.init_from: %s: %s: %w", path, v.Path(), err)
+			}
+			nv.SetTrainable(v.Trainable)
+		}
+		n++
+	}
+	if n == 0 {
+		return fmt.Errorf("model.init_from: %s has no variables under %s (not a run of a model with a backbone?)", path, prefix)
+	}
+	return nil
+}
