@@ -10,6 +10,14 @@ import (
 // PrepareOptions says how [Prepare] turns a loaded [Split] into the sets a run trains and is
 // evaluated on. Zero values switch a step off.
 type PrepareOptions struct {
+	// TrainClasses [lo, hi) or TrainClassList (not both; nil = all) select training classes by
+	// their index in label order (index i is the i-th smallest training label), before every other
+	// step: the class limits then apply within the selection. They define a training source (e.g.
+	// Omniglot's first 98 background characters, [0, 98), for Omni-98 fine-tuning and
+	// [98, 964) for pre-training on the rest), so they are not recorded as a corruption. See
+	// [SelectClasses].
+	TrainClasses   []int
+	TrainClassList []int
 	// MaxTrainClasses keeps the first n training classes (the n smallest labels; limited data,
 	// seed 004 §4.4), recorded as a "limited-classes" corruption. MaxTestClasses keeps the first n
 	// test classes.
@@ -45,7 +53,8 @@ type Prepared struct {
 	ValClasses       []int32       // the held-out classes, ascending (nil without ValClasses)
 }
 
-// Prepare applies, in one place and in this order: the class limits (TrainClassFraction or
+// Prepare applies, in one place and in this order: the class selection (TrainClasses or
+// TrainClassList), the class limits (TrainClassFraction or
 // MaxTrainClasses, recorded;
 // MaxTestClasses), the validation split (ValClasses), label noise, image noise — or the two
 // corruptions before the validation split with ValAfterCorruption. The loader's own validation
@@ -55,6 +64,13 @@ func Prepare(s *Split, o PrepareOptions) (*Prepared, error) {
 		return nil, fmt.Errorf("data: prepare: no train or test set")
 	}
 	out := &Prepared{Train: s.Train, Val: s.Val, Test: s.Test}
+	if o.TrainClasses != nil || o.TrainClassList != nil {
+		sel, err := SelectClasses(out.Train.Classes(), o.TrainClasses, o.TrainClassList)
+		if err != nil {
+			return nil, err
+		}
+		out.Train = out.Train.FilterClasses(func(l int32) bool { return sel[l] })
+	}
 	if p := o.TrainClassFraction; p != 0 {
 		if o.MaxTrainClasses > 0 {
 			return nil, fmt.Errorf("data.class_fraction: %g together with data.max_train_classes %d: set one of them", p, o.MaxTrainClasses)
@@ -168,4 +184,43 @@ func ValClassSplit(classes []int32, frac float64, seed uint64) (map[int32]bool, 
 		val[c] = true
 	}
 	return val, nil
+}
+
+// SelectClasses returns the labels chosen among classes (the training labels, ascending and
+// distinct) by their index in that order: the half-open range rng = [lo, hi) (data.train_classes)
+// or the indices of list (data.train_class_list); exactly one of them may be non-nil (both nil:
+// all classes). Errors name the option: a range that is not two numbers 0 ≤ lo < hi ≤ K, an index
+// outside [0, K), a repeated index, an empty list, or both options set.
+func SelectClasses(classes []int32, rng, list []int) (map[int32]bool, error) {
+	k := len(classes)
+	sel := make(map[int32]bool)
+	switch {
+	case rng != nil && list != nil:
+		return nil, fmt.Errorf("data.train_classes %v together with data.train_class_list: set one of them", rng)
+	case rng != nil:
+		if len(rng) != 2 || rng[0] < 0 || rng[0] >= rng[1] || rng[1] > k {
+			return nil, fmt.Errorf("data.train_classes: %v: want [lo, hi) with 0 ≤ lo < hi ≤ %d (the number of training classes)", rng, k)
+		}
+		for _, c := range classes[rng[0]:rng[1]] {
+			sel[c] = true
+		}
+	case list != nil:
+		if len(list) == 0 {
+			return nil, fmt.Errorf("data.train_class_list: empty: want class indices in [0, %d)", k)
+		}
+		for _, i := range list {
+			if i < 0 || i >= k {
+				return nil, fmt.Errorf("data.train_class_list: index %d: want class indices in [0, %d) (the number of training classes)", i, k)
+			}
+			if sel[classes[i]] {
+				return nil, fmt.Errorf("data.train_class_list: index %d repeated", i)
+			}
+			sel[classes[i]] = true
+		}
+	default:
+		for _, c := range classes {
+			sel[c] = true
+		}
+	}
+	return sel, nil
 }

@@ -64,6 +64,12 @@ type DataConfig struct {
 	// validation split: seed 004 §4.4's limited training data ("only the first 50, …, 90 classes"
 	// of CUB's 100 = 0.5 … 0.9), recorded in corruption.json. 0 = all; not with max_train_classes.
 	ClassFraction float64 `yaml:"class_fraction" doc:"keep only the first ⌈p·K⌉ training classes, p in (0, 1] (0 = all; limited data, seed 004 §4.4)"`
+	// TrainClasses [lo, hi) or TrainClassList select training classes by their index in label order
+	// (0 = the smallest training label), before the class limits and the validation split, so that
+	// pre-training and fine-tuning sources are disjoint: Omni-98 trains on the first 98 background
+	// characters, train_classes: [0, 98]; pre-training on the others is [98, 964]. Empty: all.
+	TrainClasses   []int `yaml:"train_classes" doc:"half-open range [lo, hi) of training class indices in label order (empty = all)"`
+	TrainClassList []int `yaml:"train_class_list" doc:"training class indices in label order to keep (empty = all; not with train_classes)"`
 	// Corrupt corrupts the training set (seed 004 §4.4); the changed samples are recorded in the
 	// run directory's corruption.json.
 	Corrupt CorruptConfig `yaml:"corrupt"`
@@ -237,6 +243,11 @@ func (c *Config) Validate() error {
 	}
 	if c.Data.ValClasses < 0 || c.Data.ValClasses >= 1 {
 		return fmt.Errorf("data.val_classes: %g: want a fraction in [0, 1)", c.Data.ValClasses)
+	}
+	if r := c.Data.TrainClasses; r != nil && (len(r) != 2 || r[0] < 0 || r[0] >= r[1]) {
+		return fmt.Errorf("data.train_classes: %v: want [lo, hi) with 0 ≤ lo < hi", r)
+	} else if r != nil && c.Data.TrainClassList != nil {
+		return fmt.Errorf("data.train_classes %v together with data.train_class_list: set one of them", r)
 	}
 	if p := c.Data.ClassFraction; p < 0 || p > 1 || p != p {
 		return fmt.Errorf("data.class_fraction: %g: want a fraction in (0, 1] (0 = all classes)", p)

@@ -279,6 +279,7 @@ func loadData(cfg *Config) (*sets, error) {
 		// One pass (data.Prepare): class limits, the validation split, then the corruptions
 		// (data.corrupt.val_after_corruption puts the split after them).
 		p, err := data.Prepare(s, data.PrepareOptions{
+			TrainClasses: cfg.Data.TrainClasses, TrainClassList: cfg.Data.TrainClassList,
 			MaxTrainClasses: cfg.Data.MaxTrainClasses, MaxTestClasses: cfg.Data.MaxTestClasses,
 			TrainClassFraction: cfg.Data.ClassFraction,
 			ValClasses:         cfg.Data.ValClasses, ValSeed: uint64(cfg.Seed),
@@ -328,6 +329,13 @@ func loadData(cfg *Config) (*sets, error) {
 	// Feature and file-backed datasets take the same class limits and validation split
 	// (data.ValClassSplit) on their sets; image datasets had them in data.Prepare.
 	if !out.prepared {
+		if cfg.Data.TrainClasses != nil || cfg.Data.TrainClassList != nil {
+			sel, err := data.SelectClasses(classesOf(out.train), cfg.Data.TrainClasses, cfg.Data.TrainClassList)
+			if err != nil {
+				return nil, err
+			}
+			out.train = newSubset(out.train, func(l int32) bool { return sel[l] })
+		}
 		if n := cfg.Data.MaxTrainClasses; n > 0 {
 			out.train = firstClasses(out.train, n)
 		}
