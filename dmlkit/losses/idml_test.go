@@ -12,7 +12,16 @@ import (
 	"github.com/gomlx/gomlx/ml/model"
 )
 
-func idmlVecNorm(x []float64) float64 { return math.Sqrt(losstestDot(x, x)) }
+// idmlDot is the dot product of two vectors.
+func idmlDot(a, b []float64) float64 {
+	s := 0.0
+	for i := range a {
+		s += a[i] * b[i]
+	}
+	return s
+}
+
+func idmlVecNorm(x []float64) float64 { return math.Sqrt(idmlDot(x, x)) }
 
 func idmlUnit(x []float64) []float64 {
 	n := idmlVecNorm(x)
@@ -58,7 +67,7 @@ func bruteIDMLProxy(b losstest.Batch, c *losses.IDMLConfig, proxies [][]float64)
 		set := idmlLabelSet(b, i)
 		for j, p := range proxies {
 			pu := idmlUnit(p)
-			cos := losstestDot(s, pu)
+			cos := idmlDot(s, pu)
 			alpha := losstest.Dist(s, pu, false)
 			if c.CodeMetric {
 				alpha = losstest.Dist(s, p, false)
@@ -229,8 +238,24 @@ func TestIDMLCodeMetricIgnoresUncertainty(t *testing.T) {
 }
 
 func TestIDMLValidate(t *testing.T) {
-	if _, err := losses.New("idml", map[string]any{"base": "triplet"}); err == nil {
-		t.Error("unknown base accepted")
+	for _, set := range []map[string]any{
+		{"base": "npair"},
+		{"metric": "both"},
+		{"unc_dim": -1},
+		{"base": "triplet", "triplet_mining": "hard"},
+		{"base": "triplet", "triplet_margin": -0.1},
+		{"base": "proxynca", "nca_temperature": 0},
+		{"base": "multisimilarity", "ms_beta": 0},
+		{"base": "fastap", "fastap_bins": 0},
+	} {
+		if _, err := losses.New("idml", set); err == nil {
+			t.Errorf("%v accepted", set)
+		}
+	}
+	for _, base := range []string{"triplet", "proxynca", "multisimilarity", "fastap"} {
+		if _, err := losses.New("idml", map[string]any{"base": base, "metric": "dis", "unc_dim": 3}); err != nil {
+			t.Errorf("base %s: %v", base, err)
+		}
 	}
 	if _, err := losses.New("idml", map[string]any{"tau": 0}); err == nil {
 		t.Error("tau 0 accepted")
