@@ -9,6 +9,7 @@ import (
 	"github.com/dmlkit/dmlkit/dmlkit/backend"
 	"github.com/dmlkit/dmlkit/dmlkit/losses"
 	"github.com/dmlkit/dmlkit/dmlkit/losses/losstest"
+	"github.com/gomlx/compute/dtypes"
 )
 
 // idmlRows is a batch split as the idml loss splits it: normalised semantic rows, raw (or, with
@@ -556,5 +557,36 @@ func TestIDMLUncDim(t *testing.T) {
 	_, err := losses.Evaluate(backend.MustShared(), c, plain.Emb, plain.B, plain.D, plain.Labels, 1, losses.EvalOptions{})
 	if err == nil || !strings.Contains(err.Error(), "unc_dim") {
 		t.Errorf("unc_dim = width: error %v, want one naming unc_dim", err)
+	}
+}
+
+// TestIDMLFloat32AndZeroUncertaintyGradients: every base and metric in float32 (the training
+// dtype) agrees with float64 to 1e−4 relative (float32 rounding, ε ≈ 6e−8, amplified by the
+// exponent scales ≤ 50 of the multi-similarity and ProxyAnchor losses stays below 1e−5; proxy
+// bases are only checked finite since their proxies are initialised per dtype), and the gradient
+// stays finite (no NaN from ‖u‖ at u = 0) on a batch whose uncertainty rows are all zero.
+func TestIDMLFloat32AndZeroUncertaintyGradients(t *testing.T) {
+	plain, sets, _ := idmlTestBatches()
+	zero := losstest.Batch{Emb: append([]float64(nil), plain.Emb...), B: plain.B, D: plain.D, Labels: plain.Labels}
+	for i := 0; i < zero.B; i++ {
+		clear(losstest.Row(zero.Emb, zero.D, i)[zero.D/2:])
+	}
+	for _, base := range []string{"proxyanchor", "margin", "contrastive", "triplet", "proxynca", "multisimilarity", "fastap"} {
+		for _, metric := range []string{"sim", "dis"} {
+			c := idmlBaseConfig(base, metric, func(c *losses.IDMLConfig) { c.PairSampling = "all" })
+			proxy := base == "proxyanchor" || base == "proxynca"
+			for _, b := range []losstest.Batch{sets, zero} {
+				v64, g := losstest.Value(t, c, b, losses.EvalOptions{NumClasses: 5, Seed: 1})
+				for i, x := range g {
+					if math.IsNaN(x) || math.IsInf(x, 0) {
+						t.Fatalf("%s/%s set=%d: ∂L/∂e[%d] = %v", base, metric, b.SetSize, i, x)
+					}
+				}
+				v32, _ := losstest.Value(t, c, b, losses.EvalOptions{NumClasses: 5, Seed: 1, DType: dtypes.Float32})
+				if math.IsNaN(v32) || math.IsInf(v32, 0) || (!proxy && math.Abs(v32-v64) > 1e-4*math.Max(1, math.Abs(v64))) {
+					t.Errorf("%s/%s set=%d: float32 %.8g, float64 %.8g", base, metric, b.SetSize, v32, v64)
+				}
+			}
+		}
 	}
 }
