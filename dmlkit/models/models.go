@@ -58,6 +58,18 @@ type Config struct {
 	// its metric does); the loss sees concat(semantic, uncertainty) [B, 2·Dim], evaluation the
 	// semantic embedding only.
 	DualHead bool `yaml:"dual_head" doc:"IDML semantic + uncertainty heads"`
+	// UncDim is the width of the uncertainty head with DualHead (0: Dim, the paper's 512 + 512);
+	// seed 002 Table 6 varies it. The loss then sees [B, Dim + UncDim] and the idml loss must be
+	// told the split (loss.set.unc_dim, checked by the trainer's validation).
+	UncDim int `yaml:"unc_dim" doc:"IDML uncertainty head width (0 = dim)"`
+}
+
+// UncWidth is the width of the IDML uncertainty head: UncDim, or Dim when UncDim is 0.
+func (c Config) UncWidth() int {
+	if c.UncDim > 0 {
+		return c.UncDim
+	}
+	return c.Dim
 }
 
 // Default returns the small-CNN configuration used for Omniglot/MNIST: channels 32-64-128, BN,
@@ -128,6 +140,9 @@ func (c *Config) Validate(prefix string) error {
 	if c.InitHead && c.InitFrom == "" {
 		return fmt.Errorf("%s: needs %s (the run to take the head from)", f("init_head"), f("init_from"))
 	}
+	if c.UncDim < 0 || (c.UncDim > 0 && !c.DualHead) {
+		return fmt.Errorf("%s: %d: want ≥ 0, and only with %s", f("unc_dim"), c.UncDim, f("dual_head"))
+	}
 	if c.DualHead && len(c.Projector) > 0 {
 		return fmt.Errorf("%s: the IDML dual head cannot be combined with a projector", f("dual_head"))
 	}
@@ -142,9 +157,9 @@ type Output struct {
 	// Emb is the embedding used for retrieval [B, D].
 	Emb *Node
 	// LossEmb is what the loss sees: the projector output when a projector is configured,
-	// concat(Emb, Unc) [B, 2D] with DualHead (the idml loss layout), otherwise Emb.
+	// concat(Emb, Unc) [B, D + UncWidth()] with DualHead (the idml loss layout), otherwise Emb.
 	LossEmb *Node
-	// Unc is IDML's raw uncertainty embedding [B, D] (nil without DualHead).
+	// Unc is IDML's raw uncertainty embedding [B, UncWidth()] (nil without DualHead).
 	Unc *Node
 	// Features are the pooled backbone features [B, F] (before any LayerNorm).
 	Features *Node
@@ -176,9 +191,9 @@ func Build(scope *model.Scope, cfg Config, x *Node, mode Mode) Output {
 	if cfg.LayerNorm {
 		h = LayerNorm(scope.At("layer_norm"), h)
 	}
-	out.Emb = head(scope.At("head"), cfg, h)
+	out.Emb = head(scope.At("head"), cfg, h, cfg.Dim)
 	if cfg.DualHead {
-		out.Unc = head(scope.At("unc"), cfg, h)
+		out.Unc = head(scope.At("unc"), cfg, h, cfg.UncWidth())
 	}
 	if cfg.L2 {
 		out.Emb = NormalizeRows(out.Emb)
@@ -201,18 +216,20 @@ func Build(scope *model.Scope, cfg Config, x *Node, mode Mode) Output {
 	return out
 }
 
-func head(scope *model.Scope, cfg Config, f *Node) *Node {
+// head maps the features f to width outputs (cfg.Dim for the embedding, UncWidth for IDML's
+// uncertainty head) with the configured head.
+func head(scope *model.Scope, cfg Config, f *Node, width int) *Node {
 	switch cfg.Head {
 	case "identity":
 		return f
 	case "", "linear":
-		return Dense(scope, f, cfg.Dim, true)
+		return Dense(scope, f, width, true)
 	case "mlp":
 		hidden := cfg.Hidden
 		if hidden == 0 {
-			hidden = 2 * cfg.Dim
+			hidden = 2 * width
 		}
-		return Dense(scope.At("out"), Relu(Dense(scope.At("hidden"), f, hidden, true)), cfg.Dim, true)
+		return Dense(scope.At("out"), Relu(Dense(scope.At("hidden"), f, hidden, true)), width, true)
 	}
 	panic(fmt.Sprintf("models: unknown head %q", cfg.Head))
 }

@@ -220,6 +220,8 @@ func TestBuildShapes(t *testing.T) {
 			return c
 		}(), []int{2, 64, 64, 1}, 16, 8, 8},
 		{"features-dual", Config{Backbone: "features", Head: "linear", Dim: 6, L2: true, DualHead: true}, []int{3, 10}, 6, 12, 10},
+		// seed 002 Table 6: an uncertainty head of its own width, 6 + 3 = 9 columns for the loss.
+		{"features-dual-unc3", Config{Backbone: "features", Head: "linear", Dim: 6, L2: true, DualHead: true, UncDim: 3}, []int{3, 10}, 6, 9, 10},
 		{"resnet18", Config{Backbone: "resnet18", Head: "linear", Dim: 4, L2: true, Pool: "avgmax"}, []int{2, 32, 32, 3}, 4, 4, 512},
 		{"resnet50", Config{Backbone: "resnet50", Head: "linear", Dim: 4, L2: true, FrozenBN: true}, []int{1, 32, 32, 3}, 4, 4, 2048},
 	} {
@@ -269,6 +271,10 @@ func TestBuildShapes(t *testing.T) {
 			}
 			if tc.cfg.DualHead && len(out) != 4 {
 				t.Errorf("dual head: no uncertainty output")
+			} else if tc.cfg.DualHead {
+				if got := out[3].Shape().Dimensions; got[1] != tc.cfg.UncWidth() {
+					t.Errorf("uncertainty shape %v, want [_ %d]", got, tc.cfg.UncWidth())
+				}
 			}
 		})
 	}

@@ -271,8 +271,19 @@ func (c *Config) Validate() error {
 	if err := c.Model.Validate("model"); err != nil {
 		return err
 	}
-	if _, err := c.lossTerms(); err != nil {
+	terms, err := c.lossTerms()
+	if err != nil {
 		return err
+	}
+	for _, t := range terms {
+		// The idml loss splits its input [B, Dim + UncWidth] at the uncertainty width it is told
+		// (unc_dim; 0 = halves): it must agree with the model's heads.
+		if ic, ok := t.loss.(*losses.IDMLConfig); ok && c.Model.DualHead {
+			if w := c.Model.UncWidth(); !(ic.UncDim == w || (ic.UncDim == 0 && w == c.Model.Dim)) {
+				return fmt.Errorf("loss.set.unc_dim: %d, but the model's uncertainty head has width %d (model.unc_dim %d, model.dim %d): set loss.set.unc_dim: %d",
+					ic.UncDim, w, c.Model.UncDim, c.Model.Dim, w)
+			}
+		}
 	}
 	if err := c.Optimizer.Validate("optimizer"); err != nil {
 		return err

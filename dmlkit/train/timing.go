@@ -55,7 +55,7 @@ func lossDim(c *Config) int {
 	case len(c.Model.Projector) > 0:
 		return c.Model.Projector[len(c.Model.Projector)-1]
 	case c.Model.DualHead:
-		return 2 * c.Model.Dim
+		return c.Model.Dim + c.Model.UncWidth()
 	}
 	return c.Model.Dim
 }
