@@ -340,7 +340,16 @@ func BuildFigureWith(f FigureSpec, recs []Record, st plots.Style, lm LabelMap) (
 					x[i] = float64(i + 1)
 				}
 				if f.XSeries != "" {
-					xs := g.Records[0].Series[f.XSeries]
+					// The mean runs over the evaluations all seeds have (pointwise truncates to the
+					// shortest run: the last evaluation of a run whose final step falls on an
+					// evaluation step is not repeated), so x comes from a run of that length.
+					var xs []float64
+					for _, r := range g.Records {
+						if v := r.Series[f.Series[0]]; len(v) == len(x) {
+							xs = r.Series[f.XSeries]
+							break
+						}
+					}
 					if len(xs) != len(x) {
 						return nil, fmt.Errorf("group %s: x series %q has %d values for %d evaluations", g.Label(), f.XSeries, len(xs), len(x))
 					}

@@ -223,6 +223,12 @@ figures:
 	if _, err := BuildFigure(f, []Record{rec}, plots.DefaultStyle()); err != nil {
 		t.Errorf("x_series: %v", err)
 	}
+	// Two seeds whose runs have 3 and 2 evaluations (the second's last step fell on an evaluation
+	// step): the mean runs over 2, and x comes from the run of that length.
+	short := Record{Seed: 1, Config: map[string]any{}, Series: Series{"curve/r1": {0.3, 0.4}, "curve/epoch": {0.6, 1.2}}}
+	if _, err := BuildFigure(f, []Record{rec, short}, plots.DefaultStyle()); err != nil {
+		t.Errorf("x_series with runs of 3 and 2 evaluations: %v", err)
+	}
 	rec.Series["curve/epoch"] = []float64{1, 2}
 	if _, err := BuildFigure(f, []Record{rec}, plots.DefaultStyle()); err == nil || !strings.Contains(err.Error(), "has 2 values for 3 evaluations") {
 		t.Errorf("x_series length mismatch: %v", err)
