@@ -86,6 +86,10 @@ type FigureSpec struct {
 	// XSeries: line with one series: the x value of each evaluation is this series of the group's
 	// first record (e.g. curve/step), instead of the evaluation's number.
 	XSeries string `yaml:"x_series"`
+	// Normalize: line with one series: "first" divides each record's series by its first finite,
+	// non-zero value before the mean over seeds (curves of losses on different scales drawn as the
+	// fraction of their starting value, seed 001 Fig. 5).
+	Normalize string `yaml:"normalize"`
 }
 
 // FigureKinds lists the kinds a FigureSpec may name.
@@ -114,6 +118,12 @@ func (f *FigureSpec) check() error {
 	}
 	switch f.Kind {
 	case "line":
+		if f.Normalize != "" && f.Normalize != "first" {
+			return fmt.Errorf("field \"normalize\": %q (want first)", f.Normalize)
+		}
+		if f.Normalize != "" && len(f.Series) != 1 {
+			return errors.New("field \"normalize\": only for a line figure of one series")
+		}
 		if len(f.Series) == 1 {
 			return nil
 		}
@@ -333,6 +343,11 @@ func BuildFigureWith(f FigureSpec, recs []Record, st plots.Style, lm LabelMap) (
 				vals, err := seriesOf(g, f.Series[0])
 				if err != nil {
 					return nil, err
+				}
+				if f.Normalize == "first" {
+					if vals, err = normalizeFirst(vals); err != nil {
+						return nil, fmt.Errorf("group %s: %w", g.Label(), err)
+					}
 				}
 				mean, se := pointwiseSE(vals, factor)
 				x := make([]float64, len(mean))
@@ -1076,4 +1091,27 @@ func decadesIn(xs []float64) []float64 {
 		return distinct(xs)
 	}
 	return out
+}
+
+// normalizeFirst divides every vector by its first finite, non-zero value (copies; the records
+// are not changed).
+func normalizeFirst(vals [][]float64) ([][]float64, error) {
+	out := make([][]float64, len(vals))
+	for i, v := range vals {
+		first := math.NaN()
+		for _, x := range v {
+			if !math.IsNaN(x) && !math.IsInf(x, 0) && x != 0 {
+				first = x
+				break
+			}
+		}
+		if math.IsNaN(first) {
+			return nil, errors.New("normalize first: a series has no finite non-zero value")
+		}
+		out[i] = make([]float64, len(v))
+		for j, x := range v {
+			out[i][j] = x / first
+		}
+	}
+	return out, nil
 }

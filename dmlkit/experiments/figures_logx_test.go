@@ -27,3 +27,33 @@ func TestDecadesIn(t *testing.T) {
 		t.Errorf("0.02..3: %v, want [0.1 1]", got)
 	}
 }
+
+// TestNormalizeFirst: each run's series divided by its own first finite non-zero value (a leading
+// NaN and 0 are skipped): [NaN, 0, 4, 2, 1] → [NaN, 0, 1, 0.5, 0.25]; a series of zeros is an error;
+// a normalize other than "first" or on a figure without one series is refused.
+func TestNormalizeFirst(t *testing.T) {
+	nan := math.NaN()
+	got, err := normalizeFirst([][]float64{{nan, 0, 4, 2, 1}, {10, 5}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := [][]float64{{nan, 0, 1, 0.5, 0.25}, {1, 0.5}}
+	for i := range want {
+		for j := range want[i] {
+			if g, w := got[i][j], want[i][j]; !(g == w || (math.IsNaN(g) && math.IsNaN(w))) {
+				t.Errorf("[%d][%d] = %v, want %v", i, j, g, w)
+			}
+		}
+	}
+	if _, err := normalizeFirst([][]float64{{0, 0}}); err == nil {
+		t.Error("all zeros: want an error")
+	}
+	for _, f := range []FigureSpec{
+		{Name: "a", Kind: "line", Series: []string{"s"}, Normalize: "max"},
+		{Name: "b", Kind: "line", X: "x", Y: "y", Normalize: "first"},
+	} {
+		if err := f.check(); err == nil {
+			t.Errorf("%s: normalize %q accepted", f.Name, f.Normalize)
+		}
+	}
+}

@@ -113,6 +113,21 @@ func (c *CITConfig) build(in Inputs, diag bool) (*Node, []Diagnostic) {
 	}
 }
 
+// CITTripletTerms are the per-triplet terms of CIT (seed 001) for similarities S_ap, S_an, S_pn of
+// any shapes that broadcast against each other:
+//
+//	l_e = [1 − e^{−(S_an − S_ap)}]₊                  (Eq. 4, one triplet)
+//	l_p = log(e^{S_an} + e^{S_pn}) − S_ap            (Eq. 7, one triplet; not clamped)
+//	l   = γ l_e + (1 − γ) l_p                        (Eq. 8)
+//
+// The loss averages them over triplets ([CITConfig]); seed 001 Fig. 4 plots their derivatives,
+// which cmd/dmlkit's TestCITFig4 takes from this function (the paper's Eq. 17-18 have sign errors).
+func CITTripletTerms(sap, san, spn *Node, gamma float64) (le, lp, l *Node) {
+	le = relu(OneMinus(Exp(Sub(sap, san))))
+	lp = Sub(Log(Add(Exp(san), Exp(spn))), sap)
+	return le, lp, Add(MulScalar(le, gamma), MulScalar(lp, 1-gamma))
+}
+
 // citCube holds the [K, B, B] per-triplet terms of a block of anchors: l_e, l_p, the combined
 // loss, the valid triplets, those the reduction averages and the hard ones (S_an > S_ap).
 type citCube struct {
@@ -134,8 +149,9 @@ func (c *CITConfig) cube(s, pos, neg *Node, lo, hi int) citCube {
 	spn := InsertAxes(s, 0)    // [1, p, n]
 	var t citCube
 	t.valid = LogicalAnd(InsertAxes(posR, 2), InsertAxes(negR, 1))
-	t.le = BroadcastToDims(relu(OneMinus(Exp(Sub(sap, san)))), k, b, b)
-	t.lp = BroadcastToDims(Sub(Log(Add(Exp(san), Exp(spn))), sap), k, b, b)
+	le, lp, _ := CITTripletTerms(sap, san, spn, c.Gamma)
+	t.le = BroadcastToDims(le, k, b, b)
+	t.lp = BroadcastToDims(lp, k, b, b)
 	t.loss = Add(MulScalar(t.le, c.Gamma), MulScalar(t.lp, 1-c.Gamma))
 	t.reduced = t.valid
 	if c.AvgNonZero {
