@@ -1,0 +1,129 @@
+package losses_test
+
+import (
+	"encoding/json"
+	"os"
+	"runtime"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/dmlkit/dmlkit/dmlkit/losses"
+)
+
+// scalingPoint is one loss at one batch size in TestBenchLossScaling's output.
+type scalingPoint struct {
+	Loss      string  `json:"loss"`
+	Batch     int     `json:"batch"`
+	Seconds   float64 `json:"seconds"`    // median forward+backward, after a compiling warm-up
+	PeakHeapB uint64  `json:"peak_heap_b"` // peak Go heap during one forward+backward, above the heap before it
+	CPU       string  `json:"cpu"`
+	NumCPU    int     `json:"num_cpu"`
+}
+
+// TestBenchLossScaling is seed 004 Fig. 8's measurement: the contextual loss's and ROADMAP's
+// forward+backward time and memory against the batch size (d = 512 embeddings, 4 per class), on the
+// Go backend. Memory is the peak of the Go heap (the Go backend's buffers live there), sampled
+// every millisecond during one call, above the heap in use before it. It asserts nothing (times
+// are not tests); it prints a table with the CPU model and, with DMLKIT_BENCH_OUT=file.json,
+// writes the points for a figure. Batches: DMLKIT_BENCH_BATCHES (default 128,256,512,1024,2048).
+//
+//	DMLKIT_BENCH=1 go test -run TestBenchLossScaling -v ./dmlkit/losses
+func TestBenchLossScaling(t *testing.T) {
+	if os.Getenv("DMLKIT_BENCH") != "1" {
+		t.Skip("benchmark: set DMLKIT_BENCH=1")
+	}
+	batches := []int{128, 256, 512, 1024, 2048}
+	if s := os.Getenv("DMLKIT_BENCH_BATCHES"); s != "" {
+		batches = nil
+		for _, f := range strings.Split(s, ",") {
+			b, err := strconv.Atoi(strings.TrimSpace(f))
+			if err != nil || b < 8 {
+				t.Fatalf("DMLKIT_BENCH_BATCHES: %q", f)
+			}
+			batches = append(batches, b)
+		}
+	}
+	reps := benchEnvInt("DMLKIT_BENCH_REPS", 3)
+	const d, spc = 512, 4
+	roadmap, err := losses.New("roadmap", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cpu := cpuModel()
+	var out []scalingPoint
+	for _, b := range batches {
+		emb, labels := benchBatch(b, d, spc)
+		for _, c := range []struct {
+			name string
+			loss losses.Loss
+		}{{"contextual", losses.DefaultContextual()}, {"roadmap", roadmap}} {
+			run := benchGoRunner(t, c.loss, emb, labels, b, d)
+			run() // compile
+			peak := peakHeapDuring(func() { run() })
+			var times []time.Duration
+			for r := 0; r < reps; r++ {
+				el, _ := run()
+				times = append(times, el)
+			}
+			p := scalingPoint{Loss: c.name, Batch: b, Seconds: benchMedian(times).Seconds(), PeakHeapB: peak, CPU: cpu, NumCPU: runtime.NumCPU()}
+			out = append(out, p)
+			t.Logf("%-10s B=%-5d %8.3f s  peak heap %8.1f MB  (%s, %d cores)", c.name, b, p.Seconds, float64(p.PeakHeapB)/1e6, cpu, p.NumCPU)
+		}
+	}
+	if path := os.Getenv("DMLKIT_BENCH_OUT"); path != "" {
+		data, err := json.MarshalIndent(out, "", " ")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, append(data, '\n'), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// peakHeapDuring returns the peak of runtime.MemStats.HeapAlloc while f runs, above its value
+// just before (after a GC), sampled every millisecond.
+func peakHeapDuring(f func()) uint64 {
+	runtime.GC()
+	debug.FreeOSMemory()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	base := ms.HeapAlloc
+	var peak atomic.Uint64
+	done := make(chan struct{})
+	go func() {
+		var m runtime.MemStats
+		for {
+			select {
+			case <-done:
+				return
+			case <-time.After(time.Millisecond):
+				runtime.ReadMemStats(&m)
+				if m.HeapAlloc > base && m.HeapAlloc-base > peak.Load() {
+					peak.Store(m.HeapAlloc - base)
+				}
+			}
+		}
+	}()
+	f()
+	close(done)
+	return peak.Load()
+}
+
+// cpuModel is the "model name" of /proc/cpuinfo ("unknown" elsewhere).
+func cpuModel() string {
+	b, err := os.ReadFile("/proc/cpuinfo")
+	if err != nil {
+		return "unknown"
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if k, v, ok := strings.Cut(l, ":"); ok && strings.TrimSpace(k) == "model name" {
+			return strings.TrimSpace(v)
+		}
+	}
+	return "unknown"
+}
