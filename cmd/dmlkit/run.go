@@ -10,6 +10,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -125,6 +126,14 @@ func checkOnlyKeys(plan *experiments.Plan, only map[string][]string) error {
 		found := false
 		for _, r := range plan.Runs {
 			if _, ok := experiments.Get(r.Config, k); ok {
+				found = true
+				break
+			}
+		}
+		// A point still waiting for a tuning step (its label lists its keys, "k=v ...") counts:
+		// with the tuning runs stored, the sweep resolves it and --only selects from it.
+		for _, p := range plan.Pending {
+			if slices.ContainsFunc(strings.Fields(p.Point), func(f string) bool { return strings.HasPrefix(f, k+"=") }) {
 				found = true
 				break
 			}

@@ -1,0 +1,27 @@
+package main
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/dmlkit/dmlkit/dmlkit/experiments"
+)
+
+// TestCheckOnlyKeysPendingPoints: before the tuning runs are resolved the plan holds only them, and
+// a key of the points waiting for them (here "name") must still be accepted — `dmlkit run cit
+// --only name=fig6` failed with "no run has the configuration key" although 134 runs matched once
+// resolved; a key neither resolved nor pending is still refused.
+func TestCheckOnlyKeysPendingPoints(t *testing.T) {
+	plan := &experiments.Plan{Scale: "small",
+		Runs:    []experiments.Run{{Config: map[string]any{"optimizer": map[string]any{"lr": 0.1}, "data": map[string]any{"val_classes": 0.1}}}},
+		Pending: []experiments.Pending{{Point: "loss.name=contrastive name=fig6"}}}
+	if err := checkOnlyKeys(plan, map[string][]string{"name": {"fig6"}}); err != nil {
+		t.Errorf("a key of a pending point: %v", err)
+	}
+	if err := checkOnlyKeys(plan, map[string][]string{"data.val_classes": {"0.1"}}); err != nil {
+		t.Errorf("a key of a resolved run: %v", err)
+	}
+	if err := checkOnlyKeys(plan, map[string][]string{"nam": {"fig6"}}); err == nil || !strings.Contains(err.Error(), `key "nam"`) {
+		t.Errorf("a typo: %v", err)
+	}
+}
