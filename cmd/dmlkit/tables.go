@@ -86,7 +86,7 @@ func makeClaims(spec *experiments.Spec, scale string, recs []experiments.Record,
 
 // makeTables renders the spec's tables from recs (loaded once by the caller, see loadRecords).
 func makeTables(spec *experiments.Spec, scale string, recs []experiments.Record, out string, print bool, stdout, stderr io.Writer) error {
-	if len(spec.Tables) == 0 {
+	if len(spec.Tables) == 0 && len(spec.Tune) == 0 {
 		fmt.Fprintf(stdout, "%s declares no tables\n", spec.Path)
 		return nil
 	}
