@@ -12,7 +12,8 @@ import (
 
 // TestTuneTablesWithoutSpecTables: a spec with tuning steps but no tables: section (the contextual
 // reproduction before its tables were written) still gets its tune_<step> selection tables;
-// before, `dmlkit tables` said "declares no tables" and wrote none.
+// before, `dmlkit tables` said "declares no tables" and wrote none. The point's list value (eval.ks)
+// is one value, not a list of alternatives (a [] there selected nothing).
 func TestTuneTablesWithoutSpecTables(t *testing.T) {
 	spec, err := experiments.Parse([]byte(`
 paper: toy
@@ -24,7 +25,7 @@ sweep:
   seed_key: seed
 tune:
   - name: lr
-    point: {data.val_classes: 0.1}
+    point: {data.val_classes: 0.1, eval.ks: [1, 4]}
     grid: {optimizer.lr: [0.001, 0.003]}
     select: {metric: val/acc}
 `), "spec.yaml")

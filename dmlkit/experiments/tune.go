@@ -339,6 +339,11 @@ func (s *Spec) TuneTables() []TableSpec {
 	for _, t := range s.Tune {
 		where := maps.Clone(t.Point)
 		delete(where, tunedKey)
+		for k, v := range where {
+			if l, ok := v.([]any); ok { // a list value of the point is one value, not alternatives
+				where[k] = []any{l}
+			}
+		}
 		for k, v := range t.Grid {
 			where[k] = v
 		}
