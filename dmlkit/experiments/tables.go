@@ -342,9 +342,11 @@ type TableResult struct {
 // records of tables that name no scale ("" = all scales).
 func RenderTables(s *Spec, records []Record, scale, outDir string) []TableResult {
 	var out []TableResult
+	plans := map[string]*Plan{} // resolved once per scale for all tuning tables
 	for _, t := range append(slices.Clone(s.Tables), s.TuneTables()...) {
 		res := TableResult{Name: t.Name}
 		recs, sc := selectFor(records, t.Scale, scale, t.Where)
+		recs = s.tuneRunsOnly(t.Name, sc, records, recs, plans)
 		if len(recs) == 0 {
 			res.Err = fmt.Errorf("table %q: %w (scale %q)", t.Name, ErrNoRecords, sc)
 			out = append(out, res)
@@ -393,4 +395,44 @@ func writeFileAtomic(path string, data []byte) error {
 		return fmt.Errorf("experiments: %w", err)
 	}
 	return nil
+}
+
+// TableRecords returns the records a table of the spec is built from: those its where selects
+// at scale (the table's own scale first), and for a tuning step's selection table (tune_<step>)
+// only the step's own runs — the records whose hash is one of the step's planned runs, resolved
+// from records ([Spec.PlanWith]) — since a sweep point may train the same configuration (say, the
+// baseline of a margin grid on the same held-out split), which a where cannot tell apart.
+func (s *Spec) TableRecords(t TableSpec, scale string, records []Record) []Record {
+	recs, sc := selectFor(records, t.Scale, scale, t.Where)
+	return s.tuneRunsOnly(t.Name, sc, records, recs, map[string]*Plan{})
+}
+
+// tuneRunsOnly restricts recs to the runs of tuning step <name> when table is "tune_<name>" and
+// the plan of scale resolves from records (cached in plans); otherwise it returns recs unchanged.
+func (s *Spec) tuneRunsOnly(table, scale string, records, recs []Record, plans map[string]*Plan) []Record {
+	name, ok := strings.CutPrefix(table, "tune_")
+	if !ok || !slices.ContainsFunc(s.Tune, func(t TuneSpec) bool { return t.Name == name }) {
+		return recs
+	}
+	p, done := plans[scale]
+	if !done {
+		p, _ = s.PlanWith(scale, records) // nil on error: the where alone decides
+		plans[scale] = p
+	}
+	if p == nil {
+		return recs
+	}
+	hashes := map[string]bool{}
+	for _, r := range p.Runs {
+		if r.Tune == name {
+			hashes[r.Hash] = true
+		}
+	}
+	var out []Record
+	for _, r := range recs {
+		if hashes[r.Hash] {
+			out = append(out, r)
+		}
+	}
+	return out
 }

@@ -347,6 +347,21 @@ func (s *Spec) TuneTables() []TableSpec {
 		for k, v := range t.Grid {
 			where[k] = v
 		}
+		// Only the step's seeds: another step may train the same configuration at other seeds
+		// (contextual's λ/γ grid holds the margin step's point, at seeds 1-3).
+		seedKey := s.Sweep.SeedKey
+		if seedKey == "" {
+			seedKey = "seed"
+		}
+		seeds := t.Seeds
+		if len(seeds) == 0 {
+			seeds = []int64{0}
+		}
+		ss := make([]any, len(seeds))
+		for i, x := range seeds {
+			ss[i] = x
+		}
+		where[seedKey] = ss
 		// The table holds this step's runs only: another step's grid keys that this step's runs
 		// do not set (themselves or through the steps they are tuned at) must be absent, or the
 		// runs of a later step on the same loss (e.g. its margins, trained at this step's

@@ -3,6 +3,7 @@ package experiments
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/dmlkit/dmlkit/dmlkit/plots"
 	"strings"
@@ -132,6 +133,32 @@ func TestTunePlanWith(t *testing.T) {
 	}
 	if n := len(Select(all, "", tabs[1].Where)); n != 2 {
 		t.Errorf("tune_margin selects %d records, want the margin step's 2", n)
+	}
+	// A run of the same configuration as an lr-step run at another seed (another step or point
+	// may train it) is not one of the step's runs: the table keeps the step's seeds only.
+	other := recs[0]
+	other.Seed, other.Hash = 7, "other-seed"
+	other.Config = Clone(other.Config)
+	if err := SetPath(other.Config, "seed", int64(7)); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(Select(append(all, other), "", tabs[0].Where)); n != 3 {
+		t.Errorf("tune_lr with a seed-7 twin selects %d records, want the step's 3", n)
+	}
+	// A sweep point on the same split with a key no step sets (TCM's margin-grid baseline, with
+	// eval.opis) matches the where; TableRecords keeps the step's own runs (by hash) only.
+	extra := recs[1]
+	extra.Hash = "baseline"
+	extra.Config = Clone(extra.Config)
+	if err := SetPath(extra.Config, "eval.opis", true); err != nil {
+		t.Fatal(err)
+	}
+	withExtra := append(append([]Record{}, all...), extra)
+	if n := len(Select(withExtra, "", tabs[0].Where)); n != 4 {
+		t.Errorf("the where selects %d records, want 4 (the step's 3 and the baseline)", n)
+	}
+	if got := s.TableRecords(tabs[0], "", withExtra); len(got) != 3 || slices.ContainsFunc(got, func(r Record) bool { return r.Hash == "baseline" }) {
+		t.Errorf("TableRecords: %d records, want the step's 3 without the baseline", len(got))
 	}
 }
 
