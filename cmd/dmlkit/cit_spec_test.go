@@ -1,15 +1,11 @@
 package main
 
 import (
-	"bufio"
-	"encoding/json"
 	"math"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/dmlkit/dmlkit/dmlkit/data"
 	"github.com/dmlkit/dmlkit/dmlkit/experiments"
 	"github.com/dmlkit/dmlkit/dmlkit/reproduce"
 )
@@ -90,28 +86,10 @@ func TestCITPaperNumbers(t *testing.T) {
 // C(20, 2) = 5,700 positive pairs, 2,000 negatives of each kind, 30 × 4 = 120 re-id queries; the step
 // log every 5 of 20 steps with L = L_e at γ = 1; then the spec's tables and figures render.
 func TestCITSmokeEndToEnd(t *testing.T) {
-	if _, err := data.FindOmniglot(""); err != nil {
-		t.Skipf("Omniglot not available: %v", err)
-	}
-	tmp := t.TempDir()
-	results, work := filepath.Join(tmp, "results"), filepath.Join(tmp, "runs")
-	code, stdout, stderr := runCLI("run", citSpecPath, "--scale", "smoke", "--results", results, "--workdir", work, "--quiet")
-	if code != 0 || !strings.Contains(stdout, "2 runs selected, 0 already stored, 2 ran, 0 failed") {
-		t.Fatalf("run: code %d\nstdout %s\nstderr %s", code, stdout, stderr)
-	}
-	f, err := os.Open(filepath.Join(results, "smoke.jsonl"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	sc.Buffer(nil, 1<<25)
+	tmp, recs := runSmokeSweep(t, citSpecPath, 2)
+	results := filepath.Join(tmp, "results")
 	seen := map[string]bool{}
-	for sc.Scan() {
-		var rec experiments.Record
-		if err := json.Unmarshal(sc.Bytes(), &rec); err != nil {
-			t.Fatal(err)
-		}
+	for _, rec := range recs {
 		loss := rec.Config["loss"].(map[string]any)["name"].(string)
 		seen[loss] = true
 		m := rec.Metrics
@@ -147,53 +125,14 @@ func TestCITSmokeEndToEnd(t *testing.T) {
 	if code, _, stderr := runCLI("tables", citSpecPath, "--scale", "smoke", "--results", results, "--out", filepath.Join(tmp, "tables")); code != 0 {
 		t.Fatalf("tables: code %d: %s", code, stderr)
 	}
-	code, _, stderr = runCLI("figures", citSpecPath, "--scale", "smoke", "--results", results, "--out", filepath.Join(tmp, "figures"), "--formats", "png")
+	code, _, stderr := runCLI("figures", citSpecPath, "--scale", "smoke", "--results", results, "--out", filepath.Join(tmp, "figures"), "--formats", "png")
 	if code != 0 {
 		t.Fatalf("figures: code %d: %s", code, stderr)
 	}
 }
 
 // TestCITStoredResultsMatchSpec: the committed small-scale store is exactly the spec's plan,
-// resolved from the store itself (the tuning steps' selections come from the stored tuning runs):
-// nothing pending, every planned run stored once, no record of another configuration, every record
-// from a clean tree with its commit, none failed.
+// resolved from the store itself, clean, none failed (checkStoredResultsMatchSpec).
 func TestCITStoredResultsMatchSpec(t *testing.T) {
-	s := loadCITSpec(t)
-	recs, rep, err := experiments.NewStore(filepath.Join(filepath.Dir(citSpecPath), "results")).Load()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(rep.Bad) > 0 || len(rep.Duplicates) > 0 {
-		t.Errorf("store: %d unreadable, %d duplicate records", len(rep.Bad), len(rep.Duplicates))
-	}
-	p, err := s.PlanWith("small", recs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, x := range p.Pending {
-		t.Errorf("pending: %s (%s)", x.Point, x.Reason)
-	}
-	planned := map[string]bool{}
-	for _, r := range p.Runs {
-		planned[r.Hash] = true
-	}
-	stored := map[string]bool{}
-	for i := range recs {
-		r := &recs[i]
-		if r.Scale != "small" {
-			continue
-		}
-		stored[r.Hash] = true
-		if !planned[r.Hash] {
-			t.Errorf("record %s (seed %d) is not a run of the spec", r.Hash, r.Seed)
-		}
-		if c, _ := r.Env["git_commit"].(string); len(c) != 40 || r.Dirty() || r.Failed != "" {
-			t.Errorf("record %s: commit %q, dirty %v, failed %q", r.Hash, c, r.Dirty(), r.Failed)
-		}
-	}
-	for _, r := range p.Runs {
-		if !stored[r.Hash] {
-			t.Errorf("run %s (%s) is not stored", r.Hash, r.Label())
-		}
-	}
+	checkStoredResultsMatchSpec(t, loadCITSpec(t), citSpecPath, true)
 }

@@ -1,15 +1,10 @@
 package main
 
 import (
-	"bufio"
-	"encoding/json"
 	"math"
-	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 
-	"github.com/dmlkit/dmlkit/dmlkit/data"
 	"github.com/dmlkit/dmlkit/dmlkit/experiments"
 	"github.com/dmlkit/dmlkit/dmlkit/reproduce"
 )
@@ -58,29 +53,9 @@ func TestContextualSpecPlans(t *testing.T) {
 // 192 labels redrawn from 48 classes, of which about 1/48 keep their label, so between 170 and 192
 // change — and that the Table 9 / 10 protocols and the train R@1 are stored.
 func TestContextualSmokeEndToEnd(t *testing.T) {
-	if _, err := data.FindOmniglot(""); err != nil {
-		t.Skipf("Omniglot not available: %v", err)
-	}
-	tmp := t.TempDir()
-	results, work := filepath.Join(tmp, "results"), filepath.Join(tmp, "runs")
-	code, stdout, stderr := runCLI("run", ctxSpecPath, "--scale", "smoke", "--results", results, "--workdir", work, "--quiet")
-	if code != 0 || !strings.Contains(stdout, "2 runs selected, 0 already stored, 2 ran, 0 failed") {
-		t.Fatalf("run: code %d\nstdout %s\nstderr %s", code, stdout, stderr)
-	}
-	f, err := os.Open(filepath.Join(results, "smoke.jsonl"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	sc.Buffer(nil, 1<<25)
-	n := 0
-	for sc.Scan() {
-		var rec experiments.Record
-		if err := json.Unmarshal(sc.Bytes(), &rec); err != nil {
-			t.Fatal(err)
-		}
-		n++
+	tmp, recs := runSmokeSweep(t, ctxSpecPath, 2)
+	results := filepath.Join(tmp, "results")
+	for _, rec := range recs {
 		m := rec.Metrics
 		loss := rec.Config["loss"].(map[string]any)["name"].(string)
 		switch loss {
@@ -100,9 +75,6 @@ func TestContextualSmokeEndToEnd(t *testing.T) {
 				t.Errorf("%s: %s = %v (present %v), want a fraction", loss, k, v, ok)
 			}
 		}
-	}
-	if n != 2 {
-		t.Fatalf("%d records, want 2", n)
 	}
 	if code, _, stderr := runCLI("tables", ctxSpecPath, "--scale", "smoke", "--results", results, "--out", filepath.Join(tmp, "tables")); code != 0 {
 		t.Fatalf("tables: code %d: %s", code, stderr)

@@ -12,13 +12,14 @@ import (
 	"time"
 
 	"github.com/dmlkit/dmlkit/dmlkit/losses"
+	"github.com/dmlkit/dmlkit/dmlkit/reproduce"
 )
 
 // scalingPoint is one loss at one batch size in TestBenchLossScaling's output.
 type scalingPoint struct {
 	Loss      string  `json:"loss"`
 	Batch     int     `json:"batch"`
-	Seconds   float64 `json:"seconds"`    // median forward+backward, after a compiling warm-up
+	Seconds   float64 `json:"seconds"`     // median forward+backward, after a compiling warm-up
 	PeakHeapB uint64  `json:"peak_heap_b"` // peak Go heap during one forward+backward, above the heap before it
 	CPU       string  `json:"cpu"`
 	NumCPU    int     `json:"num_cpu"`
@@ -53,7 +54,7 @@ func TestBenchLossScaling(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cpu := cpuModel()
+	cpu := reproduce.CPUModel()
 	var out []scalingPoint
 	for _, b := range batches {
 		emb, labels := benchBatch(b, d, spc)
@@ -112,18 +113,4 @@ func peakHeapDuring(f func()) uint64 {
 	f()
 	close(done)
 	return peak.Load()
-}
-
-// cpuModel is the "model name" of /proc/cpuinfo ("unknown" elsewhere).
-func cpuModel() string {
-	b, err := os.ReadFile("/proc/cpuinfo")
-	if err != nil {
-		return "unknown"
-	}
-	for _, l := range strings.Split(string(b), "\n") {
-		if k, v, ok := strings.Cut(l, ":"); ok && strings.TrimSpace(k) == "model name" {
-			return strings.TrimSpace(v)
-		}
-	}
-	return "unknown"
 }

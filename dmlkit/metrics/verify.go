@@ -143,7 +143,7 @@ func VerificationFromDistances(dist []float64, same []bool, opt VerifyOptions) (
 		p.Threshold = -p.Threshold // back to a distance: accept dist ≤ Threshold
 		res.TAR = append(res.TAR, p)
 		if p.Reachable {
-			res.Metrics["TAR@FAR="+verifyFARKey(f)] = p.TAR
+			res.Metrics["TAR@FAR="+FARKey(f)] = p.TAR
 		}
 	}
 	if res.KFold, err = KFoldAccuracy(dist, same, opt.Folds, opt.Thresholds); err != nil {
@@ -153,8 +153,9 @@ func VerificationFromDistances(dist []float64, same []bool, opt VerifyOptions) (
 	return res, nil
 }
 
-// verifyFARKey writes 10^-k as "1e-k" and anything else with %g.
-func verifyFARKey(f float64) string {
+// FARKey names a false accept rate in metric keys ("TAR@FAR=1e-3"): 10^-k as "1e-k", anything
+// else with %g.
+func FARKey(f float64) string {
 	for k := 0; k <= 12; k++ {
 		if f == math.Pow(10, -float64(k)) {
 			return fmt.Sprintf("1e-%d", k)

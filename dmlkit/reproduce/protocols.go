@@ -202,7 +202,7 @@ func verifySet(prefix string, emb []float32, n, d int, pos, neg []metrics.Verify
 	m[prefix+"/n_neg"] = float64(len(neg))
 	for _, t := range res.TAR {
 		if t.Reachable {
-			m[prefix+"/fa@FAR="+farKey(t.FAR)] = math.Floor(t.FAR * float64(len(neg)))
+			m[prefix+"/fa@FAR="+metrics.FARKey(t.FAR)] = math.Floor(t.FAR * float64(len(neg)))
 		}
 	}
 	tpr := make([]float64, len(rocFPRs))
@@ -224,16 +224,6 @@ func tprAt(c *metrics.ROCCurve, f float64) float64 {
 		}
 	}
 	return best
-}
-
-// farKey names a FAR as metrics does ("1e-3"; other values with %g).
-func farKey(f float64) string {
-	for k := 0; k <= 12; k++ {
-		if f == math.Pow(10, -float64(k)) {
-			return fmt.Sprintf("1e-%d", k)
-		}
-	}
-	return fmt.Sprintf("%g", f)
 }
 
 // ReIDProtocolSplit is a query/gallery split with identities and cameras, as metrics.ReID takes it.

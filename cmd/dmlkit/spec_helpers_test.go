@@ -1,0 +1,84 @@
+package main
+
+import (
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/dmlkit/dmlkit/dmlkit/data"
+	"github.com/dmlkit/dmlkit/dmlkit/experiments"
+)
+
+// runSmokeSweep runs a spec's smoke scale through `dmlkit run` into a temporary results directory
+// (skipping the test without Omniglot), checks that its want runs all ran, and returns the
+// directory and the stored records.
+func runSmokeSweep(t *testing.T, specPath string, want int) (string, []experiments.Record) {
+	t.Helper()
+	if _, err := data.FindOmniglot(""); err != nil {
+		t.Skipf("Omniglot not available: %v", err)
+	}
+	tmp := t.TempDir()
+	results, work := filepath.Join(tmp, "results"), filepath.Join(tmp, "runs")
+	code, stdout, stderr := runCLI("run", specPath, "--scale", "smoke", "--results", results, "--workdir", work, "--quiet")
+	if code != 0 || !strings.Contains(stdout, fmt.Sprintf("%d runs selected, 0 already stored, %d ran, 0 failed", want, want)) {
+		t.Fatalf("run: code %d\nstdout %s\nstderr %s", code, stdout, stderr)
+	}
+	recs, _, err := experiments.NewStore(results).Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(recs) != want {
+		t.Fatalf("%d records stored, want %d", len(recs), want)
+	}
+	return tmp, recs
+}
+
+// checkStoredResultsMatchSpec: the committed small-scale store beside specPath is exactly the
+// spec's plan, resolved from the store itself (the tuning steps' selections come from the stored
+// tuning runs) — nothing pending, every planned run stored once, no stray record of another
+// configuration — and every record carries the commit it was produced from and a clean tree, so
+// every verdict uses it. With noFailed, no record may be marked failed.
+func checkStoredResultsMatchSpec(t *testing.T, s *experiments.Spec, specPath string, noFailed bool) {
+	t.Helper()
+	recs, rep, err := experiments.NewStore(filepath.Join(filepath.Dir(specPath), "results")).Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Bad) > 0 || len(rep.Duplicates) > 0 {
+		t.Errorf("store: %d unreadable, %d duplicate records", len(rep.Bad), len(rep.Duplicates))
+	}
+	p, err := s.PlanWith("small", recs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, x := range p.Pending {
+		t.Errorf("pending: %s (%s)", x.Point, x.Reason)
+	}
+	planned := map[string]bool{}
+	for _, r := range p.Runs {
+		planned[r.Hash] = true
+	}
+	stored := map[string]bool{}
+	for i := range recs {
+		r := &recs[i]
+		if r.Scale != "small" {
+			continue
+		}
+		stored[r.Hash] = true
+		if !planned[r.Hash] {
+			t.Errorf("record %s (seed %d) is not a run of the spec", r.Hash, r.Seed)
+		}
+		if c, _ := r.Env["git_commit"].(string); len(c) != 40 || r.Dirty() {
+			t.Errorf("record %s: commit %q, dirty %v", r.Hash, c, r.Dirty())
+		}
+		if noFailed && r.Failed != "" {
+			t.Errorf("record %s: failed %q", r.Hash, r.Failed)
+		}
+	}
+	for _, r := range p.Runs {
+		if !stored[r.Hash] {
+			t.Errorf("run %s (%s) is not stored", r.Hash, r.Label())
+		}
+	}
+}
