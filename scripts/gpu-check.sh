@@ -16,6 +16,8 @@
 #
 # Usage (GPU machine; the binary is built elsewhere, see README "GPU check"):
 #   scripts/gpu-check.sh --out DIR [--phases device,losses,metrics,bench,smoke] [--deadline SECONDS]
+#                        [--cases smallcnn,resnet50,vit_b16,rsk_multistage] [--smoke-steps N]
+#                        [--smoke-only I,J,...]   (representatives by index, in that order)
 # CPU dry run here (Go backend on both sides, PyTorch CPU, sizes scaled down, a few minutes on 2 cores):
 #   scripts/gpu-check.sh --cpu            (writes reproductions/gpu/cpu-dryrun-<date>.{json,md})
 # Re-render a report from the parts of several runs (e.g. the two device calls):
@@ -24,14 +26,15 @@
 # Exit status: 0 when every phase ran and every check agreed; 1 on a mismatch or a failed phase;
 # 2 on a usage or set-up error (no binary, no plugin).
 #
-# Estimated device time on one H100 (XLA compile times are guesses until the first real run):
-#   machine start and working-tree copy ~2 min (counted as device time)
-#   device 0.3 min · losses ~1.5 min (28 small graphs compiled twice) · metrics ~1 min (the CPU side
-#   on 16 cores dominates) · bench ~5.5 min (dmlkit: compile ~0.5-1.5 min per model; PyTorch ~1.5 min)
-#   · smoke ~6 min (TCM: 5 groups × compile ~1 min + 3 steps)
-#   total ≈ 16 min, under the 20-minute budget. One device command may run 10 minutes, so a session
-#   runs it as two calls: --phases device,losses,metrics,bench and --phases device,smoke, each with
-#   --deadline 540 (phases that would not finish in time are skipped and reported).
+# Device time measured on one H100 (2026-11-25, reproductions/gpu/2026-11-25-h100.md):
+#   machine start and working-tree copy ~0.5 min (counted as device time)
+#   device 2 s · losses 63 s · metrics 33 s · bench smallcnn 5 + 18 s, resnet50 35 + 28 s,
+#   vit_b16 83 + 16 s (dmlkit + PyTorch, compilation included), rsk_multistage 69 + 54 s
+#   · smoke 16-82 s per representative (10 representatives: about 6 min once all compile)
+#   total ≈ 14 min. One device command may run 10 minutes, so a session runs it as two calls:
+#   --phases device,losses,metrics,bench --cases smallcnn,resnet50,vit_b16 (≈ 5.5 min), then
+#   --phases device,bench,smoke --cases rsk_multistage (≈ 8 min), each with --deadline 540
+#   (phases that would not finish in time are skipped and reported).
 set -u -o pipefail
 
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -45,6 +48,8 @@ bin=""
 deadline=0
 report_dirs=""
 smoke_steps=3
+cases=smallcnn,resnet50,vit_b16,rsk_multistage
+smoke_only=""
 date_tag=$(date -u +%Y-%m-%d)
 
 usage() { sed -n '2,35p' "$0" | sed 's/^# \{0,1\}//'; }
@@ -58,6 +63,8 @@ while [ $# -gt 0 ]; do
     --deadline) deadline=$2; shift ;;
     --report) report_dirs=$2; shift ;;
     --smoke-steps) smoke_steps=$2; shift ;;
+    --cases) cases=$2; shift ;;
+    --smoke-only) smoke_only=$2; shift ;;
     -h|--help) usage; exit 0 ;;
     *) echo "gpu-check.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
@@ -174,7 +181,7 @@ start=$(date +%s)
   echo "backend_checks=$check_backend"
   echo "backend_bench=$bench_backend"
   echo "commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
-  echo "estimated_device_minutes_h100=16 (see scripts/gpu-check.sh header)"
+  echo "estimated_device_minutes_h100=14 (measured 2026-11-25, see scripts/gpu-check.sh header)"
 } >>"$work/meta.txt"
 
 # add_part NAME FILE: append FILE's JSON object to parts.jsonl as {"name": NAME, "data": ...}.
@@ -254,7 +261,7 @@ if has_phase metrics; then
   add_part metrics "$tmpd/metrics.json"
 fi
 if has_phase bench; then
-  for c in smallcnn resnet50 vit_b16 rsk_multistage; do
+  for c in ${cases//,/ }; do
     lim=$t_bench; [ $c = rsk_multistage ] && lim=$t_bench_ms
     rm -f "$tmpd/b.json" "$tmpd/t.json"
     GOMLX_BACKEND=$bench_backend with_gpumem "dmlkit-$c" run_step "bench-dmlkit-$c" "$lim" "$bin" bench --case $c --scale "$scale" --json "$tmpd/b.json" || fail=1
@@ -270,7 +277,9 @@ if has_phase smoke; then
   if [ -z "$n" ]; then
     printf 'smoke\t2\t0\tcould not plan the full-scale runs (see log)\n' >>"$phases_tsv"; fail=1
   fi
-  for ((i = 0; i < ${n:-0}; i++)); do
+  idxs=$(seq 0 $((${n:-0} - 1)))
+  [ -n "$smoke_only" ] && idxs=${smoke_only//,/ }
+  for i in $idxs; do
     rm -f "$tmpd/s.json"
     GOMLX_BACKEND=$bench_backend with_gpumem "smoke-$i" run_step "smoke-$i" "$t_smoke" "$bin" smoke --scale "$scale" --only $i --steps "$smoke_steps" --json "$tmpd/s.json" || fail=1
     if [ -s "$tmpd/s.json" ]; then

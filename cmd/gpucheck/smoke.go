@@ -76,6 +76,9 @@ func runSmoke(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	if *list {
+		for i, r := range runs {
+			fmt.Fprintf(os.Stderr, "representative %d: %s %s (%s)\n", i, r.Paper, r.Key, r.Loss)
+		}
 		fmt.Fprintln(stdout, len(runs))
 		return nil
 	}

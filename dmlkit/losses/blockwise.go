@@ -108,7 +108,7 @@ func EvaluateBlockwise(backend compute.Backend, l Loss, emb []float64, b, d int,
 	blockIn := func(scope *model.Scope, e, y, qi *Node) Inputs {
 		idx := InsertAxes(qi, -1)
 		return Inputs{Emb: Gather(e, idx), Labels: Gather(y, idx), RefEmb: e, RefLabels: y,
-			QueryIndex: qi, Scope: scope.In("loss"), NumClasses: opt.NumClasses}
+			QueryIndex: qi, Scope: scope.In("loss"), NumClasses: opt.NumClasses, ClassBound: opt.ClassBound}
 	}
 	countsExec, err := model.NewExec(backend, store, func(scope *model.Scope, e, y, qi *Node) *Node {
 		return bl.BlockCounts(blockIn(scope, e, y, qi))

@@ -25,6 +25,7 @@ type EvalOptions struct {
 	NumClasses int          // for proxy losses; default max(label)+1
 	Seed       int64        // seeds the initialisation of learnable parameters (proxies)
 	Store      *model.Store // optional store holding learnable parameters; a fresh one if nil
+	ClassBound int          // Inputs.ClassBound: the sampler's bound on samples per label (0 = none)
 }
 
 // Evaluate computes loss l on embeddings emb ([b, d] row-major) with labels ([b], or [b, s] label
@@ -50,7 +51,7 @@ func Evaluate(backend compute.Backend, l Loss, emb []float64, b, d int, labels [
 	defer recoverLossPanic(l, &err)
 	embT, labT := evalTensors(emb, b, d, labels, setSize, opt.DType)
 	exec, err := model.NewExec(backend, store, func(scope *model.Scope, e, y *graph.Node) []*graph.Node {
-		loss := l.Build(Inputs{Emb: e, Labels: y, Scope: scope.In("loss"), NumClasses: opt.NumClasses})
+		loss := l.Build(Inputs{Emb: e, Labels: y, Scope: scope.In("loss"), NumClasses: opt.NumClasses, ClassBound: opt.ClassBound})
 		if loss.Rank() != 0 {
 			panic(fmt.Sprintf("loss returned shape %s, want a scalar", loss.Shape()))
 		}

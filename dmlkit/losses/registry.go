@@ -39,12 +39,17 @@ import (
 //   - Scope: where losses with learnable parameters (proxies) create their variables; may be nil for
 //     stateless losses.
 //   - NumClasses: number of training classes, for proxy-based losses.
+//   - ClassBound: the batch sampler's bound on samples per label (0 = none known).
 type Inputs struct {
 	Emb, Labels       *graph.Node
 	RefEmb, RefLabels *graph.Node
 	QueryIndex        *graph.Node
 	Scope             *model.Scope
 	NumClasses        int
+	// ClassBound is an upper bound on the number of samples of one label in the batch that the batch
+	// sampler guarantees (M of the m_per_class and hierarchical samplers; 0 = none known). Losses
+	// whose cost grows with it (rsk's [B, c−1, B] rank tensor) use it where their own bound is unset.
+	ClassBound int
 }
 
 // Loss is a configured loss function. Implementations are pointer-to-config types.

@@ -69,7 +69,7 @@ type RSKConfig struct {
 	TauSim          float64   `yaml:"tau2" doc:"τ2: temperature of the sigmoid on similarity differences"`
 	K               []int     `yaml:"k" doc:"the set K of recall cut-offs"`
 	QueryInRanking  bool      `yaml:"query_in_ranking" doc:"authors' code: the query itself is part of the ranking set (paper: B without q)"`
-	MaxClassSize    int       `yaml:"max_class_size" doc:"upper bound on batch samples per label (0 = batch size; NaN loss if exceeded)"`
+	MaxClassSize    int       `yaml:"max_class_size" doc:"upper bound on batch samples per label (0 = the batch sampler's bound, M of m_per_class, else the batch size; NaN loss if exceeded)"`
 	SiMix           bool      `yaml:"simix" doc:"similarity mixup: add virtual positives mixed from all same-class pairs (Eq. 8-10)"`
 	SiMixAlpha      float64   `yaml:"simix_alpha" doc:"fixed mixing coefficient in [0,1]; negative = α ~ U(0,1) per pair from the Scope RNG"`
 	ChunkQueries    int       `yaml:"chunk_queries" doc:"queries per chunk of the [N, P, N] rank computation (0 = auto, about 16M elements)"`
@@ -122,15 +122,20 @@ func (c *RSKConfig) Build(in Inputs) *Node {
 		panic(fmt.Sprintf("losses: rsk with simix needs [B] labels, got shape %s", in.Labels.Shape()))
 	}
 	b := in.Emb.Shape().Dim(0)
-	return c.rskSiMix(in, CosineSim(in.Emb, in.Emb), c.maxClass(b))
+	return c.rskSiMix(in, CosineSim(in.Emb, in.Emb), c.maxClass(b, in.ClassBound))
 }
 
-// maxClass is the bound c on samples per label for a ranking set of r items.
-func (c *RSKConfig) maxClass(r int) int {
-	if c.MaxClassSize <= 0 || c.MaxClassSize > r {
+// maxClass is the bound c on samples per label for a ranking set of r items: max_class_size, else
+// the sampler's bound (Inputs.ClassBound), else r.
+func (c *RSKConfig) maxClass(r, samplerBound int) int {
+	m := c.MaxClassSize
+	if m <= 0 {
+		m = samplerBound
+	}
+	if m <= 0 || m > r {
 		return r
 	}
-	return c.MaxClassSize
+	return m
 }
 
 // rskPlain evaluates RS@k without SiMix for the queries of in against their ranking set (the batch
@@ -139,7 +144,7 @@ func (c *RSKConfig) maxClass(r int) int {
 func (c *RSKConfig) rskPlain(in Inputs) (lossK, hasPos, overflow *Node) {
 	refEmb, _, _ := refs(in)
 	r := refEmb.Shape().Dim(0)
-	maxClass := c.maxClass(r)
+	maxClass := c.maxClass(r, in.ClassBound)
 	s := CosineSim(in.Emb, refEmb)
 	pos, _ := PairMasks(in)
 	posIdx, slotF, numPos := rskCompactSlots(ConvertDType(pos, s.DType()), nil, maxClass-1)
@@ -214,13 +219,13 @@ type simixLayout struct {
 }
 
 // newSimixLayout builds the SiMix layout of a batch with [B] labels.
-func (c *RSKConfig) newSimixLayout(labels *Node) *simixLayout {
+func (c *RSKConfig) newSimixLayout(labels *Node, samplerBound int) *simixLayout {
 	if labels.Rank() != 1 {
 		panic(fmt.Sprintf("losses: rsk with simix needs [B] labels, got shape %s", labels.Shape()))
 	}
 	g := labels.Graph()
 	b := labels.Shape().Dim(0)
-	ly := &simixLayout{b: b, maxClass: c.maxClass(b)}
+	ly := &simixLayout{b: b, maxClass: c.maxClass(b, samplerBound)}
 	ly.sameB = SameLabel(labels, labels)
 	var slotValid *Node
 	ly.partners, slotValid = rskPairSlots(ly.sameB, ly.maxClass/2)
@@ -286,7 +291,7 @@ func (c *RSKConfig) simixAlpha(in Inputs, dt dtypes.DType, first, partners, adva
 // (a class of the block's anchors larger than max_class_size). Labels only.
 func (c *RSKConfig) simixBlockItems(in Inputs, dt dtypes.DType) (ly *simixLayout, items, posIdx, slotF, numPos, overflow *Node) {
 	_, refLabels, _ := refs(in)
-	ly = c.newSimixLayout(refLabels)
+	ly = c.newSimixLayout(refLabels, in.ClassBound)
 	g := refLabels.Graph()
 	qi := ConvertDType(in.QueryIndex, dtypes.Int32)
 	k := qi.Shape().Dim(0)

@@ -253,6 +253,19 @@ func TestRSKMaxClassSize(t *testing.T) {
 	if got, _ := losstest.Value(t, bound, b, losses.EvalOptions{}); math.IsNaN(got) || math.Abs(got-bruteRSK(b, bound, rskHalfTable(b.B))) > 1e-12 {
 		t.Errorf("simix max_class_size 3: %v, brute force %v", got, bruteRSK(b, bound, rskHalfTable(b.B)))
 	}
+	// The sampler's bound (Inputs.ClassBound) stands in for an unset max_class_size: the same value
+	// as max_class_size 3 where it holds, NaN where a class exceeds it; max_class_size wins over it.
+	sampler := losses.DefaultRSK()
+	if got, _ := losstest.Value(t, sampler, b, losses.EvalOptions{ClassBound: 3}); math.Abs(got-v) > 1e-15 {
+		t.Errorf("class bound 3: %v, dense %v", got, v)
+	}
+	if got, _ := losstest.Value(t, sampler, b, losses.EvalOptions{ClassBound: 2}); !math.IsNaN(got) {
+		t.Errorf("class larger than the sampler's bound gave %v, want NaN", got)
+	}
+	sampler.MaxClassSize = 3
+	if got, _ := losstest.Value(t, sampler, b, losses.EvalOptions{ClassBound: 2}); math.Abs(got-v) > 1e-15 {
+		t.Errorf("max_class_size 3 over class bound 2: %v, dense %v", got, v)
+	}
 	// Degenerate: all distinct labels -> no query has a positive -> 0.
 	if got, g := losstest.Value(t, exact, losstest.Random(6, 3, []int64{0, 1, 2}), losses.EvalOptions{}); got != 0 || math.IsNaN(g[0]) {
 		t.Errorf("no positives: %v", got)

@@ -112,6 +112,21 @@ func newEngine(cfg *Config, b compute.Backend, store *model.Store, nClasses, h, 
 	return e, nil
 }
 
+// classBound is losses.Inputs.ClassBound for a batch whose labels have this rank: M for the
+// m_per_class and hierarchical samplers (each class of a batch has exactly M images) when labels
+// are single ([B], rank 1); 0 (none known) for the random sampler and for label sets ([B, S], Mixup),
+// where one item can share a label with more than M − 1 others.
+func (e *engine) classBound(labelRank int) int {
+	if labelRank != 1 {
+		return 0
+	}
+	switch e.cfg.Sampler.Name {
+	case "m_per_class", "hierarchical":
+		return e.cfg.Sampler.M
+	}
+	return 0
+}
+
 // buildLoss returns Σ wᵢ·Lᵢ(emb, labels).
 func (e *engine) buildLoss(scope *model.Scope, emb, labels *Node) *Node {
 	loss, _ := e.buildLossDiag(scope, emb, labels, false)
@@ -145,7 +160,7 @@ func (e *engine) buildLossDiag(scope *model.Scope, emb, labels *Node, diag bool)
 		if len(e.terms) > 1 {
 			ls = ls.At("term_%d", i)
 		}
-		in := losses.Inputs{Emb: emb, Labels: labels, Scope: ls, NumClasses: e.nClass}
+		in := losses.Inputs{Emb: emb, Labels: labels, Scope: ls, NumClasses: e.nClass, ClassBound: e.classBound(labels.Rank())}
 		var l *Node
 		var ds []losses.Diagnostic
 		if d, ok := t.loss.(losses.Diagnoser); ok && diag {

@@ -150,7 +150,7 @@ func (e *engine) blockStage() (*blockStage, error) {
 // buildLoss).
 func (e *engine) blockInputs(scope *model.Scope, emb, y, q *Node) []losses.Inputs {
 	idx := InsertAxes(q, -1)
-	base := losses.Inputs{Emb: Gather(emb, idx), Labels: Gather(y, idx), RefEmb: emb, RefLabels: y, QueryIndex: q, NumClasses: e.nClass}
+	base := losses.Inputs{Emb: Gather(emb, idx), Labels: Gather(y, idx), RefEmb: emb, RefLabels: y, QueryIndex: q, NumClasses: e.nClass, ClassBound: e.classBound(y.Rank())}
 	out := make([]losses.Inputs, len(e.terms))
 	for i := range e.terms {
 		ls := scope.At(lossScope)
