@@ -90,6 +90,10 @@ type FigureSpec struct {
 	// non-zero value before the mean over seeds (curves of losses on different scales drawn as the
 	// fraction of their starting value, seed 001 Fig. 5).
 	Normalize string `yaml:"normalize"`
+	// XMissing: line with X: the x of records whose configuration does not set X — the value the
+	// trainer takes for it (e.g. 0 for a corruption fraction, 1 for the fraction of classes kept),
+	// so that the clean runs of a sweep are its first point. Without it such records are an error.
+	XMissing *float64 `yaml:"x_missing"`
 }
 
 // FigureKinds lists the kinds a FigureSpec may name.
@@ -410,6 +414,9 @@ func BuildFigureWith(f FigureSpec, recs []Record, st plots.Style, lm LabelMap) (
 			s := plots.Series{Name: lm.groupName(g), Markers: true}
 			for _, xg := range GroupBy(derefs(g.Records), []string{f.X}) {
 				xv, ok := numeric(xg.Values[0])
+				if xg.Values[0] == nil && f.XMissing != nil {
+					xv, ok = *f.XMissing, true
+				}
 				if !ok {
 					return nil, fmt.Errorf("x key %q has the non-numeric value %q", f.X, FormatValue(xg.Values[0]))
 				}

@@ -1,0 +1,43 @@
+package experiments
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/dmlkit/dmlkit/dmlkit/plots"
+)
+
+// TestXMissing: the clean runs of a corruption sweep do not set the corruption key; x_missing: 0
+// puts them at x = 0 (the x axis then starts at 0, the noisy runs' 0.1 and 0.2 beside them), and
+// without it they are an error naming the key.
+func TestXMissing(t *testing.T) {
+	var recs []Record
+	for seed, r1 := range []float64{0.8, 0.7} {
+		recs = append(recs, Record{Scale: "small", Seed: int64(seed), Config: map[string]any{"loss": "a"}, Metrics: Metrics{"R@1": r1}})
+		for _, p := range []float64{0.1, 0.2} {
+			recs = append(recs, Record{Scale: "small", Seed: int64(seed), Config: map[string]any{"loss": "a", "noise": p}, Metrics: Metrics{"R@1": r1 - p}})
+		}
+	}
+	s := mustParse(t, `
+paper: toy
+figures:
+  - {name: withdefault, kind: line, x: noise, y: R@1, x_missing: 0}
+  - {name: without, kind: line, x: noise, y: R@1}
+`)
+	st := plots.DefaultStyle()
+	fig, err := BuildFigure(s.Figures[0], recs, st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ch := fig.(*plots.Chart)
+	if ch.Plot.X.Min > 0 || ch.Plot.X.Max < 0.2 {
+		t.Errorf("x axis [%g, %g] does not hold 0 … 0.2", ch.Plot.X.Min, ch.Plot.X.Max)
+	}
+	// The y range holds the clean mean 0.75 and the 20 % mean 0.55.
+	if ch.Plot.Y.Min > 0.55 || ch.Plot.Y.Max < 0.75 {
+		t.Errorf("y axis [%g, %g] does not hold 0.55 … 0.75", ch.Plot.Y.Min, ch.Plot.Y.Max)
+	}
+	if _, err := BuildFigure(s.Figures[1], recs, st); err == nil || !strings.Contains(err.Error(), `"noise"`) {
+		t.Errorf("records without x and no x_missing: %v", err)
+	}
+}
