@@ -432,6 +432,7 @@ func BuildFigureWith(f FigureSpec, recs []Record, st plots.Style, lm LabelMap) (
 			if len(s.X) == 0 {
 				return nil, fmt.Errorf("no record has the metric %q", f.Y)
 			}
+			sortByX(&s) // records without X (x_missing) come out of GroupBy last
 			series = append(series, s)
 		}
 		if ch, err = plots.Lines(st, l, series); err != nil {
@@ -1121,4 +1122,24 @@ func normalizeFirst(vals [][]float64) ([][]float64, error) {
 		}
 	}
 	return out, nil
+}
+
+// sortByX orders a series' points by x (stable), keeping each point's y and error bar with it.
+func sortByX(s *plots.Series) {
+	idx := make([]int, len(s.X))
+	for i := range idx {
+		idx[i] = i
+	}
+	sort.SliceStable(idx, func(a, b int) bool { return s.X[idx[a]] < s.X[idx[b]] })
+	x, y, e := make([]float64, len(idx)), make([]float64, len(idx)), make([]float64, len(idx))
+	for i, j := range idx {
+		x[i], y[i] = s.X[j], s.Y[j]
+		if j < len(s.Err) {
+			e[i] = s.Err[j]
+		}
+	}
+	s.X, s.Y = x, y
+	if len(s.Err) > 0 {
+		s.Err = e
+	}
 }

@@ -41,3 +41,15 @@ figures:
 		t.Errorf("records without x and no x_missing: %v", err)
 	}
 }
+
+// TestSortByX: the x_missing point (appended last by GroupBy) is moved to its place with its y
+// and error bar: (0.1, 1, 0.1), (0.2, 2, 0.2), (0, 0, 0) → x 0, 0.1, 0.2 with y 0, 1, 2.
+func TestSortByX(t *testing.T) {
+	s := plots.Series{X: []float64{0.1, 0.2, 0}, Y: []float64{1, 2, 0}, Err: []float64{0.1, 0.2, 0}}
+	sortByX(&s)
+	for i, want := range []float64{0, 0.1, 0.2} {
+		if s.X[i] != want || s.Y[i] != float64(i) || s.Err[i] != want {
+			t.Errorf("point %d: (%v, %v ± %v), want (%v, %v ± %v)", i, s.X[i], s.Y[i], s.Err[i], want, i, want)
+		}
+	}
+}
