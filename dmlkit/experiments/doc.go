@@ -92,6 +92,15 @@
 // points that need it are pending), [RunSweep] runs the steps first, and every step's selection
 // is a regenerated table (tune_<name>); a selection at the edge of its grid is flagged.
 //
+// # Runs that start from other runs
+//
+// A configuration string "run:SELECTOR" ([RunRefPrefix]; e.g. model.init_from: "run:pretrain-bg866")
+// names the run of another sweep point of the same scale and seed: fine-tuning from a
+// pre-training run. [Spec.PlanWith] replaces it with "run:<hash>" of that run once the run is
+// stored (until then the dependent run is pending, like a point waiting for a tuning step), so
+// hashes never depend on where run directories live; [Execute] hands the runner the source's run
+// directory. A selector matching no run or several is an error naming the field.
+//
 // # Claims
 //
 // The paper's claims are data: reproductions/<paper>/claims.yaml ([ClaimSet], [LoadClaims]), one

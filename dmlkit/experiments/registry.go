@@ -12,7 +12,7 @@ import (
 // RunSpec is what a [Runner] receives for one run.
 type RunSpec struct {
 	Hash   string         // the configuration hash (also the name of Dir)
-	Config map[string]any // the resolved configuration (a private copy; the runner may keep it)
+	Config map[string]any // the resolved configuration (a private copy; the runner may keep it); a "run:<hash>" reference is the absolute path of that run's directory ([RunRefPrefix])
 	Seed   int64          // the run's seed, also present in Config at the spec's seed key
 	Dir    string         // an empty working directory for checkpoints and logs
 }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 
@@ -327,9 +328,13 @@ type Plan struct {
 	Spec  *Spec
 	Scale string
 	Runs  []Run
-	// Pending lists the points that wait for a tuning step's selection (see [Spec.PlanWith]);
-	// their runs are not in Runs yet.
+	// Pending lists the points that wait for a tuning step's selection, and the runs that wait
+	// for the run they start from ([RunRefPrefix]) to be stored (see [Spec.PlanWith]); their runs
+	// are not in Runs yet.
 	Pending []Pending
+	// held are the runs waiting for their source run, their references unresolved (validated
+	// with Runs).
+	held []Run
 }
 
 // Resolve expands the sweep of the given scale into runs, without checking configuration values.
@@ -339,12 +344,16 @@ type Plan struct {
 //
 // Points that take values from a tuning step ("tuned") are pending here, as no records are read;
 // [Spec.PlanWith] resolves them from the stored tuning runs.
-func (s *Spec) Resolve(scale string) (*Plan, error) { return s.resolve(scale, nil) }
+//
+// Runs that start from another run ("run:" references, [RunRefPrefix]) are pending here too, as
+// nothing is stored yet.
+func (s *Spec) Resolve(scale string) (*Plan, error) { return s.resolve(scale, nil, nil) }
 
-// resolve is Resolve with the selections of the tuning steps (step name → dotted key → value).
-// The runs of the tuning steps the points need come first; a run's Index counts the runs of
-// pending points too, so shards keep their runs when a selection arrives.
-func (s *Spec) resolve(scale string, sel map[string]map[string]any) (*Plan, error) {
+// resolve is Resolve with the selections of the tuning steps (step name → dotted key → value)
+// and the stored runs of the scale (hash → "" or the failure of a run stored as failed; see
+// resolveRefs). The runs of the tuning steps the points need come first; a run's Index counts
+// the runs of pending points too, so shards keep their runs when a selection arrives.
+func (s *Spec) resolve(scale string, sel map[string]map[string]any, done map[string]string) (*Plan, error) {
 	var over map[string]any
 	if scale == "" {
 		if len(s.Scales) > 0 {
@@ -417,6 +426,8 @@ func (s *Spec) resolve(scale string, sel map[string]map[string]any) (*Plan, erro
 	plan := &Plan{Spec: s, Scale: scale}
 	byHash := map[string]string{}
 	index := 0
+	var held []heldRun
+	var waiting []candidate // sweep points' runs waiting for a tuning step, as far as known
 	for _, p := range all {
 		pt, ptSeeds := p.pt, p.seeds
 		if v, ok := pt["seeds"]; ok {
@@ -437,6 +448,16 @@ func (s *Spec) resolve(scale string, sel map[string]map[string]any) (*Plan, erro
 			plan.Pending = append(plan.Pending, Pending{Point: label, Waits: p.waits,
 				Reason: "waits for the selection of " + strings.Join(p.waits, ", ")})
 			index += len(ptSeeds)
+			if p.tune == "" {
+				for _, seed := range ptSeeds {
+					cfg := Clone(base)
+					for _, k := range sortedKeys(pt) {
+						_ = mergeAt(cfg, k, pt[k]) // errors surface once the selection arrives
+					}
+					_ = SetPath(cfg, seedKey, seed)
+					waiting = append(waiting, candidate{cfg: cfg, seed: seed, label: Run{Params: pt, Seed: seed}.Label(), heldIdx: -1})
+				}
+			}
 			continue
 		}
 		for _, seed := range ptSeeds {
@@ -449,6 +470,15 @@ func (s *Spec) resolve(scale string, sel map[string]map[string]any) (*Plan, erro
 			if err := SetPath(cfg, seedKey, seed); err != nil {
 				return nil, fmt.Errorf("experiments: %s: field \"sweep.seed_key\": %w", s.name(), err)
 			}
+			refs, err := findRunRefs(cfg)
+			if err != nil {
+				return nil, fmt.Errorf("experiments: %s: scale %q, run %s: %w", s.name(), scale, Run{Params: pt, Seed: seed}.Label(), err)
+			}
+			if len(refs) > 0 { // planned once its source runs are stored (resolveRefs)
+				held = append(held, heldRun{run: Run{Index: index, Seed: seed, Params: pt, Config: cfg, Tune: p.tune}, refs: refs})
+				index++
+				continue
+			}
 			h, err := Hash(cfg)
 			if err != nil {
 				return nil, err
@@ -460,6 +490,11 @@ func (s *Spec) resolve(scale string, sel map[string]map[string]any) (*Plan, erro
 			}
 			byHash[h] = r.Label()
 			plan.Runs = append(plan.Runs, r)
+		}
+	}
+	if len(held) > 0 {
+		if err := s.resolveRefs(plan, held, waiting, done, seedKey, byHash); err != nil {
+			return nil, err
 		}
 	}
 	return plan, nil
@@ -536,12 +571,13 @@ func (s *Spec) Plan(scale string) (*Plan, error) {
 	return p, nil
 }
 
-// Validate checks each run's configuration with v (nil: no check). Errors name the run.
+// Validate checks each run's configuration with v (nil: no check), also of the runs that wait
+// for the run they start from (with their "run:" references as written). Errors name the run.
 func (p *Plan) Validate(v Validator) error {
 	if v == nil {
 		return nil
 	}
-	for _, r := range p.Runs {
+	for _, r := range append(slices.Clone(p.Runs), p.held...) {
 		if err := v(Clone(r.Config)); err != nil {
 			return fmt.Errorf("experiments: %s: scale %q, run %s: %w", p.Spec.name(), p.Scale, r.Label(), err)
 		}

@@ -256,7 +256,12 @@ func executeOne(ctx context.Context, plan *Plan, r Run, dir string, opt ExecOpti
 			rec, err = nil, fmt.Errorf("runner panicked: %v\n%s", p, debug.Stack())
 		}
 	}()
-	out, err := opt.Runner(ctx, RunSpec{Hash: r.Hash, Config: Clone(r.Config), Seed: r.Seed, Dir: dir}, progress)
+	// A run that starts from another run gets that run's directory (the record keeps run:<hash>).
+	cfg, err := runPaths(Clone(r.Config), filepath.Dir(dir))
+	if err != nil {
+		return nil, err
+	}
+	out, err := opt.Runner(ctx, RunSpec{Hash: r.Hash, Config: cfg, Seed: r.Seed, Dir: dir}, progress)
 	if err != nil {
 		return nil, err
 	}

@@ -253,10 +253,11 @@ func (s *Spec) tune(name string) *TuneSpec {
 }
 
 // Pending is a sweep point (or tuning step) that cannot be planned yet because a tuning step it
-// takes values from has no selection.
+// takes values from has no selection, or a run of a point (one seed) that starts from another
+// run ([RunRefPrefix]) not stored yet.
 type Pending struct {
-	Point  string   // the point's values, as a run label without the seed
-	Waits  []string // the tuning steps without a selection
+	Point  string   // the point's values, as a run label without the seed (with it for a run that waits for its source)
+	Waits  []string // the tuning steps without a selection, or the source runs not stored yet
 	Reason string
 }
 
@@ -274,8 +275,9 @@ type Selected struct {
 // the points naming it get the selected values; the others are listed in Plan.Pending.
 func (s *Spec) PlanWith(scale string, records []Record) (*Plan, error) {
 	sel := map[string]map[string]any{}
+	done := doneStates(records, scale)
 	for range len(s.Tune) + 1 { // each round can unblock one more level of dependent steps
-		p, err := s.resolve(scale, sel)
+		p, err := s.resolve(scale, sel, done)
 		if err != nil {
 			return nil, err
 		}
@@ -317,7 +319,12 @@ func (s *Spec) Selections(p *Plan, records []Record) []Selected {
 			}
 		}
 		st := Selected{Name: t.Name, Runs: len(recs), Want: len(hashes)}
-		if len(recs) == len(hashes) {
+		for _, r := range p.held { // runs waiting for their source run: the grid is not complete
+			if r.Tune == t.Name {
+				st.Want++
+			}
+		}
+		if len(recs) == st.Want {
 			keys := sortedKeys(t.Grid)
 			st.Row = selectRow(t.Select, GroupBy(recs, keys))
 			if st.Row.Row >= 0 {
