@@ -110,6 +110,9 @@ func OPISRangeKey(lo, hi float64) string { return fmt.Sprintf("OPIS_far_%.0e_%.0
 //     keys as "rerank_k<k>/…" for eval.rerank.k and each eval.rerank.more_k. With eval.hierarchical and coarse test labels
 //     (Omniglot alphabets; seed 004 Table 9): "HR@k", "coarse/R@k", "coarse/MAP@R", and with
 //     eval.full_map "mAP/coarse".
+//   - With model.dual_head (IDML): "unc/norm_test", the mean ‖u‖ of the test split's uncertainty
+//     embeddings; with eval.ism also "ism/R@k", "ism/MAP@R", … (uncertaintyMetrics): retrieval
+//     ranked by the introspective similarity, seed 002 Table 8.
 //   - With data.corrupt label or image noise (seed 004 §4.4): the realised corruption
 //     (train.Result.Corruption) as "corrupt/label_changed" (labels that actually changed: the
 //     paper's draw from all classes keeps about 1/K of the chosen ones), "corrupt/label_changed_frac"
@@ -214,6 +217,9 @@ func TrainRunner(ctx context.Context, rs experiments.RunSpec, progress func(stri
 	}
 	t2 := time.Now()
 	if err := protocolMetrics(cfg.Eval, cfg.Seed, emb, n, d, labels, testCoarse(cfg.Data.Name, labels), out.Metrics, out.Series); err != nil {
+		return nil, err
+	}
+	if err := uncertaintyMetrics(cfg, rs.Dir, emb, n, d, labels, out.Metrics); err != nil {
 		return nil, err
 	}
 	out.Timings["protocols_s"] = time.Since(t2).Seconds()

@@ -137,6 +137,42 @@ type EvalConfig struct {
 	// too: contextual re-ranking R@k, and hierarchical / coarse-level retrieval.
 	Rerank       RerankProtocol `yaml:"rerank" doc:"after training, also R@k after contextual re-ranking (seed 004 Table 10)"`
 	Hierarchical bool           `yaml:"hierarchical" doc:"after training, also HR@k and coarse-level R@1/MAP@R when the test set has coarse labels (seed 004 Table 9)"`
+	// ISM (seed 002 Table 8) is a protocol of the experiments runner too: self-retrieval on the
+	// final test embeddings ranked by the introspective similarity of the idml loss (its τ, γ,
+	// metric and code_metric) between the semantic and the uncertainty embeddings
+	// (test_uncertainty.npy), beside the plain cosine ranking. ISMForm is the ranking score:
+	// "cos" (C_IN, Eq. 19/20: the proxyanchor and multisimilarity bases), "dist" (−D_IN, Eq. 6: the
+	// distance bases), "" the form of the loss's base. Needs model.dual_head and an idml loss.
+	ISM     bool   `yaml:"ism" doc:"after training, also retrieval ranked by the introspective similarity (seed 002 Table 8; needs model.dual_head and the idml loss)"`
+	ISMForm string `yaml:"ism_form" doc:"score of eval.ism: cos (C_IN), dist (D_IN) or empty (the idml base's form)"`
+}
+
+// IDMLLoss returns the configuration of the run's idml loss (the loss, or the first idml term of
+// loss.terms), or false when the run has none.
+func (c *Config) IDMLLoss() (*losses.IDMLConfig, bool) {
+	terms, err := c.lossTerms()
+	if err != nil {
+		return nil, false
+	}
+	for _, t := range terms {
+		if ic, ok := t.loss.(*losses.IDMLConfig); ok {
+			return ic, true
+		}
+	}
+	return nil, false
+}
+
+// ISMFormFor is eval.ism_form, or, when empty, the form the idml base trains with: "cos" for the
+// proxyanchor and multisimilarity bases (C_IN), "dist" for the others (D_IN).
+func (e EvalConfig) ISMFormFor(ic *losses.IDMLConfig) string {
+	if e.ISMForm != "" {
+		return e.ISMForm
+	}
+	switch ic.Base {
+	case "proxyanchor", "multisimilarity":
+		return "cos"
+	}
+	return "dist"
 }
 
 // RerankProtocol is seed 004's test-time contextual re-ranking (App. I.5, Table 10; computed by
@@ -329,6 +365,17 @@ func (c *Config) Validate() error {
 		if !(f > 0 && f < 1) {
 			return fmt.Errorf("eval.verify.fars[%d]: %g: want 0 < FAR < 1", i, f)
 		}
+	}
+	if c.Eval.ISM {
+		if !c.Model.DualHead {
+			return fmt.Errorf("eval.ism: testing with the introspective similarity needs model.dual_head (the uncertainty embeddings)")
+		}
+		if _, ok := c.IDMLLoss(); !ok {
+			return fmt.Errorf("eval.ism: testing with the introspective similarity needs the idml loss (its tau, gamma and metric)")
+		}
+	}
+	if f := c.Eval.ISMForm; f != "" && f != "cos" && f != "dist" {
+		return fmt.Errorf("eval.ism_form: %q: want cos, dist or empty (the idml base's form)", f)
 	}
 	if c.Log.EverySteps < 0 {
 		return fmt.Errorf("log.every_steps: %d: want ≥ 0", c.Log.EverySteps)

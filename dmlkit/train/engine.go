@@ -28,6 +28,7 @@ type engine struct {
 	step    *model.Exec // direct step: (x, y, lr, t) → (loss, 0·Σ emb)
 	grads   *model.Exec // direct gradients, no update (tests)
 	embed   *model.Exec // inference embedding (x) → emb
+	embDual *model.Exec // inference (x) → (emb, uncertainty emb); model.dual_head only
 	msEmbed *model.Exec // multistage stage 1: (x) → loss embedding, no stats update
 	msLoss  *model.Exec // stage 2: (E, y) → (loss, ∂L/∂E), accumulates loss-variable grads
 	msBack  *model.Exec // stage 3: (x, G) → Σ emb⊙G, accumulates model grads
@@ -76,6 +77,8 @@ func newEngine(cfg *Config, b compute.Backend, store *model.Store, nClasses, h, 
 			return model.NewExec(b, store, f)
 		case func(*model.Scope, *Node) *Node:
 			return model.NewExec(b, store, f)
+		case func(*model.Scope, *Node) (*Node, *Node):
+			return model.NewExec(b, store, f)
 		case func(*model.Scope, *Node, *Node) (*Node, *Node):
 			return model.NewExec(b, store, f)
 		case func(*model.Scope, *Node, *Node) *Node:
@@ -102,6 +105,9 @@ func newEngine(cfg *Config, b compute.Backend, store *model.Store, nClasses, h, 
 	}
 	e.grads = add(mk(e.gradsGraph))
 	e.embed = add(mk(e.embedGraph))
+	if cfg.Model.DualHead {
+		e.embDual = add(mk(e.embedDualGraph))
+	}
 	e.msEmbed = add(mk(e.msEmbedGraph))
 	e.msLoss = add(mk(e.msLossGraph))
 	e.msBack = add(mk(e.msBackGraph))
@@ -281,6 +287,14 @@ func (e *engine) gradsGraph(scope *model.Scope, x, y *Node) []*Node {
 func (e *engine) embedGraph(scope *model.Scope, x *Node) *Node {
 	liveVariables(scope, x.Graph())
 	return models.Build(scope.At(modelScope), e.cfg.Model, x, models.Mode{Train: false}).Emb
+}
+
+// embedDualGraph is embedGraph that also returns IDML's raw uncertainty embedding [B, UncWidth]
+// (model.dual_head): the inputs of testing with the introspective similarity (seed 002 Table 8).
+func (e *engine) embedDualGraph(scope *model.Scope, x *Node) (*Node, *Node) {
+	liveVariables(scope, x.Graph())
+	out := models.Build(scope.At(modelScope), e.cfg.Model, x, models.Mode{Train: false})
+	return out.Emb, out.Unc
 }
 
 func (e *engine) msEmbedGraph(scope *model.Scope, x *Node) *Node {
@@ -476,6 +490,17 @@ func (e *engine) multistageStep(pix []float32, n int, y, lrT, tT *tensors.Tensor
 // embedAll returns the inference embeddings [N, D] of a set, in fixed-size batches (the last one
 // zero-padded so only one graph is compiled).
 func (e *engine) embedAll(s Set, idx []int, batch int) ([]float32, int, error) {
+	outs, dims, err := e.embedAllWith(e.embed, s, idx, batch)
+	if err != nil {
+		return nil, 0, err
+	}
+	return outs[0], dims[0], nil
+}
+
+// embedAllWith runs ex (one output [batch, d_k] per embedding kind) over a set, or its rows idx,
+// in fixed-size batches (the last one zero-padded so only one graph is compiled), and returns
+// every output's rows [N, d_k] row-major with its width d_k.
+func (e *engine) embedAllWith(ex *model.Exec, s Set, idx []int, batch int) ([][]float32, []int, error) {
 	if idx == nil {
 		idx = make([]int, s.Len())
 		for i := range idx {
@@ -484,20 +509,28 @@ func (e *engine) embedAll(s Set, idx []int, batch int) ([]float32, int, error) {
 	}
 	size := e.h * e.w * e.c
 	buf := make([]float32, batch*size)
-	var out []float32
-	d := 0
+	var outs [][]float32
+	var dims []int
 	for st := 0; st < len(idx); st += batch {
 		m := min(batch, len(idx)-st)
 		clear(buf)
 		s.Fill(idx[st:st+m], buf[:m*size])
-		res, err := e.embed.Call(e.imageTensor(buf, batch))
+		res, err := ex.Call(e.imageTensor(buf, batch))
 		if err != nil {
-			return nil, 0, err
+			return nil, nil, err
 		}
-		d = res[0].Shape().Dim(1)
-		out = append(out, tensors.MustCopyFlatData[float32](res[0])[:m*d]...)
+		if outs == nil {
+			outs, dims = make([][]float32, len(res)), make([]int, len(res))
+		}
+		for k, r := range res {
+			dims[k] = r.Shape().Dim(1)
+			outs[k] = append(outs[k], tensors.MustCopyFlatData[float32](r)[:m*dims[k]]...)
+		}
 	}
-	return out, d, nil
+	if outs == nil { // an empty set: widths unknown, as before
+		return [][]float32{nil, nil}, []int{0, 0}, nil
+	}
+	return outs, dims, nil
 }
 
 func scalarValue(t *tensors.Tensor) float64 {

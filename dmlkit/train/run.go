@@ -113,6 +113,10 @@ func (r *runner) diverged(loss float64) error {
 	return de
 }
 
+// TestUncertaintyFile is the run directory's file of the test set's raw uncertainty embeddings
+// [N, U] float32 (model.dual_head only; rows as test_embeddings.npy).
+const TestUncertaintyFile = "test_uncertainty.npy"
+
 // Result summarises a finished run.
 type Result struct {
 	Steps        int
@@ -149,8 +153,9 @@ func Run(ctx context.Context, cfg Config, outDir string, progress func(Progress)
 // otherwise it fails naming the fields. The run directory receives config.resolved.yaml, env.json,
 // metrics.jsonl (one line per evaluation), steplog.jsonl (with log.every_steps > 0, one line per
 // logged step; see [StepLog]; a resume drops the lines after the checkpoint's step), checkpoints/ (every checkpoint.every_steps steps and at
-// the end of every epoch) and, at the end, test_embeddings.npy [N, D] float32 and
-// test_labels.npy [N] int64.
+// the end of every epoch) and, at the end, test_embeddings.npy [N, D] float32,
+// test_labels.npy [N] int64 and, with model.dual_head, test_uncertainty.npy [N, U] float32 (IDML's
+// raw uncertainty embeddings of the same rows, U = model.unc_dim or model.dim).
 func RunWithOptions(ctx context.Context, cfg Config, outDir string, opt Options) (*Result, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("train: config: %w", err)
@@ -491,13 +496,28 @@ func (r *runner) finish(lastLoss float64) error {
 	if bs <= 0 {
 		bs = 512
 	}
-	emb, d, err := r.eng.embedAll(r.split.test, nil, bs)
-	if err != nil {
-		return fmt.Errorf("train: final test embeddings: %w", err)
+	var emb, unc []float32
+	var d, du int
+	if r.eng.embDual != nil {
+		outs, dims, err := r.eng.embedAllWith(r.eng.embDual, r.split.test, nil, bs)
+		if err != nil {
+			return fmt.Errorf("train: final test embeddings: %w", err)
+		}
+		emb, unc, d, du = outs[0], outs[1], dims[0], dims[1]
+	} else {
+		var err error
+		if emb, d, err = r.eng.embedAll(r.split.test, nil, bs); err != nil {
+			return fmt.Errorf("train: final test embeddings: %w", err)
+		}
 	}
 	n := len(emb) / max(d, 1)
 	if err := npy.Write(filepath.Join(r.out, "test_embeddings.npy"), emb, n, d); err != nil {
 		return fmt.Errorf("train: %w", err)
+	}
+	if r.eng.embDual != nil {
+		if err := npy.Write(filepath.Join(r.out, TestUncertaintyFile), unc, n, du); err != nil {
+			return fmt.Errorf("train: %w", err)
+		}
 	}
 	labels := make([]int64, n)
 	testLabels := r.split.test.Labels()

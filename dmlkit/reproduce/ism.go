@@ -1,0 +1,75 @@
+package reproduce
+
+// Testing with the introspective similarity (seed 002 Table 8): the runner ranks the final test
+// embeddings a second time, by the ISM of the run's idml loss between the semantic and the
+// uncertainty embeddings the trainer kept (test_uncertainty.npy).
+
+import (
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+
+	"github.com/dmlkit/dmlkit/dmlkit/evaluate"
+	"github.com/dmlkit/dmlkit/dmlkit/npy"
+	"github.com/dmlkit/dmlkit/dmlkit/train"
+)
+
+// uncertaintyMetrics adds, when the run kept test uncertainty embeddings (model.dual_head):
+//
+//   - "unc/norm_test": the mean norm ‖u‖ of the raw uncertainty embeddings over the test split
+//     (seed 002 §4.5's uncertainty level of unseen images);
+//   - with eval.ism: "ism/R@k" for k in eval.ks (and 1), "ism/Recall@k", "ism/MAP@R",
+//     "ism/R-Precision", "ism/n_queries", "ism/n_skipped": self-retrieval ranked by the
+//     introspective similarity (evaluate.ISMRetrieval) with the idml loss's τ, γ, metric and
+//     code_metric, and the score eval.ism_form (default: C_IN for the proxyanchor and
+//     multisimilarity bases, D_IN for the others; train.EvalConfig.ISMFormFor); "ism/form_cos" is 1
+//     for the C_IN form, 0 for D_IN. The plain keys ("R@1", …) rank the same semantic embeddings by
+//     the cosine, so the two are paired within one run.
+func uncertaintyMetrics(cfg train.Config, dir string, emb []float32, n, d int, labels []int64, m map[string]float64) error {
+	path := filepath.Join(dir, train.TestUncertaintyFile)
+	if _, err := os.Stat(path); err != nil {
+		if cfg.Eval.ISM {
+			return fmt.Errorf("eval.ism: %w", err)
+		}
+		return nil
+	}
+	unc, shape, err := npy.ReadFloat32(path)
+	if err != nil {
+		return err
+	}
+	if len(shape) != 2 || shape[0] != n {
+		return fmt.Errorf("%s: shape %v, want [%d, U] (one row per test embedding)", path, shape, n)
+	}
+	du := shape[1]
+	sum := 0.0
+	for i := 0; i < n; i++ {
+		s := 0.0
+		for _, v := range unc[i*du : (i+1)*du] {
+			s += float64(v) * float64(v)
+		}
+		sum += math.Sqrt(s)
+	}
+	m["unc/norm_test"] = sum / float64(max(n, 1))
+	if !cfg.Eval.ISM {
+		return nil
+	}
+	ic, ok := cfg.IDMLLoss()
+	if !ok {
+		return fmt.Errorf("eval.ism: the run has no idml loss")
+	}
+	form := cfg.Eval.ISMFormFor(ic)
+	r, err := evaluate.ISMRetrieval(emb, unc, n, d, du, labels, evaluate.ISMOptions{
+		Tau: ic.Tau, Gamma: ic.Gamma, Metric: ic.Metric, CodeMetric: ic.CodeMetric, Form: form, K: protocolKs(cfg.Eval.Ks)})
+	if err != nil {
+		return fmt.Errorf("eval.ism: %w", err)
+	}
+	for k, v := range r {
+		m["ism/"+k] = v
+	}
+	m["ism/form_cos"] = 0
+	if form == "cos" {
+		m["ism/form_cos"] = 1
+	}
+	return nil
+}

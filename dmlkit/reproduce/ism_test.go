@@ -1,0 +1,93 @@
+package reproduce
+
+import (
+	"context"
+	"math"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/dmlkit/dmlkit/dmlkit/evaluate"
+	"github.com/dmlkit/dmlkit/dmlkit/experiments"
+	"github.com/dmlkit/dmlkit/dmlkit/npy"
+	"github.com/dmlkit/dmlkit/dmlkit/train"
+)
+
+// idmlRunConfig is a two-step IDML run on synth-reproduce-test (10 test classes × 6 = 60 images):
+// dual head 8 + 3, the idml loss (proxyanchor base, γ = 0.5) with mixup.
+func idmlRunConfig(eval map[string]any) map[string]any {
+	return map[string]any{
+		"seed":       3,
+		"data":       map[string]any{"name": "synth-reproduce-test"},
+		"model":      map[string]any{"channels": []any{4, 8}, "dim": 8, "dual_head": true, "unc_dim": 3},
+		"sampler":    map[string]any{"name": "m_per_class", "batch_size": 16, "m": 4},
+		"steps":      2,
+		"mixup":      map[string]any{"enabled": true},
+		"eval":       eval,
+		"checkpoint": map[string]any{"keep": 0},
+		"loss":       map[string]any{"name": "idml", "set": map[string]any{"base": "proxyanchor", "unc_dim": 3, "gamma": 0.5}},
+	}
+}
+
+// TestTrainRunnerISM: with model.dual_head the trainer keeps the test split's uncertainty
+// embeddings ([60, 3], rows as the semantic ones); eval.ism stores ism/… keys equal to
+// evaluate.ISMRetrieval on those files with the loss's τ (5), γ (0.5) and the proxyanchor base's
+// C_IN form, and unc/norm_test is the mean row norm recomputed here. eval.ism without the dual head
+// or without an idml loss is refused.
+func TestTrainRunnerISM(t *testing.T) {
+	t.Setenv("GOMLX_BACKEND", "go")
+	dir := t.TempDir()
+	cfg := idmlRunConfig(map[string]any{"ks": []any{1, 2}, "batch_size": 32, "ism": true})
+	out, err := TrainRunner(context.Background(), experiments.RunSpec{Config: cfg, Seed: 3, Dir: dir}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	emb, n, d, labels, err := finalEmbeddings(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	unc, shape, err := npy.ReadFloat32(filepath.Join(dir, train.TestUncertaintyFile))
+	if err != nil || len(shape) != 2 || shape[0] != 60 || shape[1] != 3 || n != 60 || d != 8 {
+		t.Fatalf("uncertainty %v (%v), embeddings [%d, %d]", shape, err, n, d)
+	}
+	want, err := evaluate.ISMRetrieval(emb, unc, n, d, 3, labels, evaluate.ISMOptions{Tau: 5, Gamma: 0.5, Form: "cos", K: []int{1, 2}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"R@1", "R@2", "MAP@R", "R-Precision"} {
+		if got, ok := out.Metrics["ism/"+k]; !ok || got != want[k] {
+			t.Errorf("ism/%s = %v (stored %v), want %v", k, got, ok, want[k])
+		}
+		if _, ok := out.Metrics[k]; !ok {
+			t.Errorf("%s (the cosine ranking) missing", k)
+		}
+	}
+	if out.Metrics["ism/form_cos"] != 1 {
+		t.Errorf("ism/form_cos = %v, want 1 (proxyanchor base)", out.Metrics["ism/form_cos"])
+	}
+	sum := 0.0
+	for i := 0; i < n; i++ {
+		a, b, c := float64(unc[3*i]), float64(unc[3*i+1]), float64(unc[3*i+2])
+		sum += math.Sqrt(a*a + b*b + c*c)
+	}
+	if got := out.Metrics["unc/norm_test"]; math.Abs(got-sum/60) > 1e-12 {
+		t.Errorf("unc/norm_test = %v, want %v", got, sum/60)
+	}
+
+	bad := idmlRunConfig(map[string]any{"ism": true})
+	bad["model"] = map[string]any{"channels": []any{4, 8}, "dim": 8}
+	bad["loss"] = map[string]any{"name": "proxyanchor"}
+	if err := ValidateTrainConfig(bad); err == nil || !strings.Contains(err.Error(), "eval.ism") || !strings.Contains(err.Error(), "dual_head") {
+		t.Errorf("eval.ism without the dual head: %v", err)
+	}
+	bad = idmlRunConfig(map[string]any{"ism": true})
+	bad["loss"] = map[string]any{"name": "pel"}
+	bad["model"] = map[string]any{"channels": []any{4, 8}, "dim": 8, "dual_head": true}
+	if err := ValidateTrainConfig(bad); err == nil || !strings.Contains(err.Error(), "idml loss") {
+		t.Errorf("eval.ism without an idml loss: %v", err)
+	}
+	bad = idmlRunConfig(map[string]any{"ism": true, "ism_form": "l2"})
+	if err := ValidateTrainConfig(bad); err == nil || !strings.Contains(err.Error(), "eval.ism_form") {
+		t.Errorf("eval.ism_form l2: %v", err)
+	}
+}
