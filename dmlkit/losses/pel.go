@@ -12,7 +12,7 @@ func init() {
 	Register(Entry{
 		Name:    "pel",
 		Paper:   "Oh et al., Modeling uncertainty with hedged instance embeddings (ICLR 2019); IDML's (seed 002) probabilistic-embedding baseline",
-		Summary: "probabilistic embeddings (μ, log σ²): Monte-Carlo match probability σ(−a·d + b), soft contrastive loss + KL regulariser",
+		Summary: "probabilistic embeddings (μ, log σ²): Monte-Carlo match probability σ(−a·d + b), soft contrastive loss + KL regulariser; or a base loss (proxyanchor, margin) on each draw",
 		New:     func() Loss { return DefaultPEL() },
 	})
 }
@@ -35,18 +35,56 @@ func init() {
 // a > 0 and b are learnable scalars of Inputs.Scope ("a", "b"), initialised to A and B, unless
 // FixedAB; without a Scope they are fixed. A term without pairs is 0.
 //
-// Defaults: K = 8 samples, β = 1e−4 (HIB's VIB weight), a = 1, b = 0 initially.
+// PEL on another loss (Base, seed 002 Table 3's PEL-MDW and PEL-PA: "we reproduced the
+// probabilistic embedding learning (PEL) framework [40] on each loss"). The paper gives no formula;
+// dmlkit applies the base loss to each Monte-Carlo draw of the batch and averages, keeping HIB's
+// sampling and KL regulariser:
+//
+//	L = (1/K) Σ_k L_base(z⁽ᵏ⁾, y) + β · mean_i KL(N(μ_i, σ_i²) ‖ N(0, I))
+//
+// with z⁽ᵏ⁾ = μ + σ ⊙ ε⁽ᵏ⁾ [B, D] as above. Base "proxyanchor" is [ProxyAnchorConfig] (margin δ =
+// Margin, scale α = Scale; its learnable proxies [NumClasses, D] are the variable "proxies" of
+// Inputs.Scope, shared by the K draws); "margin" is [MarginConfig] (α = PairMargin, β = PairBeta,
+// PairSampling "distance" draws negatives independently for each z⁽ᵏ⁾ from the Scope's RNG, or
+// "all"). Both L2-normalise z⁽ᵏ⁾ as their registry losses do, and accept label sets (mixup). The
+// soft contrastive match probability (a, b) is not used with a base. Base "" (default) or
+// "soft_contrastive" is HIB's loss above.
+//
+// Defaults: K = 8 samples, β = 1e−4 (HIB's VIB weight), a = 1, b = 0 initially; base
+// soft_contrastive; the bases' own defaults (ProxyAnchor δ = 0.1, α = 32; margin α = 0.2, β = 1.2,
+// distance-weighted sampling).
 type PELConfig struct {
-	Samples  int       `yaml:"samples" doc:"K: Monte-Carlo samples per embedding"`
-	KLWeight float64   `yaml:"kl_weight" doc:"β: weight of the KL(N(μ,σ²) || N(0,I)) regulariser"`
-	A        float64   `yaml:"a" doc:"initial (or fixed) scale a > 0 of the distance in the match probability"`
-	B        float64   `yaml:"b" doc:"initial (or fixed) offset b of the match probability"`
-	FixedAB  bool      `yaml:"fixed_ab" doc:"keep a and b fixed instead of learning them"`
-	Noise    []float64 `yaml:"-"` // tests: ε as [K·B·D] row-major (k, i, d) instead of the RNG
+	Samples  int     `yaml:"samples" doc:"K: Monte-Carlo samples per embedding"`
+	KLWeight float64 `yaml:"kl_weight" doc:"β: weight of the KL(N(μ,σ²) || N(0,I)) regulariser"`
+	A        float64 `yaml:"a" doc:"initial (or fixed) scale a > 0 of the distance in the match probability"`
+	B        float64 `yaml:"b" doc:"initial (or fixed) offset b of the match probability"`
+	FixedAB  bool    `yaml:"fixed_ab" doc:"keep a and b fixed instead of learning them"`
+	Base     string  `yaml:"base" doc:"loss on each Monte-Carlo draw: soft_contrastive (HIB, default), proxyanchor or margin (seed 002 Table 3)"`
+	Margin   float64 `yaml:"margin" doc:"proxyanchor base: margin δ"`
+	Scale    float64 `yaml:"scale" doc:"proxyanchor base: scale α"`
+	// Margin-base parameters: [MarginConfig]'s α, β and sampling.
+	PairMargin   float64   `yaml:"pair_margin" doc:"margin base: α of the margin loss"`
+	PairBeta     float64   `yaml:"pair_beta" doc:"margin base: boundary β of the margin loss"`
+	PairSampling string    `yaml:"pair_sampling" doc:"margin base: distance (distance-weighted negatives) or all"`
+	Noise        []float64 `yaml:"-"` // tests: ε as [K·B·D] row-major (k, i, d) instead of the RNG
 }
 
-// DefaultPEL returns HIB's defaults.
-func DefaultPEL() *PELConfig { return &PELConfig{Samples: 8, KLWeight: 1e-4, A: 1, B: 0} }
+// DefaultPEL returns HIB's defaults (and the bases' defaults).
+func DefaultPEL() *PELConfig {
+	return &PELConfig{Samples: 8, KLWeight: 1e-4, A: 1, B: 0, Base: "soft_contrastive", Margin: 0.1, Scale: 32,
+		PairMargin: 0.2, PairBeta: 1.2, PairSampling: "distance"}
+}
+
+// pelBase returns the base loss applied to each draw, or nil for HIB's soft contrastive loss.
+func (c *PELConfig) pelBase() Loss {
+	switch c.Base {
+	case "proxyanchor":
+		return &ProxyAnchorConfig{Margin: c.Margin, Alpha: c.Scale}
+	case "margin":
+		return &MarginConfig{Margin: c.PairMargin, Beta: c.PairBeta, Sampling: c.PairSampling, Cutoff: 0.5, NonzeroLossCutoff: 1.4}
+	}
+	return nil
+}
 
 // Name implements Loss.
 func (c *PELConfig) Name() string { return "pel" }
@@ -61,6 +99,17 @@ func (c *PELConfig) Validate() error {
 	}
 	if c.KLWeight < 0 {
 		return fmt.Errorf("kl_weight %g: must be ≥ 0", c.KLWeight)
+	}
+	switch c.Base {
+	case "", "soft_contrastive":
+	case "proxyanchor", "margin":
+		if v, ok := c.pelBase().(Validator); ok {
+			if err := v.Validate(); err != nil {
+				return fmt.Errorf("base %s: %w", c.Base, err)
+			}
+		}
+	default:
+		return fmt.Errorf("base %q: want soft_contrastive, proxyanchor or margin", c.Base)
 	}
 	return nil
 }
@@ -94,6 +143,19 @@ func (c *PELConfig) Build(in Inputs) *Node {
 	}
 	sigma := Exp(MulScalar(logVar, 0.5))
 	z := Add(InsertAxes(mu, 0), Mul(InsertAxes(sigma, 0), eps)) // [K, B, D]
+	if base := c.pelBase(); base != nil {
+		var sum *Node
+		for s := 0; s < k; s++ {
+			zs := Reshape(Slice(z, AxisElem(s), AxisRange(), AxisRange()), b, d)
+			l := base.Build(Inputs{Emb: zs, Labels: in.Labels, Scope: in.Scope, NumClasses: in.NumClasses, ClassBound: in.ClassBound})
+			if sum == nil {
+				sum = l
+			} else {
+				sum = Add(sum, l)
+			}
+		}
+		return c.pelWithKL(DivScalar(sum, float64(k)), mu, logVar)
+	}
 	flat := Reshape(z, k*b, d)
 	dist := Reshape(Distances(flat, flat), k, b, k, b)
 	a, off := c.pelScalars(in, dt)
@@ -103,11 +165,16 @@ func (c *PELConfig) Build(in Inputs) *Node {
 	tiny := ScalarLike(p, 1e-30)
 	pos, neg := PairMasks(in)
 	lpair := Add(MaskedMean(Neg(Log(Max(p, tiny))), pos), MaskedMean(Neg(Log(Max(q, tiny))), neg))
+	return c.pelWithKL(lpair, mu, logVar)
+}
+
+// pelWithKL returns l + β · mean_i KL(N(μ_i, σ_i²) ‖ N(0, I)) (l alone when β = 0).
+func (c *PELConfig) pelWithKL(l, mu, logVar *Node) *Node {
 	if c.KLWeight == 0 {
-		return lpair
+		return l
 	}
 	kl := MulScalar(ReduceSum(Sub(Add(Exp(logVar), Square(mu)), AddScalar(logVar, 1)), 1), 0.5)
-	return Add(lpair, MulScalar(ReduceAllMean(kl), c.KLWeight))
+	return Add(l, MulScalar(ReduceAllMean(kl), c.KLWeight))
 }
 
 // pelScalars returns a and b: scope variables initialised to A and B, or constants.
