@@ -46,6 +46,9 @@ func DefaultArcFace() *ArcFaceConfig { return &ArcFaceConfig{Margin: 0.5, Scale:
 // Name implements Loss.
 func (c *ArcFaceConfig) Name() string { return "arcface" }
 
+// ClassWeights implements Classifier.
+func (c *ArcFaceConfig) ClassWeights() string { return "weights" }
+
 // Validate implements Validator.
 func (c *ArcFaceConfig) Validate() error {
 	if c.Margin < 0 {
@@ -82,6 +85,9 @@ func DefaultCosFace() *CosFaceConfig { return &CosFaceConfig{Margin: 0.35, Scale
 
 // Name implements Loss.
 func (c *CosFaceConfig) Name() string { return "cosface" }
+
+// ClassWeights implements Classifier.
+func (c *CosFaceConfig) ClassWeights() string { return "weights" }
 
 // Validate implements Validator.
 func (c *CosFaceConfig) Validate() error {

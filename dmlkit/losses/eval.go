@@ -26,6 +26,8 @@ type EvalOptions struct {
 	Seed       int64        // seeds the initialisation of learnable parameters (proxies)
 	Store      *model.Store // optional store holding learnable parameters; a fresh one if nil
 	ClassBound int          // Inputs.ClassBound: the sampler's bound on samples per label (0 = none)
+	// LabelWeights are Inputs.LabelWeights, [b·setSize] row-major (label sets only; nil: none).
+	LabelWeights []float64
 }
 
 // Evaluate computes loss l on embeddings emb ([b, d] row-major) with labels ([b], or [b, s] label
@@ -44,6 +46,9 @@ func Evaluate(backend compute.Backend, l Loss, emb []float64, b, d int, labels [
 	if err := CheckLabels(labels, setSize, opt.NumClasses); err != nil {
 		return res, err
 	}
+	if opt.LabelWeights != nil && (setSize == 1 || len(opt.LabelWeights) != b*setSize) {
+		return res, fmt.Errorf("losses: label weights: %d values, want %d (label sets of %d rows × %d slots)", len(opt.LabelWeights), b*setSize, b, setSize)
+	}
 	store, err := evalStore(opt.Store, opt.Seed)
 	if err != nil {
 		return res, err
@@ -51,7 +56,11 @@ func Evaluate(backend compute.Backend, l Loss, emb []float64, b, d int, labels [
 	defer recoverLossPanic(l, &err)
 	embT, labT := evalTensors(emb, b, d, labels, setSize, opt.DType)
 	exec, err := model.NewExec(backend, store, func(scope *model.Scope, e, y *graph.Node) []*graph.Node {
-		loss := l.Build(Inputs{Emb: e, Labels: y, Scope: scope.In("loss"), NumClasses: opt.NumClasses, ClassBound: opt.ClassBound})
+		in := Inputs{Emb: e, Labels: y, Scope: scope.In("loss"), NumClasses: opt.NumClasses, ClassBound: opt.ClassBound}
+		if opt.LabelWeights != nil {
+			in.LabelWeights = graph.Reshape(graph.ConvertDType(graph.Const(e.Graph(), opt.LabelWeights), e.DType()), b, setSize)
+		}
+		loss := l.Build(in)
 		if loss.Rank() != 0 {
 			panic(fmt.Sprintf("loss returned shape %s, want a scalar", loss.Shape()))
 		}

@@ -157,6 +157,18 @@ func DefaultIDML() *IDMLConfig {
 // Name implements Loss.
 func (c *IDMLConfig) Name() string { return "idml" }
 
+// UncSplit implements UncertaintySplitter: the loss splits [B, D + UncDim] (0: halves).
+func (c *IDMLConfig) UncSplit() (int, bool) { return c.UncDim, true }
+
+// ClassWeights implements Classifier for the proxy bases (proxyanchor, proxynca): their proxies
+// are the class weights; "" for the pair bases.
+func (c *IDMLConfig) ClassWeights() string {
+	if c.Base == "proxyanchor" || c.Base == "proxynca" {
+		return "proxies"
+	}
+	return ""
+}
+
 // idmlBases lists the accepted bases, for errors.
 const idmlBases = "proxyanchor, margin, contrastive, triplet, proxynca, multisimilarity or fastap"
 

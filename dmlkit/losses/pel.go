@@ -147,7 +147,7 @@ func (c *PELConfig) Build(in Inputs) *Node {
 		var sum *Node
 		for s := 0; s < k; s++ {
 			zs := Reshape(Slice(z, AxisElem(s), AxisRange(), AxisRange()), b, d)
-			l := base.Build(Inputs{Emb: zs, Labels: in.Labels, Scope: in.Scope, NumClasses: in.NumClasses, ClassBound: in.ClassBound})
+			l := base.Build(Inputs{Emb: zs, Labels: in.Labels, Scope: in.Scope, NumClasses: in.NumClasses, ClassBound: in.ClassBound, LabelWeights: in.LabelWeights})
 			if sum == nil {
 				sum = l
 			} else {

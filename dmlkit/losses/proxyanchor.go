@@ -41,6 +41,9 @@ func DefaultProxyAnchor() *ProxyAnchorConfig { return &ProxyAnchorConfig{Margin:
 // Name implements Loss.
 func (c *ProxyAnchorConfig) Name() string { return "proxyanchor" }
 
+// ClassWeights implements Classifier: the proxies.
+func (c *ProxyAnchorConfig) ClassWeights() string { return "proxies" }
+
 // Validate implements Validator.
 func (c *ProxyAnchorConfig) Validate() error {
 	if c.Alpha <= 0 {

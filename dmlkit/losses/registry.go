@@ -40,6 +40,9 @@ import (
 //     stateless losses.
 //   - NumClasses: number of training classes, for proxy-based losses.
 //   - ClassBound: the batch sampler's bound on samples per label (0 = none known).
+//   - LabelWeights: optional [B, S] weights of the slots of [B, S] label sets (mixup's λ and 1 − λ,
+//     cutmix's area ratio; an empty slot's weight is ignored), for losses with soft targets
+//     (normsoftmax); nil: none given. Losses that compare label sets as sets ignore it.
 type Inputs struct {
 	Emb, Labels       *graph.Node
 	RefEmb, RefLabels *graph.Node
@@ -50,6 +53,8 @@ type Inputs struct {
 	// sampler guarantees (M of the m_per_class and hierarchical samplers; 0 = none known). Losses
 	// whose cost grows with it (rsk's [B, c−1, B] rank tensor) use it where their own bound is unset.
 	ClassBound int
+	// LabelWeights are the [B, S] slot weights of label sets (nil: none).
+	LabelWeights *graph.Node
 }
 
 // Loss is a configured loss function. Implementations are pointer-to-config types.
@@ -73,6 +78,21 @@ type Diagnostic struct {
 // the same graph. Names are unique; a combination of losses prefixes those of its terms.
 type Diagnoser interface {
 	BuildDiagnosed(in Inputs) (*graph.Node, []Diagnostic)
+}
+
+// Classifier is implemented by losses that learn one weight vector per training class
+// ([NumClasses, D] in Inputs.Scope): ClassWeights returns the variable's name ("" when this
+// configuration has none). The trainer's closed-set classification (eval.classify) scores each
+// embedding against these rows by cosine.
+type Classifier interface {
+	ClassWeights() string
+}
+
+// UncertaintySplitter is implemented by losses that read [B, D + U] = concat(semantic,
+// uncertainty) embeddings (IDML's two heads): UncSplit returns U (0: halves) and whether this
+// configuration splits at all. The trainer checks U against the model's uncertainty head.
+type UncertaintySplitter interface {
+	UncSplit() (u int, ok bool)
 }
 
 // Validator is implemented by configs that can check their hyperparameters.

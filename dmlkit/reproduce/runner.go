@@ -310,7 +310,7 @@ func bestOverTraining(series map[string][]float64, dst map[string]float64) {
 
 // higherIsBetter reports whether a retrieval or clustering metric improves upwards.
 func higherIsBetter(metric string) bool {
-	for _, p := range []string{"R@", "Recall@", "MAP@R", "R-Precision", "mAP", "NMI", "AMI", "P@"} {
+	for _, p := range []string{"R@", "Recall@", "MAP@R", "R-Precision", "mAP", "NMI", "AMI", "P@", "acc@"} {
 		if strings.HasPrefix(metric, p) {
 			return true
 		}

@@ -145,6 +145,13 @@ type EvalConfig struct {
 	// distance bases), "" the form of the loss's base. Needs model.dual_head and an idml loss.
 	ISM     bool   `yaml:"ism" doc:"after training, also retrieval ranked by the introspective similarity (seed 002 Table 8; needs model.dual_head and the idml loss)"`
 	ISMForm string `yaml:"ism_form" doc:"score of eval.ism: cos (C_IN), dist (D_IN) or empty (the idml base's form)"`
+	// Classify adds closed-set classification accuracy at every evaluation: each test (and, with
+	// eval.train, training) image's embedding is scored by cosine against the class weights of the
+	// loss (losses.Classifier: normsoftmax, proxyanchor, arcface, cosface, idml with a proxy base;
+	// evaluate.Classification), giving "acc@1" and "acc@5" (seed 002 Table 2's stand-in). The
+	// evaluated labels must be training classes: a closed split (e.g. fashion-mnist with
+	// data.options.closed: true) and no data.val_classes.
+	Classify bool `yaml:"classify" doc:"also top-1/top-5 accuracy against the loss's class weights (closed split): acc@1, acc@5"`
 }
 
 // IDMLLoss returns the configuration of the run's idml loss (the loss, or the first idml term of
@@ -244,9 +251,16 @@ type MultistageConfig struct {
 // MixupConfig is image-level mixup (IDML, seed 002): for each batch a second copy is mixed with a
 // random permutation of itself, x̃ = λx_i + (1−λ)x_π(i), λ ~ Beta(α, α), and carries the label set
 // {y_i, y_π(i)}; originals carry {y_i}.
+//
+// Mode "cutmix" (Yun et al. 2019, seed 002 Table 2) pastes instead one box of x_π(i) into x_i (the
+// same box for the whole batch, as the official code): its side ratio is sqrt(1 − λ), its centre
+// uniform in the image, clipped at the borders, and the set's weights are the realised areas
+// (λ' = 1 − box area / image area). The set weights (λ, 1 − λ) reach the loss as
+// losses.Inputs.LabelWeights (soft targets of normsoftmax; set losses ignore them).
 type MixupConfig struct {
 	Enabled bool    `yaml:"enabled"`
 	Alpha   float64 `yaml:"alpha" doc:"Beta(α, α) parameter (IDML: 1)"`
+	Mode    string  `yaml:"mode" doc:"mixup (default: pixel-wise blend) or cutmix (a pasted box)"`
 }
 
 // Default returns a configuration that trains the small CNN on Omniglot with the contrastive
@@ -312,12 +326,14 @@ func (c *Config) Validate() error {
 		return err
 	}
 	for _, t := range terms {
-		// The idml loss splits its input [B, Dim + UncWidth] at the uncertainty width it is told
-		// (unc_dim; 0 = halves): it must agree with the model's heads.
-		if ic, ok := t.loss.(*losses.IDMLConfig); ok && c.Model.DualHead {
-			if w := c.Model.UncWidth(); !(ic.UncDim == w || (ic.UncDim == 0 && w == c.Model.Dim)) {
-				return fmt.Errorf("loss.set.unc_dim: %d, but the model's uncertainty head has width %d (model.unc_dim %d, model.dim %d): set loss.set.unc_dim: %d",
-					ic.UncDim, w, c.Model.UncDim, c.Model.Dim, w)
+		// The idml loss (and normsoftmax with ism) splits its input [B, Dim + UncWidth] at the
+		// uncertainty width it is told (unc_dim; 0 = halves): it must agree with the model's heads.
+		if us, ok := t.loss.(losses.UncertaintySplitter); ok && c.Model.DualHead {
+			if u, splits := us.UncSplit(); splits {
+				if w := c.Model.UncWidth(); !(u == w || (u == 0 && w == c.Model.Dim)) {
+					return fmt.Errorf("loss.set.unc_dim: %d, but the model's uncertainty head has width %d (model.unc_dim %d, model.dim %d): set loss.set.unc_dim: %d",
+						u, w, c.Model.UncDim, c.Model.Dim, w)
+				}
 			}
 		}
 	}
@@ -377,6 +393,19 @@ func (c *Config) Validate() error {
 	if f := c.Eval.ISMForm; f != "" && f != "cos" && f != "dist" {
 		return fmt.Errorf("eval.ism_form: %q: want cos, dist or empty (the idml base's form)", f)
 	}
+	if c.Eval.Classify {
+		if classifierVariable(terms) == "" {
+			return fmt.Errorf("eval.classify: the loss has no class weights (want a classifier loss: normsoftmax, proxyanchor, arcface, cosface, or idml with a proxy base)")
+		}
+		if c.Data.ValClasses > 0 {
+			return fmt.Errorf("eval.classify: data.val_classes %g holds out classes the classifier never learns: classification needs a closed split", c.Data.ValClasses)
+		}
+	}
+	if m := c.Mixup.Mode; m != "" && m != "mixup" && m != "cutmix" {
+		return fmt.Errorf("mixup.mode: %q: want mixup or cutmix", m)
+	} else if m == "cutmix" && c.Model.Backbone == "features" {
+		return fmt.Errorf("mixup.mode: cutmix pastes an image box; model.backbone features has no image")
+	}
 	if c.Log.EverySteps < 0 {
 		return fmt.Errorf("log.every_steps: %d: want ≥ 0", c.Log.EverySteps)
 	}
@@ -400,6 +429,23 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("mixup.alpha: %g: want > 0", c.Mixup.Alpha)
 	}
 	return nil
+}
+
+// classifierVariable returns the store path of the class weights of the first loss term that is
+// a losses.Classifier with weights ("/loss/<name>", or "/loss/term_<i>/<name>" with several
+// terms), or "".
+func classifierVariable(terms []weightedLoss) string {
+	for i, t := range terms {
+		cl, ok := t.loss.(losses.Classifier)
+		if !ok || cl.ClassWeights() == "" {
+			continue
+		}
+		if len(terms) > 1 {
+			return fmt.Sprintf("/%s/term_%d/%s", lossScope, i, cl.ClassWeights())
+		}
+		return "/" + lossScope + "/" + cl.ClassWeights()
+	}
+	return ""
 }
 
 // weightedLoss is one configured term of the loss.

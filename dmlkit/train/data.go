@@ -461,3 +461,55 @@ func Mixup(r *rand.Rand, alpha float64, pix []float32, labels []int64, size int)
 	}
 	return out, sets, lam
 }
+
+// CutMix is [Mixup] with Yun et al.'s (2019) box instead of the pixel blend: the n mixed images
+// are x_i with one box replaced by the same box of x_π(i). One λ ~ Beta(α, α) per batch; the box
+// (the same for the whole batch, as the official code) has sides ⌊H·sqrt(1 − λ)⌋ × ⌊W·sqrt(1 − λ)⌋
+// around a centre drawn uniformly over the image, clipped at the borders. It returns the images
+// ([2n, h·w·c], pix is [n, h, w, c] row-major), the label sets [2n, 2] as Mixup's, and the
+// realised λ' = 1 − box area / (H·W), the weight of y_i (1 − λ' that of y_π(i)).
+func CutMix(r *rand.Rand, alpha float64, pix []float32, labels []int64, h, w, c int) ([]float32, []int64, float64) {
+	n := len(labels)
+	size := h * w * c
+	lam := betaSample(r, alpha)
+	perm := r.Perm(n)
+	cut := math.Sqrt(1 - lam)
+	ch, cw := int(float64(h)*cut), int(float64(w)*cut)
+	cy, cx := r.IntN(h), r.IntN(w)
+	y0, y1 := max(cy-ch/2, 0), min(cy+ch/2, h)
+	x0, x1 := max(cx-cw/2, 0), min(cx+cw/2, w)
+	out := make([]float32, 2*n*size)
+	copy(out, pix)
+	sets := make([]int64, 4*n)
+	for i := 0; i < n; i++ {
+		d := out[(n+i)*size : (n+i+1)*size]
+		copy(d, pix[i*size:(i+1)*size])
+		b := pix[perm[i]*size : (perm[i]+1)*size]
+		for y := y0; y < y1; y++ {
+			copy(d[(y*w+x0)*c:(y*w+x1)*c], b[(y*w+x0)*c:(y*w+x1)*c])
+		}
+		sets[2*i], sets[2*i+1] = labels[i], -1
+		sets[2*(n+i)], sets[2*(n+i)+1] = labels[i], labels[perm[i]]
+		if labels[perm[i]] == labels[i] {
+			sets[2*(n+i)+1] = -1
+		}
+	}
+	return out, sets, 1 - float64((y1-y0)*(x1-x0))/float64(h*w)
+}
+
+// MixWeights returns the [2n, 2] slot weights of the label sets Mixup and CutMix return for a
+// batch of n originals mixed with weight lam: (1, 0) for an original, (λ, 1 − λ) for a mixed image,
+// and (1, 0) for a mix of two images of one class (its set holds the class once).
+func MixWeights(sets []int64, lam float64) []float32 {
+	wts := make([]float32, len(sets))
+	n := len(sets) / 4
+	for i := 0; i < 2*n; i++ {
+		switch {
+		case i < n || sets[2*i+1] < 0:
+			wts[2*i] = 1
+		default:
+			wts[2*i], wts[2*i+1] = float32(lam), float32(1-lam)
+		}
+	}
+	return wts
+}

@@ -87,6 +87,8 @@ func newEngine(cfg *Config, b compute.Backend, store *model.Store, nClasses, h, 
 			return model.NewExec(b, store, f)
 		case func(*model.Scope, *Node, *Node, *Node, *Node) []*Node:
 			return model.NewExec(b, store, f)
+		case func(*model.Scope, *Node, *Node, *Node, *Node, *Node) []*Node:
+			return model.NewExec(b, store, f)
 		}
 		panic(fmt.Sprintf("train: unexpected graph function %T", fn))
 	}
@@ -98,9 +100,12 @@ func newEngine(cfg *Config, b compute.Backend, store *model.Store, nClasses, h, 
 		return ex
 	}
 	e.diagnosing = cfg.Log.EverySteps > 0 && cfg.Multistage.Chunk == 0 && hasDiagnostics(terms)
-	if e.diagnosing {
+	switch {
+	case cfg.Mixup.Enabled:
+		e.step = add(mk(e.stepMixGraph))
+	case e.diagnosing:
 		e.step = add(mk(e.stepDiagGraph))
-	} else {
+	default:
 		e.step = add(mk(e.stepGraph))
 	}
 	e.grads = add(mk(e.gradsGraph))
@@ -135,7 +140,7 @@ func (e *engine) classBound(labelRank int) int {
 
 // buildLoss returns Σ wᵢ·Lᵢ(emb, labels).
 func (e *engine) buildLoss(scope *model.Scope, emb, labels *Node) *Node {
-	loss, _ := e.buildLossDiag(scope, emb, labels, false)
+	loss, _ := e.buildLossDiag(scope, emb, labels, nil, false)
 	return loss
 }
 
@@ -153,8 +158,9 @@ func hasDiagnostics(terms []weightedLoss) bool {
 // single term as it names them; with several terms (loss.terms) each weighted term wᵢ·Lᵢ as
 // "loss/<name>" and the diagnostics of the terms that are Diagnosers as "<name>/<diagnostic>",
 // the name being "<index>_<name>" for a loss used in several terms (as losses.ComboConfig does).
-// The loss node is built by the same operations either way.
-func (e *engine) buildLossDiag(scope *model.Scope, emb, labels *Node, diag bool) (*Node, []losses.Diagnostic) {
+// The loss node is built by the same operations either way. weights, when not nil, are the
+// [B, S] slot weights of the label sets (losses.Inputs.LabelWeights: mixup, cutmix).
+func (e *engine) buildLossDiag(scope *model.Scope, emb, labels, weights *Node, diag bool) (*Node, []losses.Diagnostic) {
 	var total *Node
 	var diags []losses.Diagnostic
 	seen := map[string]int{}
@@ -166,7 +172,7 @@ func (e *engine) buildLossDiag(scope *model.Scope, emb, labels *Node, diag bool)
 		if len(e.terms) > 1 {
 			ls = ls.At("term_%d", i)
 		}
-		in := losses.Inputs{Emb: emb, Labels: labels, Scope: ls, NumClasses: e.nClass, ClassBound: e.classBound(labels.Rank())}
+		in := losses.Inputs{Emb: emb, Labels: labels, Scope: ls, NumClasses: e.nClass, ClassBound: e.classBound(labels.Rank()), LabelWeights: weights}
 		var l *Node
 		var ds []losses.Diagnostic
 		if d, ok := t.loss.(losses.Diagnoser); ok && diag {
@@ -218,15 +224,16 @@ func (e *engine) lossAndGrads(scope *model.Scope, x, y *Node) (*Node, []*model.V
 
 // lossEmbAndGrads is lossAndGrads that also returns the batch's loss embeddings.
 func (e *engine) lossEmbAndGrads(scope *model.Scope, x, y *Node) (*Node, *Node, []*model.Variable, []*Node) {
-	loss, emb, vs, grads, _ := e.lossEmbGradsDiag(scope, x, y, false)
+	loss, emb, vs, grads, _ := e.lossEmbGradsDiag(scope, x, y, nil, false)
 	return loss, emb, vs, grads
 }
 
 // lossEmbGradsDiag is lossEmbAndGrads that, when diag, also returns the loss's diagnostics
-// (buildLossDiag); nothing the gradients depend on changes.
-func (e *engine) lossEmbGradsDiag(scope *model.Scope, x, y *Node, diag bool) (*Node, *Node, []*model.Variable, []*Node, []losses.Diagnostic) {
+// (buildLossDiag); nothing the gradients depend on changes. w are the label sets' slot weights
+// (nil: none).
+func (e *engine) lossEmbGradsDiag(scope *model.Scope, x, y, w *Node, diag bool) (*Node, *Node, []*model.Variable, []*Node, []losses.Diagnostic) {
 	out := models.Build(scope.At(modelScope), e.cfg.Model, x, models.Mode{Train: true})
-	loss, diags := e.buildLossDiag(scope, out.LossEmb, y, diag)
+	loss, diags := e.buildLossDiag(scope, out.LossEmb, y, w, diag)
 	vs := e.trainableInGraph(loss.Graph(), "/")
 	nodes := make([]*Node, len(vs))
 	for i, v := range vs {
@@ -256,8 +263,21 @@ func (e *engine) stepGraph(scope *model.Scope, x, y, lr, t *Node) (*Node, *Node)
 // compiled instead of stepGraph only when log.every_steps > 0 and the loss has diagnostics, and
 // records their names in e.diagNames.
 func (e *engine) stepDiagGraph(scope *model.Scope, x, y, lr, t *Node) []*Node {
+	return e.stepOutputs(scope, x, y, nil, lr, t, true)
+}
+
+// stepMixGraph is the step of a mixup or cutmix batch: the label sets y [B, 2] come with their slot
+// weights w [B, 2] (losses.Inputs.LabelWeights), and the loss's diagnostics follow the loss and the
+// finiteness output when the engine is diagnosing (as stepDiagGraph).
+func (e *engine) stepMixGraph(scope *model.Scope, x, y, w, lr, t *Node) []*Node {
+	return e.stepOutputs(scope, x, y, w, lr, t, e.diagnosing)
+}
+
+// stepOutputs builds one optimiser step and returns the loss, 0·Σ emb and, when diag, the loss's
+// diagnostics, recording their names in e.diagNames.
+func (e *engine) stepOutputs(scope *model.Scope, x, y, w, lr, t *Node, diag bool) []*Node {
 	liveVariables(scope, x.Graph())
-	loss, emb, vs, grads, diags := e.lossEmbGradsDiag(scope, x, y, true)
+	loss, emb, vs, grads, diags := e.lossEmbGradsDiag(scope, x, y, w, diag)
 	applyUpdates(e.store, &e.cfg.Optimizer, vs, grads, lr, t)
 	outs := []*Node{loss, ReduceAllSum(MulScalar(emb, 0))}
 	names := make([]string, 0, len(diags))
@@ -410,6 +430,15 @@ func (e *engine) imageTensor(pix []float32, n int) *tensors.Tensor {
 
 // trainStep runs one optimiser step (direct or multistage) and returns the loss.
 func (e *engine) trainStep(pix []float32, n int, labels []int64, setSize int, lr float64, step int) (float64, error) {
+	return e.trainStepWeighted(pix, n, labels, nil, setSize, lr, step)
+}
+
+// trainStepWeighted is trainStep with the label sets' slot weights ([n·setSize], mixup and cutmix
+// batches: required then, nil otherwise).
+func (e *engine) trainStepWeighted(pix []float32, n int, labels []int64, weights []float32, setSize int, lr float64, step int) (float64, error) {
+	if e.cfg.Mixup.Enabled != (weights != nil) {
+		return 0, fmt.Errorf("train: label weights given %v with mixup.enabled %v", weights != nil, e.cfg.Mixup.Enabled)
+	}
 	x := e.imageTensor(pix, n)
 	var y *tensors.Tensor
 	if setSize > 1 {
@@ -422,7 +451,13 @@ func (e *engine) trainStep(pix []float32, n int, labels []int64, setSize int, lr
 	if e.cfg.Multistage.Chunk > 0 {
 		return e.multistageStep(pix, n, y, lrT, tT)
 	}
-	out, err := e.step.Call(x, y, lrT, tT)
+	var out []*tensors.Tensor
+	var err error
+	if weights != nil {
+		out, err = e.step.Call(x, y, tensors.FromFlatDataAndDimensions(weights, n, setSize), lrT, tT)
+	} else {
+		out, err = e.step.Call(x, y, lrT, tT)
+	}
 	if err != nil {
 		return 0, err
 	}

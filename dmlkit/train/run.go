@@ -15,9 +15,12 @@ import (
 	"time"
 
 	"github.com/dmlkit/dmlkit/dmlkit/backend"
+	"github.com/dmlkit/dmlkit/dmlkit/evaluate"
 	"github.com/dmlkit/dmlkit/dmlkit/metrics"
 	"github.com/dmlkit/dmlkit/dmlkit/npy"
 	"github.com/gomlx/compute"
+	"github.com/gomlx/compute/dtypes"
+	"github.com/gomlx/gomlx/core/tensors"
 	"github.com/gomlx/gomlx/ml/model"
 )
 
@@ -324,9 +327,16 @@ func (r *runner) loop(ctx context.Context, sampler *Sampler) error {
 					labels[i] = r.classIndex[trLabels[j]]
 				}
 			}
+			var weights []float32
 			if cfg.Mixup.Enabled {
 				mr := rand.New(rand.NewPCG(uint64(cfg.Seed), 0x3c0000000^uint64(r.st.Step)))
-				pix, labels, _ = Mixup(mr, cfg.Mixup.Alpha, pix, labels, size)
+				var lam float64
+				if cfg.Mixup.Mode == "cutmix" {
+					pix, labels, lam = CutMix(mr, cfg.Mixup.Alpha, pix, labels, h, w, c)
+				} else {
+					pix, labels, lam = Mixup(mr, cfg.Mixup.Alpha, pix, labels, size)
+				}
+				weights = MixWeights(labels, lam)
 				n *= 2
 			}
 			lr := cfg.Optimizer.LR * cfg.Schedule.Factor(r.st.Step, r.spe, float64(r.total)/float64(r.spe))
@@ -336,7 +346,7 @@ func (r *runner) loop(ctx context.Context, sampler *Sampler) error {
 				r.firstLabels = labels
 			}
 			tStep := time.Now()
-			loss, err := r.eng.trainStep(pix, n, labels, setSize, lr, r.st.Step)
+			loss, err := r.eng.trainStepWeighted(pix, n, labels, weights, setSize, lr, r.st.Step)
 			if err != nil {
 				return fmt.Errorf("train: step %d: %w", r.st.Step, err)
 			}
@@ -454,6 +464,13 @@ func (r *runner) evaluate() error {
 		if err != nil {
 			return fmt.Errorf("train: evaluating %s set: %w", set.name, err)
 		}
+		if cfg.Eval.Classify && set.name != "val" {
+			acc, err := r.classify(emb, n, d, labels)
+			if err != nil {
+				return fmt.Errorf("train: eval.classify: %s set: %w", set.name, err)
+			}
+			maps.Copy(m, acc)
+		}
 		for k, v := range m {
 			all[set.name+"/"+k] = v
 		}
@@ -488,6 +505,47 @@ func (r *runner) evaluate() error {
 		r.opt.Progress(Progress{Phase: "eval", Step: r.st.Step, TotalSteps: r.total, Epoch: r.st.Epoch, Epochs: r.epochs, Metrics: all})
 	}
 	return nil
+}
+
+// classify scores the embeddings emb [n, d] with their dataset labels against the class weights of
+// the loss (eval.classify): "acc@1", "acc@5" (evaluate.Classification). A label that is not a
+// training class is an error: classification needs a closed split.
+func (r *runner) classify(emb []float32, n, d int, labels []int64) (map[string]float64, error) {
+	path := classifierVariable(r.eng.terms)
+	v := r.eng.store.GetVariable(path)
+	if v == nil {
+		return nil, fmt.Errorf("the loss's class weights %s do not exist yet", path)
+	}
+	t, err := v.Value()
+	if err != nil {
+		return nil, fmt.Errorf("class weights %s: %w", path, err)
+	}
+	if t.Rank() != 2 || t.Shape().Dim(1) != d {
+		return nil, fmt.Errorf("class weights %s have shape %s, want [classes, %d] (the evaluated embedding's width)", path, t.Shape(), d)
+	}
+	var w []float32
+	switch t.DType() {
+	case dtypes.Float32:
+		w = tensors.MustCopyFlatData[float32](t)
+	case dtypes.Float64:
+		for _, x := range tensors.MustCopyFlatData[float64](t) {
+			w = append(w, float32(x))
+		}
+	default:
+		return nil, fmt.Errorf("class weights %s have dtype %s", path, t.DType())
+	}
+	idx := make([]int64, n)
+	for i, l := range labels {
+		idx[i] = l
+		if r.classIndex != nil {
+			c, ok := r.classIndex[int32(l)]
+			if !ok {
+				return nil, fmt.Errorf("row %d has label %d, not a training class: classification needs a closed split (e.g. data.options.closed: true)", i, l)
+			}
+			idx[i] = c
+		}
+	}
+	return evaluate.Classification(emb, n, d, w, t.Shape().Dim(0), idx, evaluate.DefaultAccK)
 }
 
 // finish writes the final test embeddings and fills the result.
