@@ -332,10 +332,11 @@ func sweep(spec *experiments.Spec, o *sweepFlags, stdout, stderr io.Writer) (*ex
 	return sum, err
 }
 
-// printPending lists the sweep points that wait for a tuning step's selection.
+// printPending lists the sweep points that wait for a tuning step's selection or for the stored
+// run they start from (model.init_from: run:…); the reason says which.
 func printPending(p []experiments.Pending, w io.Writer) {
 	for _, x := range p {
-		fmt.Fprintf(w, "pending: %s (%s; run again once those tuning runs are stored)\n", x.Point, x.Reason)
+		fmt.Fprintf(w, "pending: %s (%s; run again once those runs are stored)\n", x.Point, x.Reason)
 	}
 }
 
