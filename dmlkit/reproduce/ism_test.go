@@ -33,11 +33,12 @@ func idmlRunConfig(eval map[string]any) map[string]any {
 // embeddings ([60, 3], rows as the semantic ones); eval.ism stores ism/… keys equal to
 // evaluate.ISMRetrieval on those files with the loss's τ (5), γ (0.5) and the proxyanchor base's
 // C_IN form, and unc/norm_test is the mean row norm recomputed here. eval.ism without the dual head
-// or without an idml loss is refused.
+// or without an idml loss is refused. eval.skip_opis leaves the runner's OPIS out; without it
+// (and without eval.ism) OPIS is stored and the ism/ keys are not.
 func TestTrainRunnerISM(t *testing.T) {
 	t.Setenv("GOMLX_BACKEND", "go")
 	dir := t.TempDir()
-	cfg := idmlRunConfig(map[string]any{"ks": []any{1, 2}, "batch_size": 32, "ism": true})
+	cfg := idmlRunConfig(map[string]any{"ks": []any{1, 2}, "batch_size": 32, "ism": true, "skip_opis": true})
 	out, err := TrainRunner(context.Background(), experiments.RunSpec{Config: cfg, Seed: 3, Dir: dir}, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -62,6 +63,9 @@ func TestTrainRunnerISM(t *testing.T) {
 			t.Errorf("%s (the cosine ranking) missing", k)
 		}
 	}
+	if _, ok := out.Metrics["OPIS"]; ok || out.Series["opis/thresholds"] != nil {
+		t.Error("OPIS stored with eval.skip_opis")
+	}
 	if out.Metrics["ism/form_cos"] != 1 {
 		t.Errorf("ism/form_cos = %v, want 1 (proxyanchor base)", out.Metrics["ism/form_cos"])
 	}
@@ -72,6 +76,17 @@ func TestTrainRunnerISM(t *testing.T) {
 	}
 	if got := out.Metrics["unc/norm_test"]; math.Abs(got-sum/60) > 1e-12 {
 		t.Errorf("unc/norm_test = %v, want %v", got, sum/60)
+	}
+
+	out, err = TrainRunner(context.Background(), experiments.RunSpec{Config: idmlRunConfig(map[string]any{"ks": []any{1}, "batch_size": 32}), Seed: 3, Dir: t.TempDir()}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := out.Metrics["OPIS"]; !ok || len(out.Series["opis/far_ranges"]) != 4 {
+		t.Errorf("OPIS missing without eval.skip_opis: %v", out.Series["opis/far_ranges"])
+	}
+	if _, ok := out.Metrics["ism/R@1"]; ok || !(out.Metrics["unc/norm_test"] > 0) {
+		t.Errorf("without eval.ism: ism/R@1 stored %v, unc/norm_test %v", ok, out.Metrics["unc/norm_test"])
 	}
 
 	bad := idmlRunConfig(map[string]any{"ism": true})

@@ -85,6 +85,7 @@ func OPISRangeKey(lo, hi float64) string { return fmt.Sprintf("OPIS_far_%.0e_%.0
 //     "opis/mean_utility", "opis/utility_eps_best", "opis/utility_eps_worst", plus
 //     "opis/class_mean_utility" (one value per test class: its utility averaged over the
 //     calibration range, seed 000 Fig. 2's per-class curves reduced to one number per class).
+//     With eval.skip_opis none of the OPIS keys and curves is stored (opis_s then times nothing).
 //   - Timings: "train_s" (train.Run, including its evaluations) and "opis_s"; and, as metrics for
 //     seed 000 Table 4, "time/step_ms" (mean optimiser step after the compiling first one),
 //     "time/data_ms" (batch assembly per step), "time/epoch_s" (steps per epoch × (step + data)),
@@ -181,32 +182,12 @@ func TrainRunner(ctx context.Context, rs experiments.RunSpec, progress func(stri
 	if err != nil {
 		return nil, err
 	}
-	op, err := metrics.OPIS(emb, n, d, labels, opisOptions(cfg.Seed))
-	if err != nil {
-		return nil, fmt.Errorf("OPIS of the final test embeddings: %w", err)
+	if !cfg.Eval.SkipOPIS {
+		if err := runnerOPIS(cfg.Seed, emb, n, d, labels, out); err != nil {
+			return nil, err
+		}
 	}
 	out.Timings["opis_s"] = time.Since(t1).Seconds()
-	for _, r := range opisRanges {
-		ro := op // the default calibration range was computed above
-		if r != [2]float64{metrics.OPISDefaultFARMin, metrics.OPISDefaultFARMax} {
-			o := opisOptions(cfg.Seed)
-			o.FARMin, o.FARMax = r[0], r[1]
-			if ro, err = metrics.OPIS(emb, n, d, labels, o); err != nil {
-				return nil, fmt.Errorf("OPIS of the final test embeddings at %g ≤ FAR ≤ %g: %w", r[0], r[1], err)
-			}
-		}
-		out.Metrics[OPISRangeKey(r[0], r[1])] = ro.OPIS
-		out.Series["opis/far_ranges"] = append(out.Series["opis/far_ranges"], ro.OPIS)
-	}
-	out.Metrics["OPIS"] = op.OPIS
-	out.Metrics["10%-OPIS"] = op.EpsOPIS
-	out.Metrics["opis/d_min"] = op.DMin
-	out.Metrics["opis/d_max"] = op.DMax
-	out.Series["opis/thresholds"] = op.Thresholds
-	out.Series["opis/mean_utility"] = op.MeanUtility
-	out.Series["opis/utility_eps_best"] = op.UtilityEpsBest
-	out.Series["opis/utility_eps_worst"] = op.UtilityEpsWorst
-	out.Series["opis/class_mean_utility"] = op.ClassMeanUtility
 	if d == 2 {
 		emb2dSeries(emb, n, labels, out.Series)
 	}
@@ -224,6 +205,37 @@ func TrainRunner(ctx context.Context, rs experiments.RunSpec, progress func(stri
 	}
 	out.Timings["protocols_s"] = time.Since(t2).Seconds()
 	return out, nil
+}
+
+// runnerOPIS stores OPIS and ε-OPIS of the final test embeddings at the default calibration range
+// and at every range of opisRanges, with their curves (see TrainRunner).
+func runnerOPIS(seed int64, emb []float32, n, d int, labels []int64, out *experiments.Outcome) error {
+	op, err := metrics.OPIS(emb, n, d, labels, opisOptions(seed))
+	if err != nil {
+		return fmt.Errorf("OPIS of the final test embeddings: %w", err)
+	}
+	for _, r := range opisRanges {
+		ro := op // the default calibration range was computed above
+		if r != [2]float64{metrics.OPISDefaultFARMin, metrics.OPISDefaultFARMax} {
+			o := opisOptions(seed)
+			o.FARMin, o.FARMax = r[0], r[1]
+			if ro, err = metrics.OPIS(emb, n, d, labels, o); err != nil {
+				return fmt.Errorf("OPIS of the final test embeddings at %g ≤ FAR ≤ %g: %w", r[0], r[1], err)
+			}
+		}
+		out.Metrics[OPISRangeKey(r[0], r[1])] = ro.OPIS
+		out.Series["opis/far_ranges"] = append(out.Series["opis/far_ranges"], ro.OPIS)
+	}
+	out.Metrics["OPIS"] = op.OPIS
+	out.Metrics["10%-OPIS"] = op.EpsOPIS
+	out.Metrics["opis/d_min"] = op.DMin
+	out.Metrics["opis/d_max"] = op.DMax
+	out.Series["opis/thresholds"] = op.Thresholds
+	out.Series["opis/mean_utility"] = op.MeanUtility
+	out.Series["opis/utility_eps_best"] = op.UtilityEpsBest
+	out.Series["opis/utility_eps_worst"] = op.UtilityEpsWorst
+	out.Series["opis/class_mean_utility"] = op.ClassMeanUtility
+	return nil
 }
 
 // emb2dMax bounds the number of 2-D test embeddings stored in a record.

@@ -277,6 +277,8 @@ type runner struct {
 	start  time.Time
 	res    *Result
 	lastLR float64
+	// test holds the test embeddings of the last evaluation (finish reuses them at the same step).
+	test *testEmbeddings
 	// classIndex maps a training label to its class index in [0, number of classes) when the
 	// labels are not already 0, 1, …, n−1 (nil: they are, and are used as they are).
 	classIndex map[int32]int64
@@ -447,7 +449,14 @@ func (r *runner) evaluate() error {
 			idx = evenSubset(set.s.Len(), set.max)
 		}
 		setLabels := set.s.Labels()
-		emb, d, err := r.eng.embedAll(set.s, idx, bs)
+		var emb []float32
+		var d int
+		var err error
+		if set.name == "test" {
+			emb, d, err = r.embedTest(bs)
+		} else {
+			emb, d, err = r.eng.embedAll(set.s, idx, bs)
+		}
 		if err != nil {
 			return fmt.Errorf("train: embedding %s set: %w", set.name, err)
 		}
@@ -507,6 +516,35 @@ func (r *runner) evaluate() error {
 	return nil
 }
 
+// testEmbeddings are the test set's embeddings [N, d] (and, with model.dual_head, the uncertainty
+// embeddings [N, du]) at a step: the last evaluation's, which finish reuses when it ends at that step.
+type testEmbeddings struct {
+	step  int
+	emb   []float32
+	unc   []float32
+	d, du int
+}
+
+// embedTest embeds the whole test set at the current step (with the uncertainty embeddings when
+// the model has IDML's dual head), keeps the result in r.test and returns the embeddings.
+func (r *runner) embedTest(bs int) ([]float32, int, error) {
+	t := &testEmbeddings{step: r.st.Step}
+	if r.eng.embDual != nil {
+		outs, dims, err := r.eng.embedAllWith(r.eng.embDual, r.split.test, nil, bs)
+		if err != nil {
+			return nil, 0, err
+		}
+		t.emb, t.unc, t.d, t.du = outs[0], outs[1], dims[0], dims[1]
+	} else {
+		var err error
+		if t.emb, t.d, err = r.eng.embedAll(r.split.test, nil, bs); err != nil {
+			return nil, 0, err
+		}
+	}
+	r.test = t
+	return t.emb, t.d, nil
+}
+
 // classify scores the embeddings emb [n, d] with their dataset labels against the class weights of
 // the loss (eval.classify): "acc@1", "acc@5" (evaluate.Classification). A label that is not a
 // training class is an error: classification needs a closed split.
@@ -554,20 +592,12 @@ func (r *runner) finish(lastLoss float64) error {
 	if bs <= 0 {
 		bs = 512
 	}
-	var emb, unc []float32
-	var d, du int
-	if r.eng.embDual != nil {
-		outs, dims, err := r.eng.embedAllWith(r.eng.embDual, r.split.test, nil, bs)
-		if err != nil {
-			return fmt.Errorf("train: final test embeddings: %w", err)
-		}
-		emb, unc, d, du = outs[0], outs[1], dims[0], dims[1]
-	} else {
-		var err error
-		if emb, d, err = r.eng.embedAll(r.split.test, nil, bs); err != nil {
+	if r.test == nil || r.test.step != r.st.Step {
+		if _, _, err := r.embedTest(bs); err != nil {
 			return fmt.Errorf("train: final test embeddings: %w", err)
 		}
 	}
+	emb, unc, d, du := r.test.emb, r.test.unc, r.test.d, r.test.du
 	n := len(emb) / max(d, 1)
 	if err := npy.Write(filepath.Join(r.out, "test_embeddings.npy"), emb, n, d); err != nil {
 		return fmt.Errorf("train: %w", err)
