@@ -1,9 +1,11 @@
 // Package train is dmlkit's training engine: a typed run configuration, in-graph optimisers
 // (Adam, AdamW, SGD with momentum; weight decay, per-group learning-rate multipliers, gradient
 // clipping by value), learning-rate schedules, deterministic batch samplers, multistage
-// backpropagation for huge batches (seed 003, Algorithm 1), image-level mixup, evaluation hooks,
-// early stopping, checkpoints with exact resume, and the run directory
-// (config.resolved.yaml, env.json, metrics.jsonl, checkpoints, final embeddings as .npy).
+// backpropagation for huge batches (seed 003, Algorithm 1), image-level mixup and cutmix (label sets
+// with their λ weights), evaluation hooks (retrieval; closed-set classification against a loss's
+// class weights), early stopping, checkpoints with exact resume, and the run directory
+// (config.resolved.yaml, env.json, metrics.jsonl, checkpoints, final embeddings as .npy, with IDML's
+// test uncertainty embeddings).
 //
 // Everything random is drawn in Go from PCG streams keyed by the run seed (parameter
 // initialisation, sampling, mixup), so the same configuration and seed give identical metrics on
