@@ -53,3 +53,25 @@ func TestSortByX(t *testing.T) {
 		}
 	}
 }
+
+// TestTableValueLabels: a table's "key=value" label names a row value (null: the records that do
+// not set the key); values without one are written as FormatValue writes them, and a bare value
+// entry does not rename values (it is a header label).
+func TestTableValueLabels(t *testing.T) {
+	recs := []Record{
+		{Scale: "small", Config: map[string]any{"loss": "a"}, Metrics: Metrics{"R@1": 0.5}},
+		{Scale: "small", Config: map[string]any{"loss": "a", "noise": 0.2}, Metrics: Metrics{"R@1": 0.4}},
+		{Scale: "small", Config: map[string]any{"loss": "b", "noise": 0.2}, Metrics: Metrics{"R@1": 0.3}},
+	}
+	ts := TableSpec{Name: "t", Rows: []string{"loss", "noise"}, Metrics: []string{"R@1"},
+		Labels: map[string]string{"noise=null": "0 (clean)", "loss=a": "Loss A", "b": "not used"}}
+	tab := BuildTable(ts, recs, nil)
+	var got []string
+	for _, r := range tab.Rows {
+		got = append(got, r[0].Text+"|"+r[1].Text)
+	}
+	want := []string{"Loss A|0.2", "Loss A|0 (clean)", "b|0.2"}
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("rows %q, want %q", got, want)
+	}
+}

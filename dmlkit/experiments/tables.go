@@ -27,7 +27,7 @@ type TableSpec struct {
 	Metrics []string          `yaml:"metrics"` // metric columns
 	Digits  *int              `yaml:"digits"`  // decimals (default 2)
 	Factor  float64           `yaml:"factor"`  // our values are multiplied by it, e.g. 100 for percent (default 1); references are shown as given
-	Labels  map[string]string `yaml:"labels"`  // header text for keys and metrics
+	Labels  map[string]string `yaml:"labels"`  // header text for keys and metrics; "key=value" entries: a row value's text
 	Best    string            `yaml:"best"`    // "max" or "min": bold the best mean of each metric column
 	NoRef   bool              `yaml:"no_reference"`
 	Select  *Selection        `yaml:"select"` // a row chosen by a rule (hyperparameter tuning), reported below the table
@@ -60,6 +60,16 @@ func (t *TableSpec) label(key string) string {
 		return l
 	}
 	return key
+}
+
+// valueText is the text of a row value: the label "key=value" when the spec gives one (as
+// FormatValue writes the value, so "data.corrupt.label_noise=null" names the records that do not
+// set the key), else the value as FormatValue writes it.
+func (t *TableSpec) valueText(key string, v any) string {
+	if l, ok := t.Labels[key+"="+FormatValue(v)]; ok {
+		return l
+	}
+	return FormatValue(v)
 }
 
 // Table is a rendered-independent results table built by [BuildTable].
@@ -139,8 +149,8 @@ func BuildTable(t TableSpec, records []Record, refs []Reference) *Table {
 	}
 	for _, g := range groups {
 		var row []Cell
-		for _, v := range g.Values {
-			row = append(row, Cell{Text: FormatValue(v)})
+		for i, v := range g.Values {
+			row = append(row, Cell{Text: t.valueText(t.Rows[i], v)})
 		}
 		for _, m := range t.Metrics {
 			s := g.Stat(m)
