@@ -114,7 +114,8 @@ type benchCase struct {
 // 224² batch 64, ViT-B/16 at 224² batch 64 (contrastive loss, Adam), and RS@k multistage at batch
 // 4,000 in chunks of 250 on ResNet-50 (frozen BN, as the TCM full-scale spec; max_class_size = 4,
 // the sampler's m, so RS@k's rank tensor is [B, 3, B]). Chunks of 500 ran out of memory under XLA on
-// an 80 GB H100 (a 39 GiB temporary buffer; PyTorch's peak was 52 GB), 2026-11-25. "small" shrinks them for the CPU dry run.
+// an 80 GB H100 (a 39 GiB temporary buffer; PyTorch's peak was 52 GB), 2026-11-25. "small" shrinks
+// them for the CPU dry run.
 func benchCases(scale string) []benchCase {
 	rsk := map[string]any{"max_class_size": 4}
 	if scale == "small" {
