@@ -13,20 +13,11 @@ import (
 // citSpecPath is reproductions/cit/spec.yaml seen from this package's directory.
 var citSpecPath = filepath.Join("..", "..", "reproductions", "cit", "spec.yaml")
 
-func loadCITSpec(t *testing.T) *experiments.Spec {
-	t.Helper()
-	s, err := experiments.Load(citSpecPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
-}
-
 // TestCITSpecPlans: the smoke scale is 2 runs; the small scale without stored runs is the 36
 // learning-rate tuning runs (6 per loss, equal budget) with every other point pending on them; every
 // full-scale run is a valid trainer configuration (the paper's protocol, ready for a GPU).
 func TestCITSpecPlans(t *testing.T) {
-	s := loadCITSpec(t)
+	s := mustLoadSpec(t, citSpecPath)
 	for _, c := range []struct {
 		scale   string
 		runs    int
@@ -51,7 +42,7 @@ func TestCITSpecPlans(t *testing.T) {
 // Triplet m = 0.05 CNN row (R@1 95.75, mAP 89.26), Table 3's γ = 0.1 ViT In-shop mAP (76.64) and
 // Table 7's CT m = 0.5 ViT SV (48.71; its columns are R@1, mAP, mINP, SV, NMI).
 func TestCITPaperNumbers(t *testing.T) {
-	s := loadCITSpec(t)
+	s := mustLoadSpec(t, citSpecPath)
 	for _, c := range []struct {
 		metric string
 		value  float64
@@ -134,5 +125,5 @@ func TestCITSmokeEndToEnd(t *testing.T) {
 // TestCITStoredResultsMatchSpec: the committed small-scale store is exactly the spec's plan,
 // resolved from the store itself, clean, none failed (checkStoredResultsMatchSpec).
 func TestCITStoredResultsMatchSpec(t *testing.T) {
-	checkStoredResultsMatchSpec(t, loadCITSpec(t), citSpecPath, true)
+	checkStoredResultsMatchSpec(t, mustLoadSpec(t, citSpecPath), citSpecPath, true)
 }

@@ -16,10 +16,7 @@ var ctxSpecPath = filepath.Join("..", "..", "reproductions", "contextual", "spec
 // runs (6 methods × 5 rates, equal budget) with every other point pending on them; the claims
 // file parses (59 claims); every smoke and full run is a valid trainer configuration.
 func TestContextualSpecPlans(t *testing.T) {
-	s, err := experiments.Load(ctxSpecPath)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := mustLoadSpec(t, ctxSpecPath)
 	for _, c := range []struct {
 		scale   string
 		runs    int

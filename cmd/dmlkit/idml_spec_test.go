@@ -15,15 +15,6 @@ import (
 // idmlSpecPath is reproductions/idml/spec.yaml seen from this package's directory.
 var idmlSpecPath = filepath.Join("..", "..", "reproductions", "idml", "spec.yaml")
 
-func loadIDMLSpec(t *testing.T) *experiments.Spec {
-	t.Helper()
-	s, err := experiments.Load(idmlSpecPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
-}
-
 // idmlSmallRuns is the small scale's run count once every tuning step is stored, counted by hand
 // from the spec's list: tuning 7 × 4 = 28; table1 14 × 5 = 70; table3 8 × 5 = 40; control 2 × 5 = 10;
 // fig4 (4 τ + 2 γ Omniglot + 2 γ Fashion-MNIST) × 3 = 24; batch 3 × 3 = 9; dims 6 × 3 = 18;
@@ -36,7 +27,7 @@ const idmlSmallRuns = 28 + 70 + 40 + 10 + 24 + 9 + 18 + 3 + 20 + 20
 // protocol as 27 runs (Table 1 on CUB 14, ProxyAnchor ± IDML on Cars196 and SOP 4, Table 3 8,
 // ISM-Dis 1); every run is a valid trainer configuration.
 func TestIDMLSpecPlans(t *testing.T) {
-	s := loadIDMLSpec(t)
+	s := mustLoadSpec(t, idmlSpecPath)
 	for _, c := range []struct {
 		scale   string
 		runs    int
@@ -108,7 +99,7 @@ func idmlFakeSmallStore(t *testing.T, s *experiments.Spec) (*experiments.Plan, [
 // grid, the size sweeps and the metric variants (a table1 run joins them on seeds 0-2). Every
 // table1 run is used by some claim.
 func TestIDMLClaimsMatchSpecRuns(t *testing.T) {
-	s := loadIDMLSpec(t)
+	s := mustLoadSpec(t, idmlSpecPath)
 	_, recs := idmlFakeSmallStore(t, s)
 	cs, err := experiments.LoadClaims(filepath.Join(filepath.Dir(idmlSpecPath), "claims.yaml"))
 	if err != nil {

@@ -16,15 +16,6 @@ import (
 // rskSpecPath is reproductions/rsk/spec.yaml seen from this package's directory.
 var rskSpecPath = filepath.Join("..", "..", "reproductions", "rsk", "spec.yaml")
 
-func loadRSKSpec(t *testing.T) *experiments.Spec {
-	t.Helper()
-	s, err := experiments.Load(rskSpecPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
-}
-
 // fakeValue is a number in [0.3, 0.7) drawn from a run's hash and the metric's name, so a
 // synthetic store has distinct, reproducible values.
 func fakeValue(hash, metric string) float64 {
@@ -111,7 +102,7 @@ func sortedMapKeys(m map[string]int) []string {
 // Every run is a valid trainer configuration; each fine-tuning starts from the pre-training run of
 // its seed and source (found here by the source's configuration, not through the selector).
 func TestRSKSpecPlans(t *testing.T) {
-	s := loadRSKSpec(t)
+	s := mustLoadSpec(t, rskSpecPath)
 	for _, c := range []struct {
 		scale         string
 		runs, pending int
@@ -170,7 +161,7 @@ func TestRSKSpecPlans(t *testing.T) {
 // both sets, C3's rank) and for C2's batch contrast (48 and 392 have 5 seeds in both arms), 3 for
 // the rest (every value of a trend or argmax sweep has seeds 0-2).
 func TestRSKClaimsMatchSpec(t *testing.T) {
-	s := loadRSKSpec(t)
+	s := mustLoadSpec(t, rskSpecPath)
 	cs, err := experiments.LoadClaims(filepath.Join(filepath.Dir(rskSpecPath), "claims.yaml"))
 	if err != nil {
 		t.Fatal(err)

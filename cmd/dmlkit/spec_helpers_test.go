@@ -34,6 +34,16 @@ func runSmokeSweep(t *testing.T, specPath string, want int) (string, []experimen
 	return tmp, recs
 }
 
+// mustLoadSpec loads a reproduction's spec.yaml (with its paper.yaml) or fails the test.
+func mustLoadSpec(t *testing.T, path string) *experiments.Spec {
+	t.Helper()
+	s, err := experiments.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
 // checkStoredResultsMatchSpec: the committed small-scale store beside specPath is exactly the
 // spec's plan, resolved from the store itself (the tuning steps' selections come from the stored
 // tuning runs) — nothing pending, every planned run stored once, no stray record of another

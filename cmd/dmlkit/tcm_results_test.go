@@ -7,5 +7,5 @@ import "testing"
 // nothing pending, every planned run stored once, no stray record of another configuration — and
 // every record carries the commit it was produced from and a clean tree, so every verdict uses it.
 func TestTCMStoredResultsMatchSpec(t *testing.T) {
-	checkStoredResultsMatchSpec(t, loadTCMSpec(t), tcmSpecPath, false)
+	checkStoredResultsMatchSpec(t, mustLoadSpec(t, tcmSpecPath), tcmSpecPath, false)
 }

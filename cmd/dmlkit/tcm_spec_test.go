@@ -25,15 +25,6 @@ import (
 // tcmSpecPath is reproductions/tcm/spec.yaml seen from this package's directory.
 var tcmSpecPath = filepath.Join("..", "..", "reproductions", "tcm", "spec.yaml")
 
-func loadTCMSpec(t *testing.T) *experiments.Spec {
-	t.Helper()
-	s, err := experiments.Load(tcmSpecPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
-}
-
 // findRef returns the unique reference for metric whose source contains every fragment (a fragment
 // "!x" means: does not contain x).
 func findRef(t *testing.T, refs []experiments.Reference, metric string, fragments ...string) experiments.Reference {
@@ -71,7 +62,7 @@ func findRef(t *testing.T, refs []experiments.Reference, metric string, fragment
 // (../shared/seeds/000_*.txt beside the repository) are transcribed exactly; the derived baselines are checked against
 // the tables that print the same baseline directly, which catches a wrong sign or arrow reading.
 func TestTCMPaperNumbers(t *testing.T) {
-	s := loadTCMSpec(t)
+	s := mustLoadSpec(t, tcmSpecPath)
 	refs := s.Reference
 	if len(refs) < 200 {
 		t.Fatalf("%d references; paper.yaml should add Tables 2-9 (≈250)", len(refs))
@@ -175,7 +166,7 @@ func TestTCMPaperNumbers(t *testing.T) {
 // 8); every other point waits. With (fabricated) records of the tuning runs the plan completes:
 // 32 + 27 margin-grid runs + 136 points = 195 runs, none pending.
 func TestTCMSpecPlans(t *testing.T) {
-	s := loadTCMSpec(t)
+	s := mustLoadSpec(t, tcmSpecPath)
 	for _, c := range []struct {
 		scale         string
 		runs, pending int
@@ -540,7 +531,7 @@ func tcmTunedPlan(t *testing.T, s *experiments.Spec) (*experiments.Plan, []exper
 // (the largest m− and smallest m+; val/R@1 is equal across the margin grid) — and the margin grid
 // itself trains at Smooth-AP's selected lr.
 func TestTCMTuningFlowsIntoRuns(t *testing.T) {
-	s := loadTCMSpec(t)
+	s := mustLoadSpec(t, tcmSpecPath)
 	p, _ := tcmTunedPlan(t, s)
 	want := map[string]string{"smoothap": "0.002", "rsk": "0.002", "proxynca": "0.002", "arcface": "0.002"}
 	n := map[string]int{}
