@@ -117,6 +117,7 @@ func Execute(ctx context.Context, plan *Plan, runs []Run, opt ExecOptions) (*Sum
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	jobs := make(chan Run)
+	mem := newMemWatch(residentBytes, memSampleEvery)
 	var wg sync.WaitGroup
 	for w := 0; w < workers; w++ {
 		wg.Add(1)
@@ -130,11 +131,20 @@ func Execute(ctx context.Context, plan *Plan, runs []Run, opt ExecOptions) (*Sum
 				mu.Lock()
 				emit(Event{Kind: "start", Run: r, Done: finished, Total: len(runs)})
 				mu.Unlock()
+				span := mem.begin()
 				rec, err := executeOne(ctx, plan, r, filepath.Join(workDir, scaleDir(plan.Scale), r.Hash), opt, func(msg string) {
 					mu.Lock()
 					emit(Event{Kind: "progress", Run: r, Done: finished, Total: len(runs), Message: msg})
 					mu.Unlock()
 				})
+				peakMB, conc := mem.end(span)
+				if err == nil && rec != nil && peakMB > 0 {
+					if rec.Metrics == nil {
+						rec.Metrics = Metrics{}
+					}
+					rec.Metrics[metricPeakRSS] = peakMB
+					rec.Metrics[metricConcurrent] = float64(conc)
+				}
 				secs := now().Sub(start).Seconds()
 				var rf *RunFailure
 				storedFailed := false
