@@ -104,6 +104,36 @@ func TestBestOverTraining(t *testing.T) {
 	}
 }
 
+// TestInitialEvaluation: the first evaluation is the step-0 one only when its epoch is 0.
+func TestInitialEvaluation(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		series map[string][]float64
+		want   map[string]float64
+	}{
+		{"eval.initial", map[string][]float64{
+			"curve/epoch": {0, 1, 2}, "curve/loss": {math.NaN(), 2, 1},
+			"curve/test/R@1": {0.12, 0.5, 0.6}, "curve/val/R@1": {0.2, 0.4, 0.5},
+		}, map[string]float64{"init/R@1": 0.12, "init/val/R@1": 0.2}},
+		{"no step-0 evaluation", map[string][]float64{
+			"curve/epoch": {1, 2}, "curve/test/R@1": {0.5, 0.6},
+		}, map[string]float64{}},
+		{"no curve", map[string][]float64{}, map[string]float64{}},
+	} {
+		got := map[string]float64{}
+		initialEvaluation(tc.series, got)
+		if len(got) != len(tc.want) {
+			t.Errorf("%s: got %v, want %v", tc.name, got, tc.want)
+			continue
+		}
+		for k, v := range tc.want {
+			if got[k] != v {
+				t.Errorf("%s: %s = %v, want %v", tc.name, k, got[k], v)
+			}
+		}
+	}
+}
+
 // TestStepLogSeries: 12 logged steps → windows of ⌈12/10⌉ = 2: first = mean(10, 8) = 9, last =
 // mean(2, NaN→skipped) = 2; series copied with the step numbers.
 func TestStepLogSeries(t *testing.T) {

@@ -85,6 +85,7 @@ func OPISRangeKey(lo, hi float64) string { return fmt.Sprintf("OPIS_far_%.0e_%.0
 //     "opis/mean_utility", "opis/utility_eps_best", "opis/utility_eps_worst", plus
 //     "opis/class_mean_utility" (one value per test class: its utility averaged over the
 //     calibration range, seed 000 Fig. 2's per-class curves reduced to one number per class).
+//     With eval.initial, "init/<metric>": the evaluation of the untrained (or initialised) model.
 //     With eval.skip_opis none of the OPIS keys and curves is stored (opis_s then times nothing).
 //   - Timings: "train_s" (train.Run, including its evaluations) and "opis_s"; and, as metrics for
 //     seed 000 Table 4, "time/step_ms" (mean optimiser step after the compiling first one),
@@ -167,6 +168,7 @@ func TrainRunner(ctx context.Context, rs experiments.RunSpec, progress func(stri
 		stepLogSeries(sl, out.Series, out.Metrics)
 	}
 	bestOverTraining(out.Series, out.Metrics)
+	initialEvaluation(out.Series, out.Metrics)
 	tm := res.Timing
 	out.Metrics["time/step_ms"] = 1e3 * tm.Step
 	out.Metrics["time/data_ms"] = 1e3 * tm.Data
@@ -317,6 +319,24 @@ func bestOverTraining(series map[string][]float64, dst map[string]float64) {
 		if at < len(epochs) {
 			dst[key+"/epoch"] = epochs[at]
 		}
+	}
+}
+
+// initialEvaluation adds, when the run evaluated the untrained model (eval.initial: the first
+// evaluation is at epoch 0), each test metric of that evaluation as "init/<metric>" (e.g.
+// "init/R@1" from "curve/test/R@1"; validation and training metrics keep their prefix:
+// "init/val/R@1") — seed 003 Table 5's "init" row, the pre-trained network before fine-tuning.
+func initialEvaluation(series map[string][]float64, dst map[string]float64) {
+	epochs := series["curve/epoch"]
+	if len(epochs) == 0 || epochs[0] != 0 {
+		return
+	}
+	for k, vals := range series {
+		name, ok := strings.CutPrefix(k, "curve/")
+		if !ok || name == "epoch" || name == "loss" || len(vals) == 0 {
+			continue
+		}
+		dst["init/"+strings.TrimPrefix(name, "test/")] = vals[0]
 	}
 }
 
