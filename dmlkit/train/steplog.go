@@ -1,14 +1,12 @@
 package train
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
 	"math"
-	"os"
 	"path/filepath"
 
 	"github.com/dmlkit/dmlkit/dmlkit/atomicfile"
@@ -106,30 +104,7 @@ func ReadStepLog(runDir string) (*StepLog, error) {
 	return l, nil
 }
 
-func readStepRecords(path string) ([]StepRecord, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, fmt.Errorf("train: %w", err)
-	}
-	defer f.Close()
-	var out []StepRecord
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 64<<20)
-	for line := 1; sc.Scan(); line++ {
-		if len(bytes.TrimSpace(sc.Bytes())) == 0 {
-			continue
-		}
-		var r StepRecord
-		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
-			return nil, fmt.Errorf("train: %s:%d: %w", path, line, err)
-		}
-		out = append(out, r)
-	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("train: %s: %w", path, err)
-	}
-	return out, nil
-}
+func readStepRecords(path string) ([]StepRecord, error) { return readJSONL[StepRecord](path) }
 
 // truncateStepLog drops the records of steplog.jsonl in dir after step (those a resumed run,
 // continuing from the checkpoint of that step, logs again), rewriting the file atomically
