@@ -49,12 +49,21 @@ func (c *FastAPConfig) Validate() error {
 // Build implements Loss.
 func (c *FastAPConfig) Build(in Inputs) *Node {
 	refEmb, _, _ := refs(in)
-	g := in.Emb.Graph()
 	d := SquaredDistances(normalizeRows(in.Emb), normalizeRows(refEmb)) // [B, R]
+	return fastAPFromDistances(in, d, c.Bins)
+}
+
+// fastAPFromDistances is FastAP (Cakir et al. 2019) on squared distances d ∈ [0, 4] of
+// L2-normalised embeddings, [B, R] (R = B or the reference set): each anchor's distances are
+// binned into bins+1 triangular kernels centred at 0, Δ, …, 4 (Δ = 4 / bins), and AP is
+// Σ_l h⁺_l H⁺_l / H_l over the bins (H: cumulative histograms, self-pairs excluded), averaged over
+// the anchors with a positive; the loss is 1 − AP. Shared by fastap and IDML's FastAP.
+func fastAPFromDistances(in Inputs, d *Node, bins int) *Node {
+	g := d.Graph()
 	pos, _ := PairMasks(in)
 	cand := NotSelf(in)
-	nl := c.Bins + 1
-	delta := 4 / float64(c.Bins)
+	nl := bins + 1
+	delta := 4 / float64(bins)
 	centres := make([]float64, nl)
 	upper := make([][]float64, nl) // upper[l'][l] = 1 if l' ≤ l: h·upper is the cumulative sum
 	for l := range centres {
@@ -69,8 +78,8 @@ func (c *FastAPConfig) Build(in Inputs) *Node {
 	zero := ZerosLike(kernel)
 	hPos := ReduceSum(Where(BroadcastToShape(InsertAxes(pos, -1), kernel.Shape()), kernel, zero), 1) // [B, L+1]
 	hAll := ReduceSum(Where(BroadcastToShape(InsertAxes(cand, -1), kernel.Shape()), kernel, zero), 1)
-	u := ConvertDType(Const(g, upper), d.DType())
-	cumPos, cumAll := MatMul(hPos, u), MatMul(hAll, u)
+	up := ConvertDType(Const(g, upper), d.DType())
+	cumPos, cumAll := MatMul(hPos, up), MatMul(hAll, up)
 	ok := GreaterThan(cumAll, ZerosLike(cumAll))
 	terms := Where(ok, Div(Mul(hPos, cumPos), Where(ok, cumAll, OnesLike(cumAll))), ZerosLike(cumAll))
 	npos := ReduceSum(ConvertDType(pos, d.DType()), -1)

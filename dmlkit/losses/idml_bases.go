@@ -65,30 +65,5 @@ func (c *IDMLConfig) idmlMultiSimilarity(in Inputs, sn, u *Node) *Node {
 // idmlFastAP is FastAP on the [B, B] squared introspective distances d ∈ [0, 4] (the histogram
 // binning of [FastAPConfig] with d_IN = D_IN² in place of ‖ŝ_q − ŝ_j‖²).
 func (c *IDMLConfig) idmlFastAP(in Inputs, d *Node) *Node {
-	g := d.Graph()
-	pos, _ := PairMasks(in)
-	cand := NotSelf(in)
-	nl := c.FastAPBins + 1
-	delta := 4 / float64(c.FastAPBins)
-	centres := make([]float64, nl)
-	upper := make([][]float64, nl) // upper[l'][l] = 1 if l' ≤ l: h·upper is the cumulative sum
-	for l := range centres {
-		centres[l] = float64(l) * delta
-		upper[l] = make([]float64, nl)
-		for k := l; k < nl; k++ {
-			upper[l][k] = 1
-		}
-	}
-	z := ConvertDType(Const(g, centres), d.DType())                                                 // [L+1]
-	kernel := relu(OneMinus(MulScalar(Abs(Sub(InsertAxes(d, -1), Reshape(z, 1, 1, nl))), 1/delta))) // [B, B, L+1]
-	zero := ZerosLike(kernel)
-	hPos := ReduceSum(Where(BroadcastToShape(InsertAxes(pos, -1), kernel.Shape()), kernel, zero), 1) // [B, L+1]
-	hAll := ReduceSum(Where(BroadcastToShape(InsertAxes(cand, -1), kernel.Shape()), kernel, zero), 1)
-	up := ConvertDType(Const(g, upper), d.DType())
-	cumPos, cumAll := MatMul(hPos, up), MatMul(hAll, up)
-	ok := GreaterThan(cumAll, ZerosLike(cumAll))
-	terms := Where(ok, Div(Mul(hPos, cumPos), Where(ok, cumAll, OnesLike(cumAll))), ZerosLike(cumAll))
-	npos := ReduceSum(ConvertDType(pos, d.DType()), -1)
-	ap := Div(ReduceSum(terms, -1), Max(npos, OnesLike(npos)))
-	return MaskedMean(OneMinus(ap), GreaterThan(npos, ZerosLike(npos)))
+	return fastAPFromDistances(in, d, c.FastAPBins)
 }
