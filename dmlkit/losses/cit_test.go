@@ -133,9 +133,15 @@ func TestCITDegenerate(t *testing.T) {
 	}
 }
 
-// diagnose evaluates l.BuildDiagnosed on the batch (float64) and returns the loss, the
-// diagnostics by name and their names in order.
+// diagnose evaluates l.BuildDiagnosed on the batch (float64, 16 classes) and returns the loss,
+// the diagnostics by name and their names in order.
 func diagnose(t *testing.T, l losses.Loss, b losstest.Batch) (float64, map[string]float64, []string) {
+	t.Helper()
+	return diagnoseClasses(t, l, b, 16)
+}
+
+// diagnoseClasses is [diagnose] with the number of classes the loss is told (proxy losses).
+func diagnoseClasses(t *testing.T, l losses.Loss, b losstest.Batch, numClasses int) (float64, map[string]float64, []string) {
 	t.Helper()
 	d, ok := l.(losses.Diagnoser)
 	if !ok {
@@ -143,7 +149,7 @@ func diagnose(t *testing.T, l losses.Loss, b losstest.Batch) (float64, map[strin
 	}
 	var names []string
 	exec, err := model.NewExec(backend.MustShared(), model.NewStore(), func(scope *model.Scope, e, y *graph.Node) []*graph.Node {
-		loss, ds := d.BuildDiagnosed(losses.Inputs{Emb: e, Labels: y, Scope: scope.In("loss"), NumClasses: 16})
+		loss, ds := d.BuildDiagnosed(losses.Inputs{Emb: e, Labels: y, Scope: scope.In("loss"), NumClasses: numClasses})
 		out := []*graph.Node{graph.ConvertDType(loss, dtypes.Float64)}
 		names = names[:0]
 		for _, x := range ds {

@@ -4,52 +4,20 @@ import (
 	"math"
 	"testing"
 
-	"github.com/dmlkit/dmlkit/dmlkit/backend"
 	"github.com/dmlkit/dmlkit/dmlkit/losses"
 	"github.com/dmlkit/dmlkit/dmlkit/losses/losstest"
-	"github.com/gomlx/compute/dtypes"
-	"github.com/gomlx/gomlx/core/graph"
-	"github.com/gomlx/gomlx/core/tensors"
-	"github.com/gomlx/gomlx/ml/model"
 )
 
 // idmlDiagnose evaluates c.BuildDiagnosed on the batch (float64) and returns the loss and the
 // diagnostics in order.
 func idmlDiagnose(t *testing.T, c *losses.IDMLConfig, b losstest.Batch, numClasses int) (float64, []string, []float64) {
 	t.Helper()
-	var names []string
-	exec, err := model.NewExec(backend.MustShared(), model.NewStore(), func(scope *model.Scope, e, y *graph.Node) []*graph.Node {
-		loss, ds := c.BuildDiagnosed(losses.Inputs{Emb: e, Labels: y, Scope: scope.In("loss"), NumClasses: numClasses})
-		out := []*graph.Node{graph.ConvertDType(loss, dtypes.Float64)}
-		names = names[:0]
-		for _, d := range ds {
-			if d.Value.Rank() != 0 {
-				t.Errorf("diagnostic %s has shape %s, want a scalar", d.Name, d.Value.Shape())
-			}
-			names = append(names, d.Name)
-			out = append(out, graph.ConvertDType(d.Value, dtypes.Float64))
-		}
-		return out
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	emb := tensors.FromFlatDataAndDimensions(append([]float64(nil), b.Emb...), b.B, b.D)
-	var lab *tensors.Tensor
-	if b.SetSize > 1 {
-		lab = tensors.FromFlatDataAndDimensions(append([]int64(nil), b.Labels...), b.B, b.SetSize)
-	} else {
-		lab = tensors.FromFlatDataAndDimensions(append([]int64(nil), b.Labels...), b.B)
-	}
-	outs, err := exec.Call(emb, lab)
-	if err != nil {
-		t.Fatal(err)
-	}
+	loss, m, names := diagnoseClasses(t, c, b, numClasses)
 	vals := make([]float64, len(names))
-	for i := range names {
-		vals[i] = tensors.ToScalar[float64](outs[i+1])
+	for i, n := range names {
+		vals[i] = m[n]
 	}
-	return tensors.ToScalar[float64](outs[0]), append([]string(nil), names...), vals
+	return loss, names, vals
 }
 
 // TestIDMLDiagnostics checks the uncertainty-norm diagnostics by hand. Rows are [s | u] with
