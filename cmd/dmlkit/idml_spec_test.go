@@ -16,13 +16,13 @@ import (
 var idmlSpecPath = filepath.Join("..", "..", "reproductions", "idml", "spec.yaml")
 
 // idmlSmallRuns is the small scale's run count once every tuning step is stored, counted by hand
-// from the spec's list: tuning 7 × 4 = 28; table1 14 × 5 = 70; table3 8 × 5 = 40; control 2 × 5 = 10;
+// from the spec's list: tuning 7 losses × 6 = 42 (pair losses 6 rates, proxy losses 3 rates × 2 proxy multipliers); table1 14 × 5 = 70; table3 8 × 5 = 40; control 2 × 5 = 10;
 // fig4 (4 τ + 2 γ Omniglot + 2 γ Fashion-MNIST) × 3 = 24; batch 3 × 3 = 9; dims 6 × 3 = 18;
 // variants 1 × 3 = 3; cls 4 × 5 = 20; noise 4 × 5 = 20.
-const idmlSmallRuns = 28 + 70 + 40 + 10 + 24 + 9 + 18 + 3 + 20 + 20
+const idmlSmallRuns = 42 + 70 + 40 + 10 + 24 + 9 + 18 + 3 + 20 + 20
 
-// TestIDMLSpecPlans: smoke is 3 runs; small without stored runs is the 28 learning-rate tuning runs
-// (7 base losses × 4, equal budget) and the 20 classification runs (not tuned), with every other
+// TestIDMLSpecPlans: smoke is 3 runs; small without stored runs is the 42 learning-rate tuning runs
+// (7 base losses × 6, equal budget) and the 20 classification runs (not tuned), with every other
 // point pending on the tuning; with the tuning stored, idmlSmallRuns; full is the paper's
 // protocol as 27 runs (Table 1 on CUB 14, ProxyAnchor ± IDML on Cars196 and SOP 4, Table 3 8,
 // ISM-Dis 1); every run is a valid trainer configuration.
@@ -32,7 +32,7 @@ func TestIDMLSpecPlans(t *testing.T) {
 		scale   string
 		runs    int
 		pending bool
-	}{{"smoke", 3, false}, {"small", 28 + 20, true}, {"full", 27, false}} {
+	}{{"smoke", 3, false}, {"small", 42 + 20, true}, {"full", 27, false}} {
 		p, err := s.Plan(c.scale)
 		if err != nil {
 			t.Fatalf("%s: %v", c.scale, err)
