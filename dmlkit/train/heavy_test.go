@@ -21,8 +21,17 @@ import (
 // chunk's activations; the blockwise stage 2 holds the B×D embeddings and gradient plus one block's
 // block×B matrices (38 MB each in float32), where the whole-batch graph holds B×B ones (1.5 GB each).
 //
-// Measured on the shared 2-core machine (Go backend, SIMD; `/usr/bin/time -v` for the peak RSS;
-// load average 3.5–5 from other jobs, the process got about one core):
+// Measured quietly (nothing else running; load average 0.6-1.1) on 2026-11-25 at commit 914a175, "AMD EPYC",
+// 2 cores, Go backend with SIMD (the run's own log line; peak RSS is the test process's getrusage
+// maximum, data included):
+//
+//	loss         B       block  wall       CPU        embed   loss stage (count + loss/grad pass)  re-embed+bp  peak RSS
+//	contrastive  19,280  500    51.0 s     63.6 s     5.9 s   30.3 s  (6.5 s + 23.7 s)             14.8 s       2.16 GB
+//	rsk          19,280  500    2 m 6.7 s  2 m 18.8 s 6.2 s   106.6 s (2.3 s + 104.3 s)            13.9 s       5.14 GB
+//
+// Earlier measurements on the same machine under load from other jobs (load average 3.5-5, about one
+// core for the test; `/usr/bin/time -v` for the peak RSS): they are why this comment's first version
+// disagreed with itself (its "50 s" for contrastive was the loss stage, the wall time 1 m 52 s):
 //
 //	loss         B       block  wall     embed   loss stage (count + loss/grad pass)  re-embed+bp  peak RSS
 //	contrastive  19,280  500    1 m 52 s  15 s   50 s   (9.3 s + 40.6 s)               47 s         2.21 GB
