@@ -219,6 +219,20 @@ func TestRSKSmokeEndToEnd(t *testing.T) {
 		if len(curve) != 2 || curve[0] != pre.Metrics[k] {
 			t.Errorf("init-bg24: curve/test/%s = %v, want its first point = the pre-training's final %s %v", k, curve, k, pre.Metrics[k])
 		}
+		// init/<metric> (the step-0 evaluation as a scalar, Table 5's init row) is that same number.
+		if got := fine.Metrics["init/"+k]; got != pre.Metrics[k] {
+			t.Errorf("init-bg24: init/%s = %v, want the pre-training's final %s %v", k, got, k, pre.Metrics[k])
+		}
+	}
+	if _, ok := pre.Metrics["init/R@1"]; ok {
+		t.Error("pretrain (no eval.initial) has init/R@1")
+	}
+	// Every record carries its cost: the first (compiling) step's time and the run's peak memory.
+	for _, r := range recs {
+		if r.Metrics["time/first_step_ms"] <= 0 || r.Metrics["mem/peak_rss_mb"] <= 0 || r.Metrics["mem/concurrent_runs"] < 1 {
+			t.Errorf("%s: time/first_step_ms %v, mem/peak_rss_mb %v, mem/concurrent_runs %v; want > 0, > 0, ≥ 1", r.Hash,
+				r.Metrics["time/first_step_ms"], r.Metrics["mem/peak_rss_mb"], r.Metrics["mem/concurrent_runs"])
+		}
 	}
 	if code, _, stderr := runCLI("tables", rskSpecPath, "--scale", "smoke", "--results", filepath.Join(tmp, "results"), "--out", filepath.Join(tmp, "tables")); code != 0 {
 		t.Fatalf("tables: code %d: %s", code, stderr)
