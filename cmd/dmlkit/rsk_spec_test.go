@@ -238,3 +238,10 @@ func TestRSKSmokeEndToEnd(t *testing.T) {
 		t.Fatalf("tables: code %d: %s", code, stderr)
 	}
 }
+
+// TestRSKStoredResultsMatchSpec: the committed small-scale store is exactly the spec's plan — every
+// run stored once, nothing stored that the spec does not plan, no tuning point pending — each
+// record from a clean tree, none failed (checkStoredResultsMatchSpec).
+func TestRSKStoredResultsMatchSpec(t *testing.T) {
+	checkStoredResultsMatchSpec(t, mustLoadSpec(t, rskSpecPath), rskSpecPath, true)
+}
