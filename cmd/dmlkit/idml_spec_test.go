@@ -16,16 +16,18 @@ import (
 var idmlSpecPath = filepath.Join("..", "..", "reproductions", "idml", "spec.yaml")
 
 // idmlSmallRuns is the small scale's run count once every tuning step is stored, counted by hand
-// from the spec's list: tuning 7 losses × 6 = 42 (pair losses 6 rates, proxy losses 3 rates × 2 proxy multipliers); table1 14 × 5 = 70; table3 8 × 5 = 40; control 2 × 5 = 10;
-// fig4 (4 τ + 2 γ Omniglot + 2 γ Fashion-MNIST) × 3 = 24; batch 3 × 3 = 9; dims 6 × 3 = 18;
-// variants 1 × 3 = 3; cls 4 × 5 = 20; noise 4 × 5 = 20.
-const idmlSmallRuns = 42 + 70 + 40 + 10 + 24 + 9 + 18 + 3 + 20 + 20
+// from the spec's list: tuning 7 losses × 6 rates = 42 (the proxy losses at proxies ×100); table1
+// 14 × 5 = 70; table3 Mixup alone and ISM alone 4 × 5 = 20, PEL and PEL + Mixup 4 × 3 = 12;
+// control 2 × 3 = 6; fig4 (4 τ + 2 γ Omni-100 + 2 γ Fashion-MNIST) × 3 = 24; batch 3 × 3 = 9;
+// dims 6 × 3 = 18; variants 1 × 3 = 3; cls 4 × 5 = 20; noise 4 × 3 = 12.
+const idmlSmallRuns = 42 + 70 + (20 + 12) + 6 + 24 + 9 + 18 + 3 + 20 + 12
 
 // TestIDMLSpecPlans: smoke is 3 runs; small without stored runs is the 42 learning-rate tuning runs
 // (7 base losses × 6, equal budget) and the 20 classification runs (not tuned), with every other
 // point pending on the tuning; with the tuning stored, idmlSmallRuns; full is the paper's
 // protocol as 27 runs (Table 1 on CUB 14, ProxyAnchor ± IDML on Cars196 and SOP 4, Table 3 8,
-// ISM-Dis 1); every run is a valid trainer configuration.
+// ISM-Dis 1); every run is a valid trainer configuration. The small scale's runs are checked
+// further by idmlCheckSmallRuns.
 func TestIDMLSpecPlans(t *testing.T) {
 	s := mustLoadSpec(t, idmlSpecPath)
 	for _, c := range []struct {
@@ -46,8 +48,93 @@ func TestIDMLSpecPlans(t *testing.T) {
 			}
 		}
 	}
-	if _, recs := idmlFakeSmallStore(t, s); len(recs) != idmlSmallRuns {
-		t.Errorf("small with the tuning stored: %d runs, want %d", len(recs), idmlSmallRuns)
+	p, recs := idmlFakeSmallStore(t, s)
+	if len(recs) != idmlSmallRuns || len(p.Runs) != idmlSmallRuns {
+		t.Errorf("small with the tuning stored: %d runs planned, %d records; want %d", len(p.Runs), len(recs), idmlSmallRuns)
+	}
+	idmlCheckSmallRuns(t, p.Runs)
+}
+
+// idmlCheckSmallRuns checks every run of the small scale (tuning and sweep, as resolved with the
+// tuning stored): a valid trainer configuration; the Omniglot runs train on Omni-100
+// (data.train_classes [0, 100], the first 100 background characters), the Fashion-MNIST runs
+// (cls, fig4's open-set arm) on their own classes (no data.train_classes); tuning holds out 20 %
+// of the training characters and nothing else does; a proxy-loss run (ProxyNCA, ProxyAnchor, or
+// idml / pel on them) trains the proxies at ×100; the Omni-100 runs use batch 120 (30 × 4) for 400
+// steps except the control (batch 240, as many images per step as a Mixup arm) and the batch
+// sweep (40, 60, 240 on the same 48,000 images).
+func idmlCheckSmallRuns(t *testing.T, runs []experiments.Run) {
+	t.Helper()
+	get := func(cfg map[string]any, key string) any {
+		v, _ := experiments.Get(cfg, key)
+		return v
+	}
+	num := func(v any) float64 {
+		switch x := v.(type) {
+		case int:
+			return float64(x)
+		case int64:
+			return float64(x)
+		case float64:
+			return x
+		}
+		return math.NaN()
+	}
+	batches := map[float64]bool{}
+	for _, r := range runs {
+		c, label := r.Config, r.Label()
+		if err := reproduce.ValidateTrainConfig(c); err != nil {
+			t.Errorf("%s: %v", label, err)
+		}
+		tc := get(c, "data.train_classes")
+		switch get(c, "data.name") {
+		case "omniglot":
+			if l, ok := tc.([]any); !ok || len(l) != 2 || num(l[0]) != 0 || num(l[1]) != 100 {
+				t.Errorf("%s: data.train_classes %v, want [0 100] (Omni-100)", label, tc)
+			}
+		case "fashion-mnist":
+			if tc != nil {
+				t.Errorf("%s: data.train_classes %v on Fashion-MNIST, want none", label, tc)
+			}
+		default:
+			t.Errorf("%s: dataset %v", label, get(c, "data.name"))
+		}
+		vc := get(c, "data.val_classes")
+		if (r.Tune != "") != (vc != nil) || (vc != nil && num(vc) != 0.2) {
+			t.Errorf("%s (tuning step %q): data.val_classes %v", label, r.Tune, vc)
+		}
+		base := get(c, "loss.name")
+		if base == "idml" || base == "pel" {
+			base = get(c, "loss.set.base")
+		}
+		if base == "proxynca" || base == "proxyanchor" {
+			g, _ := get(c, "optimizer.groups").([]any)
+			if len(g) != 1 || num(get(map[string]any{"g": g[0]}, "g.lr_mul")) != 100 {
+				t.Errorf("%s: optimizer.groups %v, want the proxies at ×100", label, get(c, "optimizer.groups"))
+			}
+		}
+		if get(c, "data.name") != "omniglot" {
+			continue
+		}
+		b, steps := num(get(c, "sampler.batch_size")), num(get(c, "steps"))
+		switch get(c, "name") {
+		case "control":
+			if b != 240 || steps != 400 {
+				t.Errorf("%s: control at batch %v, %v steps; want 240, 400", label, b, steps)
+			}
+		case "batch":
+			batches[b] = true
+			if b*steps != 120*400 {
+				t.Errorf("%s: batch %v × %v steps = %v images, want 48,000", label, b, steps, b*steps)
+			}
+		default:
+			if b != 120 || steps != 400 || num(get(c, "sampler.m")) != 4 {
+				t.Errorf("%s: batch %v (m %v), %v steps; want 120 (30 × 4), 400", label, b, get(c, "sampler.m"), steps)
+			}
+		}
+	}
+	if len(batches) != 3 || !batches[40] || !batches[60] || !batches[240] {
+		t.Errorf("batch sweep sizes %v, want 40, 60, 240 (120: table1)", batches)
 	}
 }
 
@@ -94,10 +181,11 @@ func idmlFakeSmallStore(t *testing.T, s *experiments.Spec) (*experiments.Plan, [
 
 // TestIDMLClaimsMatchSpecRuns: on a store holding every run the small scale plans (made-up
 // metrics), each of the 33 claims finds exactly one record per seed in every arm (no arm is
-// empty or ambiguous) and pairs the seeds the issue asks for: 5 for Table 1, Table 3, testing
-// with ISM, the uncertainty claims, the classification stand-in and label noise; 3 for the τ/γ
-// grid, the size sweeps and the metric variants (a table1 run joins them on seeds 0-2). Every
-// table1 run is used by some claim.
+// empty or ambiguous) and pairs the seeds the issue asks for: 5 for Table 1, Table 3's Mixup-alone
+// and ISM-alone claims, testing with ISM, the uncertainty claims and the classification stand-in;
+// 3 for the τ/γ grid, the size sweeps, the metric variants, PEL (C5) and label noise (C19),
+// thinned to fit the time (a table1 run joins them on seeds 0-2). Every table1 run is used by some
+// claim.
 func TestIDMLClaimsMatchSpecRuns(t *testing.T) {
 	s := mustLoadSpec(t, idmlSpecPath)
 	_, recs := idmlFakeSmallStore(t, s)
@@ -109,7 +197,7 @@ func TestIDMLClaimsMatchSpecRuns(t *testing.T) {
 		t.Fatalf("%d claims, want 33", len(cs.Claims))
 	}
 	want := func(id string) int {
-		for _, p := range []string{"c6-", "c7-", "c8-", "c9-", "c10-", "c11-"} {
+		for _, p := range []string{"c5-", "c6-", "c7-", "c8-", "c9-", "c10-", "c11-", "c19-"} {
 			if strings.HasPrefix(id, p) {
 				return 3
 			}
