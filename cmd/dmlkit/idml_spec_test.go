@@ -109,7 +109,7 @@ func idmlCheckSmallRuns(t *testing.T, runs []experiments.Run) {
 		}
 		if base == "proxynca" || base == "proxyanchor" {
 			g, _ := get(c, "optimizer.groups").([]any)
-			if len(g) != 1 || num(get(map[string]any{"g": g[0]}, "g.lr_mul")) != 100 {
+			if len(g) != 1 || num(g[0].(map[string]any)["lr_mul"]) != 100 {
 				t.Errorf("%s: optimizer.groups %v, want the proxies at ×100", label, get(c, "optimizer.groups"))
 			}
 		}
