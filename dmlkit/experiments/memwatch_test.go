@@ -57,7 +57,10 @@ func TestMemWatchTicks(t *testing.T) {
 	}
 }
 
-// The real reader: touching 64 MiB raises the resident set by at least that much.
+// The real reader: touching 64 MiB raises the resident set. The runtime may hand
+// other freed pages back to the kernel between the two readings (CI once saw
+// +58 MiB), so the bound is half the touched size: a reader in the wrong unit
+// (pages, KiB) or one that never changes is still off by far more than that.
 func TestResidentBytesSeesAnAllocation(t *testing.T) {
 	before := residentBytes()
 	if before == 0 {
@@ -68,7 +71,7 @@ func TestResidentBytesSeesAnAllocation(t *testing.T) {
 		buf[i] = 1
 	}
 	after := residentBytes()
-	if d := after - before; d < 60<<20 {
+	if d := after - before; d < 32<<20 {
 		t.Errorf("resident set grew by %d MiB after touching 64 MiB", d>>20)
 	}
 	buf[len(buf)-1] = 2 // keep buf alive until after the reading
