@@ -81,12 +81,12 @@ fi
 if [ $mode = cpu ] && [ -z "$report_dirs" ]; then
   # The dry run builds its own (pure-Go backend, SIMD) binary; a GPU machine has no Go.
   echo "building $bin (GOEXPERIMENT=simd, pure-Go backend)"
-  GOTOOLCHAIN=auto GOEXPERIMENT=simd go build -o "$bin" ./cmd/gpucheck || die "go build failed"
+  GOTOOLCHAIN=auto GOEXPERIMENT=simd go build -ldflags="-X main.buildCommit=$(git rev-parse --short HEAD 2>/dev/null)" -o "$bin" ./cmd/gpucheck || die "go build failed"
 fi
 if [ ! -x "$bin" ]; then
   [ -n "$report_dirs" ] && command -v go >/dev/null && { GOTOOLCHAIN=auto go build -o "$bin" ./cmd/gpucheck || die "go build failed"; }
   [ -x "$bin" ] || die "no binary at $bin. Build it on a machine with Go (the GPU machine has none) and carry it along:
-  GOTOOLCHAIN=auto CGO_ENABLED=1 go build -tags xla -ldflags='-s -w' -o bin/gpucheck/dmlkit-gpucheck ./cmd/gpucheck
+  GOTOOLCHAIN=auto CGO_ENABLED=1 go build -tags xla -ldflags=\"-s -w -X main.buildCommit=\$(git rev-parse --short HEAD)\" -o bin/gpucheck/dmlkit-gpucheck ./cmd/gpucheck
 and name bin/gpucheck in the device tool's carry list."
 fi
 
@@ -180,7 +180,11 @@ start=$(date +%s)
   echo "cpu_model=$(sed -n 's/^model name[^:]*: //p' /proc/cpuinfo | head -1) ($(nproc) threads)"
   echo "backend_checks=$check_backend"
   echo "backend_bench=$bench_backend"
-  echo "commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
+  # The binary's stamped commit (-X main.buildCommit); the device's copy of the tree is not the
+  # local repository, so its git HEAD can name another commit (it did on 2026-11-25).
+  bc=$("$bin" version 2>/dev/null)
+  if [ -n "$bc" ] && [ "$bc" != unknown ]; then echo "commit=$bc"
+  else echo "commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown) (git HEAD where the script ran; binary not stamped)"; fi
   echo "estimated_device_minutes_h100=14 (measured 2026-11-25, see scripts/gpu-check.sh header)"
 } >>"$work/meta.txt"
 

@@ -138,3 +138,21 @@ func TestReportFailsOnMissingSideAndPhase(t *testing.T) {
 		t.Errorf("missing side / failed phase not reported: ok %v failures %v", rep.OK, rep.Failures)
 	}
 }
+
+// version prints the stamped commit, "unknown" when the build did not stamp one, and refuses
+// arguments (exit 2).
+func TestVersionPrintsStampedCommit(t *testing.T) {
+	saved := buildCommit
+	defer func() { buildCommit = saved }()
+	for _, tc := range []struct{ stamp, want string }{{"", "unknown\n"}, {"a427046", "a427046\n"}} {
+		buildCommit = tc.stamp
+		var out, errb strings.Builder
+		if rc := run([]string{"version"}, &out, &errb); rc != 0 || out.String() != tc.want {
+			t.Errorf("stamp %q: rc %d, printed %q, want rc 0 and %q (stderr %q)", tc.stamp, rc, out.String(), tc.want, errb.String())
+		}
+	}
+	var out, errb strings.Builder
+	if rc := run([]string{"version", "x"}, &out, &errb); rc != 2 {
+		t.Errorf("version x: rc %d, want 2", rc)
+	}
+}

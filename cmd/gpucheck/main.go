@@ -15,8 +15,11 @@
 //	gpucheck torchargs --case C [--scale S]   the matching scripts/gpucheck_torch.py arguments
 //	gpucheck smoke   --json P [--spec F]...   full-scale spec runs, deduplicated, a few steps each
 //	gpucheck report  --parts DIR --json OUT --md OUT
+//	gpucheck version                          the commit the binary was built from (or "unknown")
 //
-// Build for a GPU machine here (cgo, linux/amd64): GOTOOLCHAIN=auto go build -tags xla -o bin/gpucheck/dmlkit-gpucheck ./cmd/gpucheck
+// Build for a GPU machine here (cgo, linux/amd64), stamping the commit:
+//
+//	GOTOOLCHAIN=auto CGO_ENABLED=1 go build -tags xla -ldflags="-s -w -X main.buildCommit=$(git rev-parse --short HEAD)" -o bin/gpucheck/dmlkit-gpucheck ./cmd/gpucheck
 package main
 
 import (
@@ -43,6 +46,25 @@ type command struct {
 }
 
 var commands = map[string]command{}
+
+// buildCommit is the commit the binary was built from, set with
+// -ldflags "-X main.buildCommit=<hash>". The report records it: the GPU machine's copy of the
+// working tree is not the local repository, so `git rev-parse` there can name another commit.
+var buildCommit string
+
+func init() {
+	register("version", "print the commit the binary was built from (-X main.buildCommit), or \"unknown\"", func(args []string, stdout, _ io.Writer) error {
+		if len(args) > 0 {
+			return fmt.Errorf("version takes no arguments, got %q", args)
+		}
+		c := buildCommit
+		if c == "" {
+			c = "unknown"
+		}
+		fmt.Fprintln(stdout, c)
+		return nil
+	})
+}
 
 func register(name, summary string, run func(args []string, stdout, stderr io.Writer) error) {
 	commands[name] = command{name, summary, run}
