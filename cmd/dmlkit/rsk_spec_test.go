@@ -92,9 +92,9 @@ func sortedMapKeys(m map[string]int) []string {
 // of the sweep is stored (simulateSweep), against the counts worked out from spec.yaml by hand:
 //
 //	smoke  3 runs and the fine-tuning pending on its pre-training; 4 in all.
-//	small  the 60 tuning runs (10 methods × 6 rates) and lr-check (RS@k at a fixed 8e-3, 5 seeds) first, every other point pending; in all 236:
+//	small  the 60 tuning runs (10 methods × 6 rates) and lr-check (RS@k at a fixed 8e-3, 5 seeds) first, every other point pending; in all 239:
 //	       fig9 38 (RS@k 5+3+3+5+3+3 over 48…1,960, SiMix 5+3+3+5 over 48…392), table4 30 (6 × 5 seeds),
-//	       rank 18 (6 × 3), fig8 18 (6 × 3), table3 15, table2 9, pretrain 12 (4 sources × 3),
+//	       rank 21 (7 × 3: six losses and RS@k at 60 epochs), fig8 18 (6 × 3), table3 15, table2 9, pretrain 12 (4 sources × 3),
 //	       init-* 30 (5 starts × 2 losses × 3), lr-check 5, scale 1.
 //	full   the 40 tuning runs of the *-full steps; in all 82: table4 9, fig9 8, fig8 6, table3 5, table2 3,
 //	       rank 6, pretrain 1, init-imagenet 2, init-inat 2.
@@ -110,7 +110,7 @@ func TestRSKSpecPlans(t *testing.T) {
 		groups        string
 	}{
 		{"smoke", 3, 1, 4, "fig9 1, init-bg24 1, pretrain 1, table4 1"},
-		{"small", 65, -1, 236, "fig8 18, fig9 38, init-bg200 6, init-bg866 6, init-fashion-mnist 6, init-mnist 6, init-none 6, lr-check 5, pretrain 12, rank 18, scale 1, table2 9, table3 15, table4 30, tune 60"},
+		{"small", 65, -1, 239, "fig8 18, fig9 38, init-bg200 6, init-bg866 6, init-fashion-mnist 6, init-mnist 6, init-none 6, lr-check 5, pretrain 12, rank 21, scale 1, table2 9, table3 15, table4 30, tune 60"},
 		{"full", 40, -1, 82, "fig8 6, fig9 8, init-imagenet 2, init-inat 2, pretrain 1, rank 6, table2 3, table3 5, table4 9, tune 40"},
 	} {
 		p, err := s.Plan(c.scale)
