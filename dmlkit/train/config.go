@@ -2,10 +2,10 @@
 // (Adam, AdamW, SGD with momentum; weight decay, per-group learning-rate multipliers, gradient
 // clipping by value), learning-rate schedules, deterministic batch samplers, multistage
 // backpropagation for huge batches (seed 003, Algorithm 1), image-level mixup and cutmix (label sets
-// with their λ weights), evaluation hooks (retrieval; closed-set classification against a loss's
-// class weights), early stopping, checkpoints with exact resume, and the run directory
-// (config.resolved.yaml, env.json, metrics.jsonl, checkpoints, final embeddings as .npy, with IDML's
-// test uncertainty embeddings).
+// with their λ weights, or the IDML code's λ-weighted sum of losses: mixup.loss), evaluation hooks
+// (retrieval; closed-set classification against a loss's class weights), early stopping,
+// checkpoints with exact resume, and the run directory (config.resolved.yaml, env.json,
+// metrics.jsonl, checkpoints, final embeddings as .npy, with IDML's test uncertainty embeddings).
 //
 // Everything random is drawn in Go from PCG streams keyed by the run seed (parameter
 // initialisation, sampling, mixup), so the same configuration and seed give identical metrics on
@@ -263,11 +263,33 @@ type MultistageConfig struct {
 // uniform in the image, clipped at the borders, and the set's weights are the realised areas
 // (λ' = 1 − box area / image area). The set weights (λ, 1 − λ) reach the loss as
 // losses.Inputs.LabelWeights (soft targets of normsoftmax; set losses ignore them).
+//
+// Loss selects how the batch of 2n rows (n originals, then the n mixed images) is scored:
+//
+//   - "" or "set" (the default; seed 002's paper): one loss over the whole batch, with the label
+//     sets [2n, 2] and their slot weights [2n, 2]: a mixed image is a positive of both its classes.
+//   - "weighted" (the authors' code, image_retrieval/code; papers-vs-code.md §4 "Mixup"):
+//     L = L(x, y) + λ·L(x̃, y_a) + (1 − λ)·L(x̃, y_b), three plain losses with hard [n] labels:
+//     the originals x (rows [0, n)) with their labels y, and the mixed images x̃ (rows [n, 2n))
+//     once with y_a = y_i and once with y_b = y_π(i). λ is the batch's mixing weight: Beta(α, α)
+//     with mode mixup, the realised λ' (1 − box area / image area) with cutmix, whose box is also
+//     one per batch, so the formula applies unchanged. Each of the three terms is the whole
+//     configured loss (every term of loss.terms with its weight), with shared learnable proxies.
+//
+// Loss is written to config.resolved.yaml only when set (omitempty), so configurations without it
+// resolve and hash as before it existed.
 type MixupConfig struct {
 	Enabled bool    `yaml:"enabled"`
 	Alpha   float64 `yaml:"alpha" doc:"Beta(α, α) parameter (IDML: 1)"`
 	Mode    string  `yaml:"mode" doc:"mixup (default: pixel-wise blend) or cutmix (a pasted box)"`
+	Loss    string  `yaml:"loss,omitempty" doc:"set (default: one loss over the label sets, the paper) or weighted (L(x, y) + λ·L(x̃, y_a) + (1 − λ)·L(x̃, y_b), the authors' code)"`
 }
+
+// Values of MixupConfig.Loss.
+const (
+	MixupLossSet      = "set"      // one loss over the label sets (also ""): seed 002's paper
+	MixupLossWeighted = "weighted" // L(x, y) + λ·L(x̃, y_a) + (1 − λ)·L(x̃, y_b): the authors' code
+)
 
 // Default returns a configuration that trains the small CNN on Omniglot with the contrastive
 // loss, Adam, m-per-class batches of 32×4.
@@ -433,6 +455,12 @@ func (c *Config) Validate() error {
 	}
 	if c.Mixup.Enabled && c.Mixup.Alpha <= 0 {
 		return fmt.Errorf("mixup.alpha: %g: want > 0", c.Mixup.Alpha)
+	}
+	switch l := c.Mixup.Loss; {
+	case l != "" && l != MixupLossSet && l != MixupLossWeighted:
+		return fmt.Errorf("mixup.loss: %q: want set (default) or weighted", l)
+	case l == MixupLossWeighted && !c.Mixup.Enabled:
+		return fmt.Errorf("mixup.loss: weighted scores the mixed images of a mixup batch: it needs mixup.enabled: true")
 	}
 	return nil
 }

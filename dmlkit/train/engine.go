@@ -99,7 +99,8 @@ func newEngine(cfg *Config, b compute.Backend, store *model.Store, nClasses, h, 
 		}
 		return ex
 	}
-	e.diagnosing = cfg.Log.EverySteps > 0 && cfg.Multistage.Chunk == 0 && hasDiagnostics(terms)
+	e.diagnosing = cfg.Log.EverySteps > 0 && cfg.Multistage.Chunk == 0 &&
+		(hasDiagnostics(terms) || cfg.Mixup.Enabled && cfg.Mixup.Loss == MixupLossWeighted) // the latter logs its three terms
 	switch {
 	case cfg.Mixup.Enabled:
 		e.step = add(mk(e.stepMixGraph))
@@ -159,8 +160,12 @@ func hasDiagnostics(terms []weightedLoss) bool {
 // "loss/<name>" and the diagnostics of the terms that are Diagnosers as "<name>/<diagnostic>",
 // the name being "<index>_<name>" for a loss used in several terms (as losses.ComboConfig does).
 // The loss node is built by the same operations either way. weights, when not nil, are the
-// [B, S] slot weights of the label sets (losses.Inputs.LabelWeights: mixup, cutmix).
+// [B, S] slot weights of the label sets (losses.Inputs.LabelWeights: mixup, cutmix); with
+// mixup.loss weighted the loss of such a batch is instead buildMixWeighted's.
 func (e *engine) buildLossDiag(scope *model.Scope, emb, labels, weights *Node, diag bool) (*Node, []losses.Diagnostic) {
+	if weights != nil && e.cfg.Mixup.Loss == MixupLossWeighted {
+		return e.buildMixWeighted(scope, emb, labels, weights, diag)
+	}
 	var total *Node
 	var diags []losses.Diagnostic
 	seen := map[string]int{}
@@ -202,6 +207,67 @@ func (e *engine) buildLossDiag(scope *model.Scope, emb, labels, weights *Node, d
 			diags = append(diags, losses.Diagnostic{Name: key + "/" + d.Name, Value: d.Value})
 		}
 	}
+	return total, diags
+}
+
+// buildMixWeighted is the loss of a mixup or cutmix batch with mixup.loss weighted, the IDML
+// authors' code (seed 002's paper describes the label-set loss instead, buildLossDiag's default):
+//
+//	L = L(x, y) + λ·L(x̃, y_a) + (1 − λ)·L(x̃, y_b)
+//
+// The batch is what the trainer's Mixup and CutMix give: emb [2n, D] holds the n originals x in
+// rows [0, n) and the n mixed images x̃ in rows [n, 2n); labels [2n, 2] are the label sets (slot 0
+// y_i, slot 1 y_π(i) or −1) and weights [2n, 2] their slot weights ([MixWeights]). Each L is the
+// configured loss (Σ wᵢ·Lᵢ over loss.terms) built by buildLossDiag on n rows with plain [n]
+// labels, in the same loss scope, so learnable proxies are shared by the three terms:
+//
+//   - y is slot 0 of the originals; y_a slot 0 of the mixed rows; y_b their slot 1, or slot 0 where
+//     slot 1 is −1 (a mix of two images of one class: y_π(i) = y_i).
+//   - λ is the minimum over the mixed rows of their slot-0 weight, as a constant (no gradient):
+//     MixWeights gives λ (mixup's draw, cutmix's realised λ') to every mix of two classes and 1 to a
+//     mix of one class, so the minimum is the batch's λ as soon as one row mixes two classes, and
+//     otherwise 1, where y_b = y_a on every row and λ does not change L.
+//   - ClassBound stays the sampler's M: y_a is y, and y_b is y permuted, so every term has each of
+//     the batch's classes M times in an m_per_class batch.
+//
+// The diagnostics (when diag) are the originals' term's as buildLossDiag names them (IDML's
+// "unc_norm" is then the originals' mean ‖u‖; the label-set counts "unc_norm_orig", "orig_count",
+// … need label sets and are absent), the mixed terms' with the prefixes "mix_a/" and "mix_b/"
+// (IDML's "mix_a/unc_norm" is the mixed images' mean ‖u‖), and "loss_orig", "loss_mix_a",
+// "loss_mix_b" (the three L, unweighted) with "mix_lambda" (λ): the loss is
+// loss_orig + mix_lambda·loss_mix_a + (1 − mix_lambda)·loss_mix_b.
+func (e *engine) buildMixWeighted(scope *model.Scope, emb, labels, weights *Node, diag bool) (*Node, []losses.Diagnostic) {
+	b := emb.Shape().Dim(0)
+	if b%2 != 0 || labels.Rank() != 2 || labels.Shape().Dim(0) != b || labels.Shape().Dim(1) != 2 ||
+		weights.Rank() != 2 || weights.Shape().Dim(0) != b || weights.Shape().Dim(1) != 2 {
+		panic(fmt.Sprintf("train: mixup.loss weighted: want 2n embeddings with [2n, 2] label sets and weights, got %s, %s, %s",
+			emb.Shape(), labels.Shape(), weights.Shape()))
+	}
+	n := b / 2
+	slot := func(x *Node, rows SliceAxisSpec, k int) *Node { return Reshape(Slice(x, rows, AxisElem(k)), n) }
+	orig, mixed := AxisRange(0, n), AxisRange(n, b)
+	y, ya, yb := slot(labels, orig, 0), slot(labels, mixed, 0), slot(labels, mixed, 1)
+	yb = Where(GreaterOrEqual(yb, ZerosLike(yb)), yb, ya)
+	lo, dOrig := e.buildLossDiag(scope, Slice(emb, orig), y, nil, diag)
+	la, dA := e.buildLossDiag(scope, Slice(emb, mixed), ya, nil, diag)
+	lb, dB := e.buildLossDiag(scope, Slice(emb, mixed), yb, nil, diag)
+	lam := StopGradient(ConvertDType(ReduceAllMin(slot(weights, mixed, 0)), lo.DType()))
+	total := Add(lo, Add(Mul(lam, la), Mul(OneMinus(lam), lb)))
+	if !diag {
+		return total, nil
+	}
+	diags := dOrig
+	for _, d := range dA {
+		diags = append(diags, losses.Diagnostic{Name: "mix_a/" + d.Name, Value: d.Value})
+	}
+	for _, d := range dB {
+		diags = append(diags, losses.Diagnostic{Name: "mix_b/" + d.Name, Value: d.Value})
+	}
+	diags = append(diags,
+		losses.Diagnostic{Name: "loss_orig", Value: lo},
+		losses.Diagnostic{Name: "loss_mix_a", Value: la},
+		losses.Diagnostic{Name: "loss_mix_b", Value: lb},
+		losses.Diagnostic{Name: "mix_lambda", Value: lam})
 	return total, diags
 }
 
