@@ -19,11 +19,12 @@ var idmlSpecPath = filepath.Join("..", "..", "reproductions", "idml", "spec.yaml
 // from the spec's list: tuning 7 losses × 8 rates = 56 (the proxy losses at proxies ×100); table1
 // 14 × 5 = 70; table3 Mixup alone and ISM alone 4 × 5 = 20, PEL and PEL + Mixup 4 × 3 = 12;
 // control 2 × 3 = 6; fig4 (4 τ + 2 γ Omni-100 + 2 γ Fashion-MNIST) × 3 = 24; batch 3 × 3 = 9;
-// dims 6 × 3 = 18; variants 1 × 3 = 3; cls 4 × 5 = 20; noise 4 × 3 = 12.
-const idmlSmallRuns = 56 + 70 + (20 + 12) + 6 + 24 + 9 + 18 + 3 + 20 + 12
+// dims 6 × 3 = 18; variants 1 × 3 = 3; cls 4 × 5 = 20; noise 4 × 3 = 12; lr-check 2 × 3 = 6 (multi-
+// similarity ± IDML at 8e-3, added after Table 1; fixed rate, not tuned).
+const idmlSmallRuns = 56 + 70 + (20 + 12) + 6 + 24 + 9 + 18 + 3 + 20 + 12 + 6
 
 // TestIDMLSpecPlans: smoke is 3 runs; small without stored runs is the 56 learning-rate tuning runs
-// (7 base losses × 8, equal budget) and the 20 classification runs (not tuned), with every other
+// (7 base losses × 8, equal budget) and the 20 classification and 6 lr-check runs (not tuned), with every other
 // point pending on the tuning; with the tuning stored, idmlSmallRuns; full is the paper's
 // protocol as 27 runs (Table 1 on CUB 14, ProxyAnchor ± IDML on Cars196 and SOP 4, Table 3 8,
 // ISM-Dis 1); every run is a valid trainer configuration. The small scale's runs are checked
@@ -34,7 +35,7 @@ func TestIDMLSpecPlans(t *testing.T) {
 		scale   string
 		runs    int
 		pending bool
-	}{{"smoke", 3, false}, {"small", 56 + 20, true}, {"full", 27, false}} {
+	}{{"smoke", 3, false}, {"small", 56 + 20 + 6, true}, {"full", 27, false}} {
 		p, err := s.Plan(c.scale)
 		if err != nil {
 			t.Fatalf("%s: %v", c.scale, err)
@@ -336,4 +337,10 @@ func TestIDMLSmokeEndToEnd(t *testing.T) {
 	if code, _, stderr := runCLI("tables", idmlSpecPath, "--scale", "smoke", "--results", results, "--out", filepath.Join(tmp, "tables")); code != 0 {
 		t.Fatalf("tables: code %d: %s", code, stderr)
 	}
+}
+
+// The committed store is exactly the small plan: every run stored, from a clean tree, none
+// failed, and no record that is not a run of the spec (a changed point's old records would be).
+func TestIDMLStoredResultsMatchSpec(t *testing.T) {
+	checkStoredResultsMatchSpec(t, mustLoadSpec(t, idmlSpecPath), idmlSpecPath, true)
 }
