@@ -77,6 +77,7 @@ type FigureSpec struct {
 	Caption    string         `yaml:"caption"`      // what is plotted, for figures/<paper>/README.md
 	StandsFor  string         `yaml:"stands_for"`   // the paper's figure it stands for, e.g. "seed 000 Fig. 3"
 	LogX       bool           `yaml:"log_x"`        // log x axis with ticks at the x values (geometric sweeps)
+	LogY       bool           `yaml:"log_y"`        // line: log y axis, ticks at powers of ten (see logYSeries)
 	XTicks     []string       `yaml:"x_ticks"`      // line with series: tick labels of evaluations 1, 2, …
 	XTickAngle float64        `yaml:"x_tick_angle"` // rotate x tick labels (degrees), e.g. long bar categories
 	Highlight  map[string]any `yaml:"highlight"`    // heatmap: outline the cell with these x and y values
@@ -377,8 +378,16 @@ func BuildFigureWith(f FigureSpec, recs []Record, st plots.Style, lm LabelMap) (
 				n = max(n, len(x))
 				series = append(series, plots.Series{Name: lm.groupName(g), X: x, Y: mean, Err: se, Markers: len(x) <= 25})
 			}
+			if f.LogY {
+				if err := logYSeries(series); err != nil {
+					return nil, err
+				}
+			}
 			if ch, err = plots.Lines(st, l, series); err != nil {
 				return nil, err
+			}
+			if f.LogY {
+				ch.LogY()
 			}
 			var ticks plot.ConstantTicks
 			for i, t := range f.XTicks {
@@ -435,11 +444,19 @@ func BuildFigureWith(f FigureSpec, recs []Record, st plots.Style, lm LabelMap) (
 			sortByX(&s) // records without X (x_missing) come out of GroupBy last
 			series = append(series, s)
 		}
+		if f.LogY {
+			if err := logYSeries(series); err != nil {
+				return nil, err
+			}
+		}
 		if ch, err = plots.Lines(st, l, series); err != nil {
 			return nil, err
 		}
 		if f.LogX {
 			ch.LogX(distinct(xs)...)
+		}
+		if f.LogY {
+			ch.LogY()
 		}
 	case "pareto":
 		def(&l.X, lm.Name(f.X))
@@ -1086,6 +1103,25 @@ func WriteFigureReadme(s *Spec, results []FigureResult, outDir string) (string, 
 // decadesIn returns the powers of ten within the range of xs (all > 0), the ticks of a log axis
 // spanning several decades (e.g. an ROC's false accept rates 1e-5 … 1); with fewer than two
 // decades in range, the distinct values themselves.
+// logYSeries checks that every mean of a log_y figure is positive and clips each band's lower
+// edge to a tenth of its mean (a standard error at or above the mean has no lower edge on a log
+// axis: the band then reaches one decade down). It changes the series' Err in place.
+func logYSeries(series []plots.Series) error {
+	for i := range series {
+		s := &series[i]
+		for j, y := range s.Y {
+			if !(y > 0) {
+				return fmt.Errorf("log_y: y value %g of %s at x = %g is not positive", y, s.Name, s.X[j])
+			}
+			if j < len(s.Err) && s.Err[j] > 0.9*y {
+				lo := 0.1 * y
+				s.Err[j] = y - lo
+			}
+		}
+	}
+	return nil
+}
+
 func decadesIn(xs []float64) []float64 {
 	lo, hi := math.Inf(1), math.Inf(-1)
 	for _, x := range xs {

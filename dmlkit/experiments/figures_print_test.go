@@ -187,3 +187,48 @@ figures:
 		t.Errorf("highlight of no cell: %v", err)
 	}
 }
+
+// TestLogY: log_y puts y on a log axis (0.1 halfway between 0.01 and 1 in axis position), clips a
+// band whose standard error reaches the mean to one decade below it, and refuses a non-positive
+// mean.
+func TestLogY(t *testing.T) {
+	var recs []Record
+	for _, b := range []int{16, 32, 64} {
+		// two seeds: 0.01 and 0.19 at batch 16 (mean 0.1, SE 0.08), 1 and 1 elsewhere
+		for _, v := range map[int][]float64{16: {0.01, 0.19}, 32: {1, 1}, 64: {1, 1}}[b] {
+			recs = append(recs, Record{Scale: "small", Config: map[string]any{"batch": b}, Metrics: Metrics{"u": v}})
+		}
+	}
+	s := mustParse(t, `
+paper: toy
+figures:
+  - {name: sweep, kind: line, x: batch, y: u, log_y: true}
+`)
+	st := plots.DefaultStyle()
+	fig, err := BuildFigure(s.Figures[0], recs, st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ch := fig.(*plots.Chart)
+	if got := ch.Plot.Y.Scale.Normalize(0.01, 1, 0.1); math.Abs(got-0.5) > 1e-12 {
+		t.Errorf("log y: 0.1 normalised to %v between 0.01 and 1, want 0.5", got)
+	}
+	if probs, _ := plots.CheckLayout(ch, st); len(probs) > 0 {
+		t.Errorf("log y layout: %q", probs)
+	}
+	series := []plots.Series{{Name: "a", X: []float64{1, 2}, Y: []float64{0.1, 2}, Err: []float64{0.09, 0.5}}}
+	if err := logYSeries(series); err != nil {
+		t.Fatal(err)
+	}
+	if e := series[0].Err; math.Abs(e[0]-0.09) > 1e-15 || e[1] != 0.5 { // 0.09 is not above 0.9 × 0.1: kept
+		t.Errorf("errors %v, want [0.09 0.5] unchanged", e)
+	}
+	series = []plots.Series{{Name: "b", X: []float64{1, 2}, Y: []float64{0.1, 0.099}, Err: []float64{0.095, 0}}}
+	if logYSeries(series); math.Abs(series[0].Err[0]-0.09) > 1e-15 {
+		t.Errorf("SE 0.095 of mean 0.1 clipped to %v, want 0.09", series[0].Err[0])
+	}
+	recs = append(recs, Record{Scale: "small", Config: map[string]any{"batch": 128}, Metrics: Metrics{"u": 0}})
+	if _, err := BuildFigure(s.Figures[0], recs, st); err == nil || !strings.Contains(err.Error(), "not positive") {
+		t.Errorf("log y with a zero mean: %v, want an error", err)
+	}
+}

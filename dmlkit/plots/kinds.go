@@ -139,6 +139,14 @@ func (ch *Chart) LogX(ticksAt ...float64) {
 	ch.Plot.X.Tick.Marker = ticks
 }
 
+// LogY puts the y axis on a log scale with ticks at the powers of ten (for quantities that span
+// decades, e.g. a norm that grows 100× in one arm and shrinks in the others). Every y value drawn
+// must be positive: a band's lower edge, y − err, included (see experiments' log_y, which clips it).
+func (ch *Chart) LogY() {
+	ch.Plot.Y.Scale = plot.LogScale{}
+	ch.Plot.Y.Tick.Marker = plot.LogTicks{Prec: -1}
+}
+
 // RotateXTicks turns the x tick labels by deg degrees (counter-clockwise), anchored at their end,
 // so that long category names do not overprint.
 func (ch *Chart) RotateXTicks(deg float64) {
