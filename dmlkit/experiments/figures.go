@@ -378,16 +378,8 @@ func BuildFigureWith(f FigureSpec, recs []Record, st plots.Style, lm LabelMap) (
 				n = max(n, len(x))
 				series = append(series, plots.Series{Name: lm.groupName(g), X: x, Y: mean, Err: se, Markers: len(x) <= 25})
 			}
-			if f.LogY {
-				if err := logYSeries(series); err != nil {
-					return nil, err
-				}
-			}
-			if ch, err = plots.Lines(st, l, series); err != nil {
+			if ch, err = linesLogY(st, l, series, f.LogY); err != nil {
 				return nil, err
-			}
-			if f.LogY {
-				ch.LogY()
 			}
 			var ticks plot.ConstantTicks
 			for i, t := range f.XTicks {
@@ -444,19 +436,11 @@ func BuildFigureWith(f FigureSpec, recs []Record, st plots.Style, lm LabelMap) (
 			sortByX(&s) // records without X (x_missing) come out of GroupBy last
 			series = append(series, s)
 		}
-		if f.LogY {
-			if err := logYSeries(series); err != nil {
-				return nil, err
-			}
-		}
-		if ch, err = plots.Lines(st, l, series); err != nil {
+		if ch, err = linesLogY(st, l, series, f.LogY); err != nil {
 			return nil, err
 		}
 		if f.LogX {
 			ch.LogX(distinct(xs)...)
-		}
-		if f.LogY {
-			ch.LogY()
 		}
 	case "pareto":
 		def(&l.X, lm.Name(f.X))
@@ -1100,9 +1084,21 @@ func WriteFigureReadme(s *Spec, results []FigureResult, outDir string) (string, 
 	return path, os.WriteFile(path, []byte(b.String()), 0o644)
 }
 
-// decadesIn returns the powers of ten within the range of xs (all > 0), the ticks of a log axis
-// spanning several decades (e.g. an ROC's false accept rates 1e-5 … 1); with fewer than two
-// decades in range, the distinct values themselves.
+// linesLogY is plots.Lines with, when logY, the series checked and their bands clipped for a log
+// y axis (logYSeries) and the axis put on it.
+func linesLogY(st plots.Style, l plots.Labels, series []plots.Series, logY bool) (*plots.Chart, error) {
+	if logY {
+		if err := logYSeries(series); err != nil {
+			return nil, err
+		}
+	}
+	ch, err := plots.Lines(st, l, series)
+	if err == nil && logY {
+		ch.LogY()
+	}
+	return ch, err
+}
+
 // logYSeries checks that every mean of a log_y figure is positive and clips each band's lower
 // edge to a tenth of its mean (a standard error at or above the mean has no lower edge on a log
 // axis: the band then reaches one decade down). It changes the series' Err in place.
@@ -1114,14 +1110,16 @@ func logYSeries(series []plots.Series) error {
 				return fmt.Errorf("log_y: y value %g of %s at x = %g is not positive", y, s.Name, s.X[j])
 			}
 			if j < len(s.Err) && s.Err[j] > 0.9*y {
-				lo := 0.1 * y
-				s.Err[j] = y - lo
+				s.Err[j] = 0.9 * y // the band's lower edge at y/10
 			}
 		}
 	}
 	return nil
 }
 
+// decadesIn returns the powers of ten within the range of xs (all > 0), the ticks of a log axis
+// spanning several decades (e.g. an ROC's false accept rates 1e-5 … 1); with fewer than two
+// decades in range, the distinct values themselves.
 func decadesIn(xs []float64) []float64 {
 	lo, hi := math.Inf(1), math.Inf(-1)
 	for _, x := range xs {
