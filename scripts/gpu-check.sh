@@ -8,15 +8,16 @@
 #   metrics  exact kNN on the device + retrieval metrics on a 60,502 × 512 SOP-sized random set vs
 #            dmlkit/metrics on the CPU (tf32=false)
 #   bench    training-step time: small CNN b256 28², ResNet-50 b64 224², ViT-B/16 b64 224², RS@k
-#            multistage ResNet-50 b4000 in chunks of 500 — dmlkit (XLA defaults, TF32 on) and the same
-#            models in PyTorch (scripts/gpucheck_torch.py, TF32 on); ratios and peak GPU memory
+#            multistage ResNet-50 b4000 in chunks of 250, IDML-ProxyAnchor ResNet-50 b120 + 120 mixup
+#            images (512 + 512 heads, AdamW; --cases idml_pa, not in the default list) — dmlkit (XLA
+#            defaults, TF32 on) and the same models in PyTorch (scripts/gpucheck_torch.py, TF32 on); ratios and peak GPU memory
 #   smoke    each reproductions/*/spec.yaml at scale full, one run per backbone/batch/multistage
 #            group, a few steps on synthetic images
 # then `gpucheck report` writes <out>/<date>-<gpu>.json and .md (the JSON report and the summary).
 #
 # Usage (GPU machine; the binary is built elsewhere, see README "GPU check"):
 #   scripts/gpu-check.sh --out DIR [--phases device,losses,metrics,bench,smoke] [--deadline SECONDS]
-#                        [--cases smallcnn,resnet50,vit_b16,rsk_multistage] [--smoke-steps N]
+#                        [--cases smallcnn,resnet50,vit_b16,rsk_multistage,idml_pa] [--smoke-steps N]
 #                        [--smoke-only I,J,...]   (representatives by index, in that order)
 # CPU dry run here (Go backend on both sides, PyTorch CPU, sizes scaled down, a few minutes on 2 cores):
 #   scripts/gpu-check.sh --cpu            (writes reproductions/gpu/cpu-dryrun-<date>.{json,md})

@@ -4,6 +4,13 @@ The same workloads as `gpucheck bench` (its arguments come from `gpucheck torcha
   smallcnn        the small CNN 32-64-128 (BN, max-pool, GAP, linear 128, L2) on 28x28 grey images
   resnet50        torchvision-layout ResNet-50 v1.5 (GAP, linear to --dim, L2)
   vit_b16         ViT-B/16 (pre-norm, class token, linear to --dim, L2)
+  idml_pa         (--loss idml_pa) ResNet-50 (frozen BN, average + max pooling) with IDML's two heads, a 512-d
+                  semantic (L2-normalised) and a 512-d uncertainty embedding (raw), trained with IDML-ProxyAnchor
+                  (seed 002 Eq. 5, 8, 18: C_IN = 1 - (1 - C) exp(-(||u_i|| + gamma) / (tau ||s_i - p_j||)),
+                  tau = 5, gamma = 0, margin 0.1, scale 32) on batches of --batch originals and --batch mixed
+                  images (mixup with label sets, lambda ~ Beta(1, 1): 2 x --batch images a step), AdamW (lr 6e-4,
+                  decoupled weight decay 1e-4 on every parameter, proxies at 100x the rate), gradient entries
+                  clipped at 10 -- dmlkit's "idml" loss with base proxyanchor and the gpucheck idml_pa case.
   rsk_multistage  ResNet-50 (frozen BN) with RS@k at a large batch by multistage backprop in chunks:
                   embed all chunks without autograd, dL/dE on the whole batch, re-embed chunk by chunk
                   and backpropagate sum(emb * dL/dE[chunk]) (seed 003, Algorithm 1), as dmlkit/train does.
@@ -70,6 +77,43 @@ def rsk(emb, labels, spc, ks=(1, 2, 4, 8, 16), tau1=1.0, tau2=0.01):
     return (loss / len(ks)).mean()
 
 
+def idml_proxyanchor(emb, sets, proxies, dim, tau=5.0, gamma=0.0, margin=0.1, scale=32.0):
+    """IDML-ProxyAnchor on emb = [B, dim + U] (semantic, uncertainty) with label sets [B, S] (-1 = empty).
+
+    dmlkit's losses.IDMLConfig with base proxyanchor: the semantic part is L2-normalised, the proxies
+    too; alpha = ||s_i - p_j||, beta = ||u_i|| (a proxy has no uncertainty), e = exp(-(beta + gamma) /
+    (tau * alpha)), C_IN = 1 - (1 - cos) e; positive term averaged over the proxies with a member in the
+    batch, negative term over all proxies."""
+    s = F.normalize(emb[:, :dim], dim=1)
+    u = emb[:, dim:]
+    p = F.normalize(proxies, dim=1)
+    cos = s @ p.t()
+    alpha = (2 - 2 * cos).clamp_min(0).sqrt().clamp_min(1e-12)
+    beta = u.norm(dim=1, keepdim=True)
+    cin = 1 - (1 - cos) * torch.exp(-(beta + gamma) / (tau * alpha))
+    nc = proxies.shape[0]
+    member = (sets[:, :, None] == torch.arange(nc, device=emb.device)[None, None, :]).any(1)  # [B, C]
+    neg_inf = torch.full_like(cin, float("-inf"))
+    pos = torch.logsumexp(torch.cat([cin.new_zeros(1, nc),
+                                     torch.where(member, -scale * (cin - margin), neg_inf)]), 0)
+    neg = torch.logsumexp(torch.cat([cin.new_zeros(1, nc),
+                                     torch.where(member, neg_inf, scale * (cin + margin))]), 0)
+    has = member.any(0)
+    return pos[has].sum() / has.sum().clamp_min(1) + neg.sum() / nc
+
+
+def mixup_host(x, y, gen):
+    """dmlkit's train.Mixup: the n originals, then n images lam x_i + (1 - lam) x_perm(i) with one
+    lam ~ Beta(1, 1) per batch; label sets {y_i, -1} and {y_i, y_perm(i)} (-1 when equal)."""
+    n = x.shape[0]
+    lam = torch.rand(1, generator=gen).item()  # Beta(1, 1) is uniform
+    perm = torch.randperm(n, generator=gen)
+    xm = torch.cat([x, lam * x + (1 - lam) * x[perm]])
+    second = torch.where(y[perm] == y, torch.full_like(y, -1), y[perm])
+    sets = torch.cat([torch.stack([y, torch.full_like(y, -1)], 1), torch.stack([y, second], 1)])
+    return xm, sets
+
+
 class SmallCNN(nn.Module):
     def __init__(self, dim=128):
         super().__init__()
@@ -107,8 +151,12 @@ class Bottleneck(nn.Module):
 
 
 class ResNet50(nn.Module):
-    def __init__(self, dim=512):
+    """unc > 0: IDML's layout, average + max pooling and a second (uncertainty) head of width unc,
+    forward returns concat(normalised semantic, raw uncertainty)."""
+
+    def __init__(self, dim=512, unc=0):
         super().__init__()
+        self.unc = nn.Linear(2048, unc) if unc else None
         self.conv1 = nn.Conv2d(3, 64, 7, 2, 3, bias=False)
         self.bn1 = nn.BatchNorm2d(64)
         layers, cin = [], 64
@@ -122,7 +170,10 @@ class ResNet50(nn.Module):
     def forward(self, x):
         x = F.max_pool2d(F.relu(self.bn1(self.conv1(x))), 3, 2, 1)
         x = self.layers(x)
-        return F.normalize(self.fc(x.mean((2, 3))), dim=1)
+        if self.unc is None:
+            return F.normalize(self.fc(x.mean((2, 3))), dim=1)
+        f = x.mean((2, 3)) + x.amax((2, 3))
+        return torch.cat([F.normalize(self.fc(f), dim=1), self.unc(f)], 1)
 
 
 class Block(nn.Module):
@@ -230,7 +281,7 @@ def run(a, rep):
     if a.backbone == "cnn":
         m = SmallCNN(a.dim)
     elif a.backbone == "resnet50":
-        m = ResNet50(a.dim)
+        m = ResNet50(a.dim, a.dim if a.loss == "idml_pa" else 0)
     elif a.backbone == "vit_b16":
         m = ViTB16(a.size, a.dim)
     else:
@@ -242,14 +293,25 @@ def run(a, rep):
     if a.frozen_bn:
         freeze_bn(m)
     rep["params"] = sum(p.numel() for p in m.parameters())
-    opt = torch.optim.Adam(m.parameters(), 1e-4)
     spc = 4
     x_host = torch.randn(a.batch, a.channels, a.size, a.size)
     y_host = torch.arange(a.batch) // spc
+    if a.loss == "idml_pa":
+        # The synthetic training set of the gpucheck case has 2 x batch / 4 classes (two batches an epoch).
+        proxies = nn.Parameter(torch.randn(2 * a.batch // spc, a.dim, device=dev) * math.sqrt(2.0 / (2 * a.batch // spc)))
+        opt = torch.optim.AdamW([{"params": m.parameters()}, {"params": [proxies], "lr": 6e-2}], lr=6e-4, weight_decay=1e-4)
+        x_host, y_host = mixup_host(x_host, y_host, torch.Generator().manual_seed(0))
+        loss_fn = lambda e, y: idml_proxyanchor(e, y, proxies, a.dim)
+        params = list(m.parameters()) + [proxies]
+    else:
+        opt = torch.optim.Adam(m.parameters(), 1e-4)
+        params = None
     if a.loss == "rsk":
         loss_fn = lambda e, y: rsk(e, y, spc)
-    else:
+    elif a.loss == "contrastive":
         loss_fn = contrastive
+    elif a.loss != "idml_pa":
+        raise ValueError("loss %r" % a.loss)
 
     def to_dev():
         x = x_host.to(dev, non_blocking=False)
@@ -262,6 +324,8 @@ def run(a, rep):
         opt.zero_grad(set_to_none=True)
         loss = loss_fn(m(x), y)
         loss.backward()
+        if params is not None:
+            torch.nn.utils.clip_grad_value_(params, 10.0)
         opt.step()
         return loss.item()
 

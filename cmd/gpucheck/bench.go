@@ -14,7 +14,7 @@ import (
 )
 
 func init() {
-	register("bench", "time training steps of one case (smallcnn, resnet50, vit_b16, rsk_multistage) through train.RunWithOptions", runBench)
+	register("bench", "time training steps of one case (smallcnn, resnet50, vit_b16, rsk_multistage, idml_pa) through train.RunWithOptions", runBench)
 	register("torchargs", "print the scripts/gpucheck_torch.py arguments of the same case", runTorchArgs)
 	train.RegisterSetDataset(synthName, synthDataset)
 }
@@ -108,6 +108,11 @@ type benchCase struct {
 	Loss     string         `json:"loss"`
 	LossSet  map[string]any `json:"loss_set,omitempty"`
 	FrozenBN bool           `json:"frozen_bn"`
+	// IDML (seed 002's full scale): average + max pooling, a second (uncertainty) head of width
+	// Dim, mixup (each batch of Batch originals gets Batch mixed copies: 2·Batch images a step),
+	// AdamW with decoupled weight decay 1e-4 and gradient entries clipped at 10, the loss's
+	// variables (proxies) at 100× the rate, lr 6e-4 (the authors' CUB rate).
+	IDML bool `json:"idml,omitempty"`
 }
 
 // benchCases are issue 22's workloads: the small CNN at batch 256 (28×28 grey), ResNet-50 at
@@ -115,15 +120,18 @@ type benchCase struct {
 // 4,000 in chunks of 250 on ResNet-50 (frozen BN, as the TCM full-scale spec; max_class_size = 4,
 // the sampler's m, so RS@k's rank tensor is [B, 3, B]). Chunks of 500 ran out of memory under XLA on
 // an 80 GB H100 (a 39 GiB temporary buffer; PyTorch's peak was 52 GB), 2026-11-25. "small" shrinks
-// them for the CPU dry run.
+// them for the CPU dry run. idml_pa is issue 21's full-scale step: IDML-ProxyAnchor on ResNet-50
+// (frozen BN, avg + max pooling, 512 + 512 heads) at batch 120 with mixup (240 images a step), AdamW.
 func benchCases(scale string) []benchCase {
 	rsk := map[string]any{"max_class_size": 4}
+	idml := map[string]any{"base": "proxyanchor"}
 	if scale == "small" {
 		return []benchCase{
 			{Name: "smallcnn", Backbone: "cnn", Batch: 64, Size: 28, Channels: 1, Steps: 4, Dim: 128, Loss: "contrastive"},
 			{Name: "resnet50", Backbone: "resnet50", Batch: 4, Size: 64, Channels: 3, Steps: 3, Dim: 512, Loss: "contrastive"},
 			{Name: "vit_b16", Backbone: "vit_b16", Batch: 4, Size: 64, Channels: 3, Steps: 3, Dim: 512, Loss: "contrastive"},
 			{Name: "rsk_multistage", Backbone: "resnet50", Batch: 32, Size: 64, Channels: 3, Chunk: 8, Steps: 2, Dim: 512, Loss: "rsk", LossSet: rsk, FrozenBN: true},
+			{Name: "idml_pa", Backbone: "resnet50", Batch: 8, Size: 64, Channels: 3, Steps: 3, Dim: 512, Loss: "idml", LossSet: idml, FrozenBN: true, IDML: true},
 		}
 	}
 	return []benchCase{
@@ -131,6 +139,7 @@ func benchCases(scale string) []benchCase {
 		{Name: "resnet50", Backbone: "resnet50", Batch: 64, Size: 224, Channels: 3, Steps: 12, Dim: 512, Loss: "contrastive"},
 		{Name: "vit_b16", Backbone: "vit_b16", Batch: 64, Size: 224, Channels: 3, Steps: 12, Dim: 512, Loss: "contrastive"},
 		{Name: "rsk_multistage", Backbone: "resnet50", Batch: 4000, Size: 224, Channels: 3, Chunk: 250, Steps: 4, Dim: 512, Loss: "rsk", LossSet: rsk, FrozenBN: true},
+		{Name: "idml_pa", Backbone: "resnet50", Batch: 120, Size: 224, Channels: 3, Steps: 12, Dim: 512, Loss: "idml", LossSet: idml, FrozenBN: true, IDML: true},
 	}
 }
 
@@ -165,6 +174,12 @@ func (bc benchCase) config() train.Config {
 	cfg.Eval = train.EvalConfig{Ks: []int{1, 2, 4, 8}, BatchSize: 64, Metric: "R@1"}
 	cfg.Checkpoint = train.CheckpointConfig{Keep: 1}
 	cfg.Multistage = train.MultistageConfig{Chunk: bc.Chunk}
+	if bc.IDML {
+		cfg.Model.Pool, cfg.Model.DualHead = "avgmax", true
+		cfg.Optimizer = train.OptimizerConfig{Name: "adamw", LR: 6e-4, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8, WeightDecay: 1e-4, ClipValue: 10,
+			Groups: []train.GroupConfig{{Match: "/loss/", LRMul: 100}}}
+		cfg.Mixup = train.MixupConfig{Enabled: true, Alpha: 1}
+	}
 	return cfg
 }
 
@@ -187,7 +202,7 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	fs.SetOutput(stderr)
 	jsonPath := fs.String("json", "", "write the JSON part here")
 	scale := scaleFlag(fs)
-	name := fs.String("case", "", "workload: smallcnn, resnet50, vit_b16 or rsk_multistage")
+	name := fs.String("case", "", "workload: smallcnn, resnet50, vit_b16, rsk_multistage or idml_pa")
 	steps := fs.Int("steps", 0, "override the case's number of steps (≥ 2; the first compiles and is not averaged)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -250,7 +265,11 @@ func runTorchArgs(args []string, stdout, stderr io.Writer) error {
 	if v, ok := bc.LossSet["max_class_size"].(int); ok {
 		mcs = v
 	}
+	loss := bc.Loss
+	if bc.IDML {
+		loss = "idml_pa"
+	}
 	fmt.Fprintf(stdout, "--case %s --backbone %s --batch %d --size %d --channels %d --chunk %d --steps %d --dim %d --loss %s --frozen-bn %d --max-class-size %d\n",
-		bc.Name, bc.Backbone, bc.Batch, bc.Size, bc.Channels, bc.Chunk, bc.Steps, bc.Dim, bc.Loss, frozen, mcs)
+		bc.Name, bc.Backbone, bc.Batch, bc.Size, bc.Channels, bc.Chunk, bc.Steps, bc.Dim, loss, frozen, mcs)
 	return nil
 }

@@ -256,7 +256,7 @@ func mergeParts(dirs []string) (*fullReport, error) {
 }
 
 func caseOrder(c string) string {
-	for i, n := range []string{"smallcnn", "resnet50", "vit_b16", "rsk_multistage"} {
+	for i, n := range []string{"smallcnn", "resnet50", "vit_b16", "rsk_multistage", "idml_pa"} {
 		if c == n {
 			return strconv.Itoa(i)
 		}
@@ -453,6 +453,9 @@ func renderMarkdown(r *fullReport, title string) string {
 				params += fmt.Sprintf(", chunks of %d", pc.Chunk)
 			}
 			params += ", " + pc.Loss
+			if pc.IDML {
+				params += fmt.Sprintf(" (ProxyAnchor base; + %d mixup images; %d + %d heads, avg + max pool, AdamW)", pc.Batch, pc.Dim, pc.Dim)
+			}
 			dm, tm, first, ratio, memD, memT, dev := "–", "–", "–", "–", fmtMem(x.MemDmlkit), fmtMem(x.MemTorch), ""
 			if x.Dmlkit != nil {
 				if x.Dmlkit.OK {
