@@ -21,8 +21,9 @@ var idmlSpecPath = filepath.Join("..", "..", "reproductions", "idml", "spec.yaml
 // control 2 × 3 = 6; fig4 (4 τ + 2 γ Omni-100 + 2 γ Fashion-MNIST) × 3 = 24; batch 3 × 3 = 9;
 // dims 6 × 3 = 18; variants 1 × 3 = 3; cls 4 × 5 = 20; noise 4 × 3 = 12; lr-check 2 × 3 = 6 (multi-
 // similarity ± IDML at 8e-3, added after Table 1; fixed rate, not tuned); mixup-form 2 × 3 = 6
-// (ProxyAnchor + Mixup and IDML-PA with mixup.loss weighted, added after Table 1).
-const idmlSmallRuns = 56 + 70 + (20 + 12) + 6 + 24 + 9 + 18 + 3 + 20 + 12 + 6 + 6
+// (ProxyAnchor + Mixup and IDML-PA with mixup.loss weighted, added after Table 1); degrade 2 × 5 = 10
+// (IDML-PA and IDML-contrastive with eval.degrade, added after Table 1).
+const idmlSmallRuns = 56 + 70 + (20 + 12) + 6 + 24 + 9 + 18 + 3 + 20 + 12 + 6 + 6 + 10
 
 // TestIDMLSpecPlans: smoke is 3 runs; small without stored runs is the 56 learning-rate tuning runs
 // (7 base losses × 8, equal budget) and the 20 classification and 6 lr-check runs (not tuned), with every other

@@ -32,13 +32,15 @@ func idmlRunConfig(eval map[string]any) map[string]any {
 // TestTrainRunnerISM: with model.dual_head the trainer keeps the test split's uncertainty
 // embeddings ([60, 3], rows as the semantic ones); eval.ism stores ism/… keys equal to
 // evaluate.ISMRetrieval on those files with the loss's τ (5), γ (0.5) and the proxyanchor base's
-// C_IN form, and unc/norm_test is the mean row norm recomputed here. eval.ism without the dual head
+// C_IN form, and unc/norm_test is the mean row norm recomputed here (eval.degrade: the same under a
+// blur that changes no pixel, another under noise). eval.ism without the dual head
 // or without an idml loss is refused. eval.skip_opis leaves the runner's OPIS out; without it
 // (and without eval.ism) OPIS is stored and the ism/ keys are not.
 func TestTrainRunnerISM(t *testing.T) {
 	t.Setenv("GOMLX_BACKEND", "go")
 	dir := t.TempDir()
-	cfg := idmlRunConfig(map[string]any{"ks": []any{1, 2}, "batch_size": 32, "ism": true, "skip_opis": true})
+	cfg := idmlRunConfig(map[string]any{"ks": []any{1, 2}, "batch_size": 32, "ism": true, "skip_opis": true,
+		"degrade": []any{map[string]any{"kind": "blur", "level": 0.001}, map[string]any{"kind": "noise", "level": 0.5}}})
 	out, err := TrainRunner(context.Background(), experiments.RunSpec{Config: cfg, Seed: 3, Dir: dir}, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -76,6 +78,14 @@ func TestTrainRunnerISM(t *testing.T) {
 	}
 	if got := out.Metrics["unc/norm_test"]; math.Abs(got-sum/60) > 1e-12 {
 		t.Errorf("unc/norm_test = %v, want %v", got, sum/60)
+	}
+	// eval.degrade: a blur of σ = 0.001 changes no pixel, so its ‖u‖ is the clean one (float32
+	// embeddings summed in float64 in a different order: 1e-6); noise of σ = 0.5 moves it.
+	if got, ok := out.Metrics["unc/norm_test_blur_0.001"]; !ok || math.Abs(got-sum/60) > 1e-6*sum/60 {
+		t.Errorf("unc/norm_test_blur_0.001 = %v (stored %v), want %v", got, ok, sum/60)
+	}
+	if got, ok := out.Metrics["unc/norm_test_noise_0.5"]; !ok || math.Abs(got-sum/60) < 1e-4*sum/60 {
+		t.Errorf("unc/norm_test_noise_0.5 = %v (stored %v), want a value other than the clean %v", got, ok, sum/60)
 	}
 
 	out, err = TrainRunner(context.Background(), experiments.RunSpec{Config: idmlRunConfig(map[string]any{"ks": []any{1}, "batch_size": 32}), Seed: 3, Dir: t.TempDir()}, nil)

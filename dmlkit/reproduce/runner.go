@@ -115,7 +115,9 @@ func OPISRangeKey(lo, hi float64) string { return fmt.Sprintf("OPIS_far_%.0e_%.0
 //     eval.full_map "mAP/coarse".
 //   - With model.dual_head (IDML): "unc/norm_test", the mean ‖u‖ of the test split's uncertainty
 //     embeddings; with eval.ism also "ism/R@k", "ism/MAP@R", … (uncertaintyMetrics): retrieval
-//     ranked by the introspective similarity, seed 002 Table 8.
+//     ranked by the introspective similarity, seed 002 Table 8. With eval.degrade also
+//     "unc/norm_test_<kind>_<level>" (e.g. "unc/norm_test_noise_0.2"): the mean ‖u‖ of the test
+//     images under that degradation (train.Result.UncDegraded).
 //   - With data.corrupt label or image noise (seed 004 §4.4): the realised corruption
 //     (train.Result.Corruption) as "corrupt/label_changed" (labels that actually changed: the
 //     paper's draw from all classes keeps about 1/K of the chosen ones), "corrupt/label_changed_frac"
@@ -159,6 +161,9 @@ func TrainRunner(ctx context.Context, rs experiments.RunSpec, progress func(stri
 		out.Metrics["corrupt/label_changed_frac"] = c.LabelChangedFrac
 		out.Metrics["corrupt/images_replaced"] = float64(c.ImagesReplaced)
 		out.Metrics["corrupt/images_replaced_frac"] = c.ImagesReplacedFrac
+	}
+	for _, u := range res.UncDegraded {
+		out.Metrics["unc/norm_test_"+u.Key()] = u.MeanNorm
 	}
 	historySeries(res.History, out.Series)
 	if cfg.Log.EverySteps > 0 {

@@ -20,6 +20,7 @@ import (
 	"strings"
 
 	"github.com/dmlkit/dmlkit/dmlkit/config"
+	"github.com/dmlkit/dmlkit/dmlkit/data"
 	"github.com/dmlkit/dmlkit/dmlkit/losses"
 	"github.com/dmlkit/dmlkit/dmlkit/models"
 	"gopkg.in/yaml.v3"
@@ -158,6 +159,13 @@ type EvalConfig struct {
 	// evaluated labels must be training classes: a closed split (e.g. fashion-mnist with
 	// data.options.closed: true) and no data.val_classes.
 	Classify bool `yaml:"classify" doc:"also top-1/top-5 accuracy against the loss's class weights (closed split): acc@1, acc@5"`
+	// Degrade (seed 002 §4.5: uncertainty of ambiguous images) embeds the test set once more after
+	// training for each listed degradation (data.Degradation: Gaussian pixel noise or blur at a
+	// level) and reports the mean norm ‖u‖ of the degraded images' uncertainty embeddings
+	// (Result.UncDegraded; the experiments runner's "unc/norm_test_<kind>_<level>"). Needs
+	// model.dual_head. Written to config.resolved.yaml only when set, so configurations without
+	// it resolve and hash as before it existed.
+	Degrade []data.Degradation `yaml:"degrade,omitempty" doc:"after training, mean ‖u‖ of the test images under each degradation (kind noise or blur, level σ); needs model.dual_head"`
 }
 
 // IDMLLoss returns the configuration of the run's idml loss (the loss, or the first idml term of
@@ -420,6 +428,19 @@ func (c *Config) Validate() error {
 	}
 	if f := c.Eval.ISMForm; f != "" && f != "cos" && f != "dist" {
 		return fmt.Errorf("eval.ism_form: %q: want cos, dist or empty (the idml base's form)", f)
+	}
+	for i, d := range c.Eval.Degrade {
+		if err := d.Validate(); err != nil {
+			return fmt.Errorf("eval.degrade[%d].%w", i, err)
+		}
+		for _, e := range c.Eval.Degrade[:i] {
+			if e.Key() == d.Key() {
+				return fmt.Errorf("eval.degrade[%d]: %s is listed twice", i, d.Key())
+			}
+		}
+		if !c.Model.DualHead {
+			return fmt.Errorf("eval.degrade: the uncertainty of degraded test images needs model.dual_head (the uncertainty embeddings)")
+		}
 	}
 	if c.Eval.Classify {
 		if classifierVariable(terms) == "" {
