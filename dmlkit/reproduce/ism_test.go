@@ -2,8 +2,10 @@ package reproduce
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -86,6 +88,13 @@ func TestTrainRunnerISM(t *testing.T) {
 	}
 	if got, ok := out.Metrics["unc/norm_test_noise_0.5"]; !ok || math.Abs(got-sum/60) < 1e-4*sum/60 {
 		t.Errorf("unc/norm_test_noise_0.5 = %v (stored %v), want a value other than the clean %v", got, ok, sum/60)
+	}
+	for kind, level := range map[string]float64{"blur": 0.001, "noise": 0.5} {
+		l, nm := out.Series["unc/degrade/"+kind+"/level"], out.Series["unc/degrade/"+kind+"/norm"]
+		want := []float64{out.Metrics["unc/norm_test"], out.Metrics[fmt.Sprintf("unc/norm_test_%s_%g", kind, level)]}
+		if !slices.Equal(l, []float64{0, level}) || !slices.Equal(nm, want) {
+			t.Errorf("series of %s: levels %v, norms %v; want [0 %g], %v", kind, l, nm, level, want)
+		}
 	}
 
 	out, err = TrainRunner(context.Background(), experiments.RunSpec{Config: idmlRunConfig(map[string]any{"ks": []any{1}, "batch_size": 32}), Seed: 3, Dir: t.TempDir()}, nil)

@@ -117,7 +117,8 @@ func OPISRangeKey(lo, hi float64) string { return fmt.Sprintf("OPIS_far_%.0e_%.0
 //     embeddings; with eval.ism also "ism/R@k", "ism/MAP@R", … (uncertaintyMetrics): retrieval
 //     ranked by the introspective similarity, seed 002 Table 8. With eval.degrade also
 //     "unc/norm_test_<kind>_<level>" (e.g. "unc/norm_test_noise_0.2"): the mean ‖u‖ of the test
-//     images under that degradation (train.Result.UncDegraded).
+//     images under that degradation (train.Result.UncDegraded), and per kind the series
+//     "unc/degrade/<kind>/level" and "unc/degrade/<kind>/norm" with the clean test set first.
 //   - With data.corrupt label or image noise (seed 004 §4.4): the realised corruption
 //     (train.Result.Corruption) as "corrupt/label_changed" (labels that actually changed: the
 //     paper's draw from all classes keeps about 1/K of the chosen ones), "corrupt/label_changed_frac"
@@ -212,8 +213,23 @@ func TrainRunner(ctx context.Context, rs experiments.RunSpec, progress func(stri
 	if err := uncertaintyMetrics(cfg, rs.Dir, emb, n, d, labels, out.Metrics); err != nil {
 		return nil, err
 	}
+	degradedSeries(res.UncDegraded, out.Metrics["unc/norm_test"], out.Series)
 	out.Timings["protocols_s"] = time.Since(t2).Seconds()
 	return out, nil
+}
+
+// degradedSeries stores, per degradation kind of eval.degrade, the series "unc/degrade/<kind>/level"
+// (0, then the listed levels in order) and "unc/degrade/<kind>/norm" (the clean test set's mean ‖u‖,
+// then the degraded ones'), for line figures of ‖u‖ against the level.
+func degradedSeries(us []train.DegradedUnc, clean float64, dst map[string][]float64) {
+	for _, u := range us {
+		lk, nk := "unc/degrade/"+u.Kind+"/level", "unc/degrade/"+u.Kind+"/norm"
+		if dst[lk] == nil {
+			dst[lk], dst[nk] = []float64{0}, []float64{clean}
+		}
+		dst[lk] = append(dst[lk], u.Level)
+		dst[nk] = append(dst[nk], u.MeanNorm)
+	}
 }
 
 // runnerOPIS stores OPIS and ε-OPIS of the final test embeddings at the default calibration range
