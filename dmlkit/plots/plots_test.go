@@ -9,7 +9,10 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"testing"
+
+	"gonum.org/v1/plot"
 )
 
 func TestParetoFrontierHandWorked(t *testing.T) {
@@ -222,5 +225,39 @@ func TestBadInputsAreErrors(t *testing.T) {
 	}
 	if _, err := Density2D(st, Labels{}, []float64{1}, nil, 10); err == nil {
 		t.Error("Density2D accepted mismatched lengths")
+	}
+}
+
+// TestTrimTicks: the labels gonum's DefaultTicks gives (gonum.org/v1/plot v0.17.0: "0.00 25.00
+// 50.00" on [0, 52]) lose the decimals none of them needs, keep a common count otherwise, and
+// exponent labels and the tick values are left alone.
+func TestTrimTicks(t *testing.T) {
+	for _, c := range []struct {
+		lo, hi float64
+		want   []string
+	}{
+		{0, 52, []string{"0", "25", "50"}},
+		{0, 5000, []string{"0", "2500", "5000"}},
+		{0, 1, []string{"0.0", "0.5", "1.0"}},
+		{0.3, 0.9, []string{"0.4", "0.6", "0.8"}},
+		{40, 66, []string{"40", "50", "60"}},
+		{1e-5, 3e-5, []string{"1.2e-05", "2e-05", "2.8e-05"}},
+	} {
+		var got []string
+		ts, ref := (TrimTicks{}).Ticks(c.lo, c.hi), (plot.DefaultTicks{}).Ticks(c.lo, c.hi)
+		if len(ts) != len(ref) {
+			t.Fatalf("[%g, %g]: %d ticks, DefaultTicks %d", c.lo, c.hi, len(ts), len(ref))
+		}
+		for i, tk := range ts {
+			if tk.Value != ref[i].Value {
+				t.Errorf("[%g, %g]: tick %d at %g, DefaultTicks %g", c.lo, c.hi, i, tk.Value, ref[i].Value)
+			}
+			if tk.Label != "" {
+				got = append(got, tk.Label)
+			}
+		}
+		if !slices.Equal(got, c.want) {
+			t.Errorf("[%g, %g]: labels %q, want %q", c.lo, c.hi, got, c.want)
+		}
 	}
 }

@@ -21,6 +21,7 @@ import (
 	"fmt"
 	"image/color"
 	"math"
+	"strings"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/vg"
@@ -246,10 +247,43 @@ func (s Style) newPlot(l Labels) *plot.Plot {
 	p.Legend.ThumbnailWidth = 0.25 * vg.Inch
 	p.X.Padding = 2
 	p.Y.Padding = 2
+	p.X.Tick.Marker = TrimTicks{}
+	p.Y.Tick.Marker = TrimTicks{}
 	return p
 }
 
 // lineStyle is the line of slot k: its colour and dash pattern.
 func (s Style) lineStyle(k int) draw.LineStyle {
 	return draw.LineStyle{Color: s.Color(k), Width: s.LineWidth, Dashes: s.Dashes(k)}
+}
+
+// TrimTicks is gonum's [plot.DefaultTicks] with the decimals every label has in excess removed:
+// DefaultTicks writes all labels of an axis with one precision, which for a range starting at 0
+// is sometimes too many ("0.00, 25.00, 50.00" → "0, 25, 50"). Labels keep a common number of
+// decimals, the most any of them needs ("0.0, 0.5, 1.0" stays); labels in exponent form are left
+// as they are. The axes of every chart use it unless a figure sets its own marker.
+type TrimTicks struct{}
+
+// Ticks implements plot.Ticker.
+func (TrimTicks) Ticks(lo, hi float64) []plot.Tick {
+	ts := (plot.DefaultTicks{}).Ticks(lo, hi)
+	need := 0
+	for _, t := range ts {
+		if strings.ContainsAny(t.Label, "eE") {
+			return ts
+		}
+		if i := strings.IndexByte(t.Label, '.'); i >= 0 {
+			need = max(need, len(strings.TrimRight(t.Label[i+1:], "0")))
+		}
+	}
+	for k, t := range ts {
+		if i := strings.IndexByte(t.Label, '.'); i >= 0 {
+			if need == 0 {
+				ts[k].Label = t.Label[:i]
+			} else if len(t.Label) > i+1+need {
+				ts[k].Label = t.Label[:i+1+need]
+			}
+		}
+	}
+	return ts
 }
