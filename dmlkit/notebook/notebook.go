@@ -1,0 +1,252 @@
+// Package notebook is what the paper notebooks (notebooks/<paper>.ipynb) show of one reproduction:
+// its stored records, the verdicts of claims.yaml, the spec's tables with the paper's numbers beside
+// ours, and the committed figures with their captions — as Markdown and PNG bytes that the notebook
+// displays (this package never prints). Every paper notebook calls it the same way, so a notebook
+// holds only its own text and the cells that choose what to show.
+package notebook
+
+import (
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/dmlkit/dmlkit/dmlkit/experiments"
+)
+
+// Paper is one reproduction seen from a notebook.
+type Paper struct {
+	// Root is the repository root (the notebook lives in Root/notebooks).
+	Root string
+	// Name is the directory under reproductions/ and figures/ ("tcm", "idml", …).
+	Name string
+	// Scale is the run size: "smoke" (CI: the notebook retrains the smoke sweep), "small" (the
+	// stored records, default) or "full".
+	Scale string
+	// Retrain says whether the notebook trains a sweep through the library: always at smoke, at
+	// small or full only when asked (DMLKIT_RETRAIN=1 in [FromEnv]).
+	Retrain bool
+	// Results, when set, is where a retrained small or full sweep writes (DMLKIT_RESULTS in
+	// [FromEnv]); empty: a directory under the system's temporary directory.
+	Results string
+}
+
+// FromEnv returns the paper named name of the checkout at root with the notebook's environment:
+// SCALE (default "small"), DMLKIT_RETRAIN=1 and DMLKIT_RESULTS.
+func FromEnv(root, name string) *Paper {
+	p := &Paper{Root: root, Name: name, Scale: os.Getenv("SCALE"), Results: os.Getenv("DMLKIT_RESULTS")}
+	if p.Scale == "" {
+		p.Scale = "small"
+	}
+	p.Retrain = p.Scale == "smoke" || os.Getenv("DMLKIT_RETRAIN") == "1"
+	return p
+}
+
+// ShownScale is the scale of the records the tables, claims and figures show: small (also at
+// smoke, so that CI runs every cell on the stored records) or full.
+func (p *Paper) ShownScale() string {
+	if p.Scale == "full" {
+		return "full"
+	}
+	return "small"
+}
+
+// Dir holds spec.yaml, claims.yaml, paper.yaml and the stored results.
+func (p *Paper) Dir() string { return filepath.Join(p.Root, "reproductions", p.Name) }
+
+// ResultsDir is where the shown records live: the stored results, or, when retraining at small or
+// full, Results (default: <temp>/dmlkit-<name>-<scale>/results; a rerun resumes there).
+func (p *Paper) ResultsDir() string {
+	if p.Scale == "smoke" || !p.Retrain {
+		return filepath.Join(p.Dir(), "results")
+	}
+	if p.Results != "" {
+		return p.Results
+	}
+	return filepath.Join(os.TempDir(), "dmlkit-"+p.Name+"-"+p.Scale, "results")
+}
+
+// Spec loads spec.yaml (with paper.yaml's references).
+func (p *Paper) Spec() (*experiments.Spec, error) {
+	return experiments.Load(filepath.Join(p.Dir(), "spec.yaml"))
+}
+
+// Records are the stored records of the shown scale.
+func (p *Paper) Records() ([]experiments.Record, error) {
+	recs, _, err := experiments.NewStore(p.ResultsDir()).Load()
+	if err != nil {
+		return nil, err
+	}
+	return experiments.Select(recs, p.ShownScale(), nil), nil
+}
+
+// Report evaluates claims.yaml on the records as `dmlkit tables <paper> --include-dirty` does:
+// records written from a tree with uncommitted changes are counted, and the report then says
+// "Provisional".
+func (p *Paper) Report() (*experiments.ClaimsReport, error) {
+	cs, err := experiments.LoadClaims(filepath.Join(p.Dir(), "claims.yaml"))
+	if err != nil {
+		return nil, err
+	}
+	recs, err := p.Records()
+	if err != nil {
+		return nil, err
+	}
+	opt := experiments.ClaimOptions{Scale: p.ShownScale(), IncludeDirty: true}
+	vs, err := cs.Evaluate(recs, opt)
+	if err != nil {
+		return nil, err
+	}
+	rep := &experiments.ClaimsReport{Paper: cs.Paper, Scale: opt.Scale, Verdicts: vs}
+	if cs.Scale != "" {
+		rep.Scale = cs.Scale
+	}
+	return rep, nil
+}
+
+// ClaimsMarkdown lists the verdicts of the claims whose id starts with one of the prefixes (all
+// claims without prefixes), one bullet each: the verdict, the paper's words, the claim id and
+// source, the mean paired effect with its 95 % interval (claim factor and digits applied; none
+// for rank claims), and the verdict's reason.
+func (p *Paper) ClaimsMarkdown(prefixes ...string) (string, error) {
+	rep, err := p.Report()
+	if err != nil {
+		return "", err
+	}
+	var b strings.Builder
+	b.WriteString("Claims tested here:\n\n")
+	for _, v := range rep.Verdicts {
+		if len(prefixes) > 0 && !slices.ContainsFunc(prefixes, func(s string) bool { return strings.HasPrefix(v.Claim.ID, s) }) {
+			continue
+		}
+		c := v.Claim
+		f, d := c.Factor, 2
+		if f == 0 {
+			f = 1
+		}
+		if c.Digits != nil {
+			d = *c.Digits
+		}
+		eff := ""
+		if len(v.Diffs) > 0 && c.Kind != "rank" {
+			eff = fmt.Sprintf("; effect %+.*f", d, v.Mean*f)
+			if !math.IsNaN(v.Lo) {
+				eff += fmt.Sprintf(" [%+.*f, %+.*f]", d, v.Lo*f, d, v.Hi*f)
+			}
+			if c.Unit != "" {
+				eff += " " + c.Unit
+			}
+		}
+		fmt.Fprintf(&b, "- **%s** — %s (`%s`, %s%s; %s)\n", v.Verdict, c.Paper, c.ID, c.Source, eff, v.Reason)
+	}
+	return b.String(), nil
+}
+
+// TablesMarkdown returns the named tables of the spec (tuning tables included), each built from the
+// records with the paper's numbers beside ours (experiments.BuildTable), or a one-line note when
+// the table has no records of the shown scale yet. An unknown name is an error.
+func (p *Paper) TablesMarkdown(names ...string) ([]string, error) {
+	spec, err := p.Spec()
+	if err != nil {
+		return nil, err
+	}
+	recs, err := p.Records()
+	if err != nil {
+		return nil, err
+	}
+	all := append(slices.Clone(spec.Tables), spec.TuneTables()...)
+	var out []string
+	for _, name := range names {
+		i := slices.IndexFunc(all, func(t experiments.TableSpec) bool { return t.Name == name })
+		if i < 0 {
+			return nil, fmt.Errorf("%s: no table %q", filepath.Join(p.Dir(), "spec.yaml"), name)
+		}
+		t := all[i]
+		if rs := spec.TableRecords(t, p.ShownScale(), recs); len(rs) == 0 {
+			out = append(out, fmt.Sprintf("*Table `%s` (%s): no stored %s-scale records yet.*", name, t.Caption, p.ShownScale()))
+		} else {
+			out = append(out, experiments.BuildTable(t, rs, spec.Reference).Markdown())
+		}
+	}
+	return out, nil
+}
+
+// Figure is a committed figure: figures/<paper>/<Name>.png and its caption.
+type Figure struct {
+	Name    string
+	PNG     []byte
+	Caption string // "**<stands_for>.** <caption>" from the spec, as figures/<paper>/README.md
+}
+
+// Figures reads the named committed figures (the notebook does not redraw them: `dmlkit figures
+// <paper>` draws them from the same stored records) with the captions the spec gives them, and
+// lists the names that have no PNG yet. A name the spec does not list gets an empty caption.
+func (p *Paper) Figures(names ...string) (figs []Figure, missing []string, err error) {
+	spec, err := p.Spec()
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, name := range names {
+		png, err := os.ReadFile(filepath.Join(p.Root, "figures", p.Name, name+".png"))
+		if err != nil {
+			if os.IsNotExist(err) {
+				missing = append(missing, name)
+				continue
+			}
+			return nil, nil, err
+		}
+		caption := ""
+		if i := slices.IndexFunc(spec.Figures, func(f experiments.FigureSpec) bool { return f.Name == name }); i >= 0 {
+			caption = strings.TrimSpace(spec.Figures[i].Caption)
+			if s := spec.Figures[i].StandsFor; s != "" {
+				caption = "**" + s + ".** " + caption
+			}
+		}
+		figs = append(figs, Figure{Name: name, PNG: png, Caption: caption})
+	}
+	return figs, missing, nil
+}
+
+// FigureCaption is the Markdown line a notebook shows under a figure: its path and caption.
+func (p *Paper) FigureCaption(f Figure) string {
+	return fmt.Sprintf("*`figures/%s/%s.png`* — %s", p.Name, f.Name, f.Caption)
+}
+
+// MissingFigures is the Markdown line naming figures not drawn yet ("" when none).
+func (p *Paper) MissingFigures(missing []string) string {
+	if len(missing) == 0 {
+		return ""
+	}
+	q := make([]string, len(missing))
+	for i, m := range missing {
+		q[i] = "`" + m + "`"
+	}
+	return fmt.Sprintf("*Not drawn yet (`dmlkit figures %s` draws them once their runs are stored): %s.*", p.Name, strings.Join(q, ", "))
+}
+
+// Distinct lists the distinct values value gives over the records (records for which it reports
+// false are skipped), formatted as experiments.FormatValue, sorted and comma-separated; "—" when
+// there are none.
+func Distinct(recs []experiments.Record, value func(r *experiments.Record) (any, bool)) string {
+	seen := map[string]bool{}
+	var out []string
+	for i := range recs {
+		v, ok := value(&recs[i])
+		if !ok {
+			continue
+		}
+		s := experiments.FormatValue(v)
+		if !seen[s] {
+			seen[s] = true
+			out = append(out, s)
+		}
+	}
+	sort.Strings(out)
+	if len(out) == 0 {
+		return "—"
+	}
+	return strings.Join(out, ", ")
+}

@@ -1,0 +1,141 @@
+package notebook
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/dmlkit/dmlkit/dmlkit/experiments"
+)
+
+// root is this checkout: the tests read the committed idml reproduction (spec, claims, records,
+// figures), whose tables/claims.md `dmlkit tables` wrote with its own formatter.
+var root = filepath.Join("..", "..")
+
+func TestFromEnv(t *testing.T) {
+	tmp := t.TempDir()
+	for _, c := range []struct {
+		scale, retrain, results string
+		wantScale, wantShown    string
+		wantRetrain             bool
+		wantResults             string
+	}{
+		{"", "", "", "small", "small", false, "reproductions/idml/results"},
+		{"smoke", "", "", "smoke", "small", true, "reproductions/idml/results"},
+		{"small", "1", tmp, "small", "small", true, tmp},
+		{"full", "1", "", "full", "full", true, filepath.Join(tmp, "dmlkit-idml-full", "results")},
+		{"full", "", "", "full", "full", false, "reproductions/idml/results"},
+	} {
+		t.Setenv("SCALE", c.scale)
+		t.Setenv("DMLKIT_RETRAIN", c.retrain)
+		t.Setenv("DMLKIT_RESULTS", c.results)
+		t.Setenv("TMPDIR", tmp)
+		p := FromEnv("/r", "idml")
+		want := c.wantResults
+		if !filepath.IsAbs(want) {
+			want = filepath.Join("/r", want)
+		}
+		if p.Scale != c.wantScale || p.ShownScale() != c.wantShown || p.Retrain != c.wantRetrain || p.ResultsDir() != want {
+			t.Errorf("SCALE=%q DMLKIT_RETRAIN=%q DMLKIT_RESULTS=%q: scale %q shown %q retrain %v results %q; want %q %q %v %q",
+				c.scale, c.retrain, c.results, p.Scale, p.ShownScale(), p.Retrain, p.ResultsDir(), c.wantScale, c.wantShown, c.wantRetrain, want)
+		}
+	}
+}
+
+// TestClaimsMarkdownMatchesTables: the notebook's line for c14-unc-mixed carries the verdict and the
+// effect that tables/claims.md prints for it (written by `dmlkit tables`, another formatter:
+// "+0.29 [+0.15, +0.44]"), and a prefix selects exactly the claims that start with it.
+func TestClaimsMarkdownMatchesTables(t *testing.T) {
+	p := &Paper{Root: root, Name: "idml", Scale: "small"}
+	md, err := p.ClaimsMarkdown("c14-", "c13-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lines []string
+	for _, l := range strings.Split(md, "\n") {
+		if strings.HasPrefix(l, "- ") {
+			lines = append(lines, l)
+		}
+	}
+	if !strings.HasPrefix(md, "Claims tested here:") || len(lines) != 2 { // c13, c14
+		t.Fatalf("ClaimsMarkdown(c14-, c13-):\n%s\nwant a heading and two claims", md)
+	}
+	claims, err := readFile(filepath.Join(p.Dir(), "tables", "claims.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var row string
+	for _, l := range strings.Split(claims, "\n") {
+		if strings.HasPrefix(l, "| c14-unc-mixed |") {
+			row = l
+		}
+	}
+	cells := strings.Split(row, " | ")
+	if len(cells) < 8 {
+		t.Fatalf("tables/claims.md has no c14-unc-mixed row: %q", row)
+	}
+	effect := strings.ReplaceAll(strings.Fields(cells[5])[0]+" "+strings.Fields(cells[5])[1]+" "+strings.Fields(cells[5])[2], "−", "-")
+	verdict := strings.Trim(strings.Fields(cells[7])[0], "*")
+	got := lines[1]
+	if !strings.Contains(got, "`c14-unc-mixed`") || !strings.Contains(got, "**"+verdict+"**") || !strings.Contains(got, "effect "+effect) {
+		t.Errorf("notebook line %q: want the id, **%s** and effect %s (tables/claims.md)", got, verdict, effect)
+	}
+}
+
+func TestTablesAndFigures(t *testing.T) {
+	p := &Paper{Root: root, Name: "idml", Scale: "small"}
+	tabs, err := p.TablesMarkdown("table1_losses", "tune_lr-contrastive")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(tabs) != 2 || !strings.Contains(tabs[0], "Multi-similarity") || !strings.Contains(tabs[1], "optimizer.lr") && !strings.Contains(tabs[1], "learning rate") {
+		t.Errorf("tables: %d, first %.200q, second %.200q", len(tabs), tabs[0], tabs[1])
+	}
+	if _, err := p.TablesMarkdown("no_such_table"); err == nil || !strings.Contains(err.Error(), "spec.yaml") {
+		t.Errorf("unknown table: %v, want an error naming spec.yaml", err)
+	}
+	figs, missing, err := p.Figures("fig4_tau", "not_drawn")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(figs) != 1 || len(missing) != 1 || missing[0] != "not_drawn" {
+		t.Fatalf("figures %d, missing %v", len(figs), missing)
+	}
+	if !bytes.HasPrefix(figs[0].PNG, []byte("\x89PNG\r\n\x1a\n")) {
+		t.Error("fig4_tau.png is not a PNG")
+	}
+	// figures/idml/README.md (written by `dmlkit figures`) heads the figure with its stands_for and
+	// gives the caption below the image.
+	readme, err := readFile(filepath.Join(root, "figures", "idml", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(readme, "## fig4_tau — seed 002 Fig. 4 (left: τ)") || !strings.HasPrefix(figs[0].Caption, "**seed 002 Fig. 4 (left: τ).** ") ||
+		!strings.Contains(readme, strings.TrimPrefix(figs[0].Caption, "**seed 002 Fig. 4 (left: τ).** ")) {
+		t.Errorf("caption %q does not match figures/idml/README.md", figs[0].Caption)
+	}
+	if got := p.MissingFigures(missing); !strings.Contains(got, "`not_drawn`") || !strings.Contains(got, "dmlkit figures idml") {
+		t.Errorf("MissingFigures: %q", got)
+	}
+	if p.MissingFigures(nil) != "" {
+		t.Error("MissingFigures(nil) is not empty")
+	}
+}
+
+func TestDistinct(t *testing.T) {
+	recs := []experiments.Record{{Config: map[string]any{"a": 2}}, {Config: map[string]any{"a": 1}}, {Config: map[string]any{"a": 2}}, {Config: map[string]any{}}}
+	get := func(r *experiments.Record) (any, bool) { v, ok := r.Config["a"]; return v, ok }
+	if got := Distinct(recs, get); got != "1, 2" {
+		t.Errorf("Distinct = %q, want \"1, 2\"", got)
+	}
+	if got := Distinct(recs[3:], get); got != "—" {
+		t.Errorf("Distinct of no values = %q, want —", got)
+	}
+}
+
+func readFile(path string) (string, error) {
+	b, err := os.ReadFile(path)
+	return string(b), err
+}
