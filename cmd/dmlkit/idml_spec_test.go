@@ -22,8 +22,9 @@ var idmlSpecPath = filepath.Join("..", "..", "reproductions", "idml", "spec.yaml
 // dims 6 × 3 = 18; variants 1 × 3 = 3; cls 4 × 5 = 20; noise 4 × 3 = 12; lr-check 2 × 3 = 6 (multi-
 // similarity ± IDML at 8e-3, added after Table 1; fixed rate, not tuned); mixup-form 2 × 3 = 6
 // (ProxyAnchor + Mixup and IDML-PA with mixup.loss weighted, added after Table 1); degrade 2 × 5 = 10
-// (IDML-PA and IDML-contrastive with eval.degrade, added after Table 1).
-const idmlSmallRuns = 56 + 70 + (20 + 12) + 6 + 24 + 9 + 18 + 3 + 20 + 12 + 6 + 6 + 10
+// (IDML-PA and IDML-contrastive with eval.degrade, added after Table 1); pull 3 × 5 = 15 (IDML on
+// contrastive, FastAP and margin-DW with eval.pull, added after Table 1).
+const idmlSmallRuns = 56 + 70 + (20 + 12) + 6 + 24 + 9 + 18 + 3 + 20 + 12 + 6 + 6 + 10 + 15
 
 // TestIDMLSpecPlans: smoke is 3 runs; small without stored runs is the 56 learning-rate tuning runs
 // (7 base losses × 8, equal budget) and the 20 classification and 6 lr-check runs (not tuned), with every other
@@ -174,7 +175,8 @@ func idmlFakeSmallStore(t *testing.T, s *experiments.Spec) (*experiments.Plan, [
 		}
 		m := experiments.Metrics{}
 		for j, k := range []string{"R@1", "ism/R@1", "acc@1", "steplog/unc_norm/first", "steplog/unc_norm/last",
-			"steplog/unc_norm_orig/last", "steplog/unc_norm_mixed/last"} {
+			"steplog/unc_norm_orig/last", "steplog/unc_norm_mixed/last", "unc/norm_test", "unc/norm_test_noise_0.4",
+			"unc/norm_test_blur_1", "pull/ratio_bottom", "pull/ratio_top"} {
 			m[k] = 0.5 + 0.01*math.Sin(float64(7*i+j))
 		}
 		recs = append(recs, experiments.Record{Hash: r.Hash, Paper: "idml", Scale: "small", Seed: r.Seed, Params: r.Params, Config: r.Config, Metrics: m})
@@ -183,9 +185,9 @@ func idmlFakeSmallStore(t *testing.T, s *experiments.Spec) (*experiments.Plan, [
 }
 
 // TestIDMLClaimsMatchSpecRuns: on a store holding every run the small scale plans (made-up
-// metrics), each of the 33 claims finds exactly one record per seed in every arm (no arm is
+// metrics), each of the 40 claims finds exactly one record per seed in every arm (no arm is
 // empty or ambiguous) and pairs the seeds the issue asks for: 5 for Table 1, Table 3's Mixup-alone
-// and ISM-alone claims, testing with ISM, the uncertainty claims and the classification stand-in;
+// and ISM-alone claims, testing with ISM, the uncertainty claims (c20, c21 included) and the classification stand-in;
 // 3 for the τ/γ grid, the size sweeps, the metric variants, PEL (C5) and label noise (C19),
 // thinned to fit the time (a table1 run joins them on seeds 0-2). Every table1 run is used by some
 // claim.
@@ -196,8 +198,8 @@ func TestIDMLClaimsMatchSpecRuns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(cs.Claims) != 33 {
-		t.Fatalf("%d claims, want 33", len(cs.Claims))
+	if len(cs.Claims) != 40 {
+		t.Fatalf("%d claims, want 40", len(cs.Claims))
 	}
 	want := func(id string) int {
 		for _, p := range []string{"c5-", "c6-", "c7-", "c8-", "c9-", "c10-", "c11-", "c19-"} {

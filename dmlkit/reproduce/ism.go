@@ -25,12 +25,18 @@ import (
 //     code_metric, and the score eval.ism_form (default: C_IN for the proxyanchor and
 //     multisimilarity bases, D_IN for the others; train.EvalConfig.ISMFormFor); "ism/form_cos" is 1
 //     for the C_IN form, 0 for D_IN. The plain keys ("R@1", …) rank the same semantic embeddings by
-//     the cosine, so the two are paired within one run.
-func uncertaintyMetrics(cfg train.Config, dir string, emb []float32, n, d int, labels []int64, m map[string]float64) error {
+//     the cosine, so the two are paired within one run;
+//   - with eval.pull (seed 002 Fig. 7's one-step pull, pair bases): evaluate.IDMLPull on 100
+//     batches of 8 test classes × 4 images (seeded by the run's seed): the series "pull/decile"
+//     (1…10), "pull/unc_by_decile" and "pull/ratio_by_decile" (mean ‖u‖ and mean ratio of IDML's
+//     to the base loss's gradient norm on the semantic embedding, per tenth of the rows by ‖u‖),
+//     and the metrics "pull/ratio_bottom" and "pull/ratio_top" (the lowest and the highest tenth),
+//     "pull/unc_bottom", "pull/unc_top".
+func uncertaintyMetrics(cfg train.Config, dir string, emb []float32, n, d int, labels []int64, m map[string]float64, series map[string][]float64) error {
 	path := filepath.Join(dir, train.TestUncertaintyFile)
 	if _, err := os.Stat(path); err != nil {
-		if cfg.Eval.ISM {
-			return fmt.Errorf("eval.ism: %w", err)
+		if cfg.Eval.ISM || cfg.Eval.Pull {
+			return fmt.Errorf("eval.ism / eval.pull: %w", err)
 		}
 		return nil
 	}
@@ -51,6 +57,11 @@ func uncertaintyMetrics(cfg train.Config, dir string, emb []float32, n, d int, l
 		sum += math.Sqrt(s)
 	}
 	m["unc/norm_test"] = sum / float64(max(n, 1))
+	if cfg.Eval.Pull {
+		if err := pullMetrics(cfg, emb, unc, n, d, du, labels, m, series); err != nil {
+			return err
+		}
+	}
 	if !cfg.Eval.ISM {
 		return nil
 	}
@@ -71,5 +82,28 @@ func uncertaintyMetrics(cfg train.Config, dir string, emb []float32, n, d int, l
 	if form == "cos" {
 		m["ism/form_cos"] = 1
 	}
+	return nil
+}
+
+// pullMetrics stores evaluate.IDMLPull's deciles (see uncertaintyMetrics).
+func pullMetrics(cfg train.Config, emb, unc []float32, n, d, du int, labels []int64, m map[string]float64, series map[string][]float64) error {
+	ic, ok := cfg.IDMLLoss()
+	if !ok {
+		return fmt.Errorf("eval.pull: the run has no idml loss")
+	}
+	r, err := evaluate.IDMLPull(emb, unc, n, d, du, labels, evaluate.PullOptions{Loss: ic, Seed: uint64(cfg.Seed)})
+	if err != nil {
+		return fmt.Errorf("eval.pull: %w", err)
+	}
+	if len(r.DecileRatio) != 10 {
+		return fmt.Errorf("eval.pull: fewer than 10 test rows with a non-zero base gradient")
+	}
+	dec := make([]float64, 10)
+	for k := range dec {
+		dec[k] = float64(k + 1)
+	}
+	series["pull/decile"], series["pull/unc_by_decile"], series["pull/ratio_by_decile"] = dec, r.DecileUnc, r.DecileRatio
+	m["pull/ratio_bottom"], m["pull/ratio_top"] = r.DecileRatio[0], r.DecileRatio[9]
+	m["pull/unc_bottom"], m["pull/unc_top"] = r.DecileUnc[0], r.DecileUnc[9]
 	return nil
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/dmlkit/dmlkit/dmlkit/evaluate"
 	"github.com/dmlkit/dmlkit/dmlkit/experiments"
+	"github.com/dmlkit/dmlkit/dmlkit/losses"
 	"github.com/dmlkit/dmlkit/dmlkit/npy"
 	"github.com/dmlkit/dmlkit/dmlkit/train"
 )
@@ -123,5 +124,44 @@ func TestTrainRunnerISM(t *testing.T) {
 	bad = idmlRunConfig(map[string]any{"ism": true, "ism_form": "l2"})
 	if err := ValidateTrainConfig(bad); err == nil || !strings.Contains(err.Error(), "eval.ism_form") {
 		t.Errorf("eval.ism_form l2: %v", err)
+	}
+}
+
+// TestTrainRunnerPull: eval.pull stores evaluate.IDMLPull's deciles of the run's own test files
+// (recomputed here with the run's seed: equal), and is refused for a proxy base.
+func TestTrainRunnerPull(t *testing.T) {
+	t.Setenv("GOMLX_BACKEND", "go")
+	dir := t.TempDir()
+	cfg := idmlRunConfig(map[string]any{"ks": []any{1}, "batch_size": 32, "pull": true, "skip_opis": true})
+	cfg["loss"] = map[string]any{"name": "idml", "set": map[string]any{"base": "contrastive", "unc_dim": 3}}
+	out, err := TrainRunner(context.Background(), experiments.RunSpec{Config: cfg, Seed: 3, Dir: dir}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	emb, n, d, labels, err := finalEmbeddings(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	unc, shape, err := npy.ReadFloat32(filepath.Join(dir, train.TestUncertaintyFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ic := losses.DefaultIDML()
+	ic.Base, ic.UncDim = "contrastive", 3
+	want, err := evaluate.IDMLPull(emb, unc, n, d, shape[1], labels, evaluate.PullOptions{Loss: ic, Seed: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(out.Series["pull/ratio_by_decile"], want.DecileRatio) || !slices.Equal(out.Series["pull/unc_by_decile"], want.DecileUnc) ||
+		len(out.Series["pull/decile"]) != 10 || out.Series["pull/decile"][9] != 10 {
+		t.Errorf("series: ratio %v unc %v decile %v; want %v, %v, 1…10", out.Series["pull/ratio_by_decile"], out.Series["pull/unc_by_decile"], out.Series["pull/decile"], want.DecileRatio, want.DecileUnc)
+	}
+	if out.Metrics["pull/ratio_bottom"] != want.DecileRatio[0] || out.Metrics["pull/ratio_top"] != want.DecileRatio[9] ||
+		out.Metrics["pull/unc_top"] != want.DecileUnc[9] || out.Metrics["pull/unc_bottom"] != want.DecileUnc[0] {
+		t.Errorf("metrics %v, want the first and last deciles of %v / %v", out.Metrics, want.DecileRatio, want.DecileUnc)
+	}
+	bad := idmlRunConfig(map[string]any{"pull": true})
+	if err := ValidateTrainConfig(bad); err == nil || !strings.Contains(err.Error(), "eval.pull") || !strings.Contains(err.Error(), "proxyanchor") {
+		t.Errorf("eval.pull with the proxyanchor base: %v", err)
 	}
 }

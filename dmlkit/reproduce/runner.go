@@ -210,7 +210,7 @@ func TrainRunner(ctx context.Context, rs experiments.RunSpec, progress func(stri
 	if err := protocolMetrics(cfg.Eval, cfg.Seed, emb, n, d, labels, testCoarse(cfg.Data.Name, labels), out.Metrics, out.Series); err != nil {
 		return nil, err
 	}
-	if err := uncertaintyMetrics(cfg, rs.Dir, emb, n, d, labels, out.Metrics); err != nil {
+	if err := uncertaintyMetrics(cfg, rs.Dir, emb, n, d, labels, out.Metrics, out.Series); err != nil {
 		return nil, err
 	}
 	degradedSeries(res.UncDegraded, out.Metrics["unc/norm_test"], out.Series)

@@ -165,6 +165,11 @@ type EvalConfig struct {
 	// (Result.UncDegraded; the experiments runner's "unc/norm_test_<kind>_<level>"). Needs
 	// model.dual_head. Written to config.resolved.yaml only when set, so configurations without
 	// it resolve and hash as before it existed.
+	// Pull (seed 002 Fig. 7 stand-in) makes the experiments runner measure, on the final test
+	// embeddings, how hard IDML pulls each image compared with its base loss (evaluate.IDMLPull:
+	// the gradient norm on the semantic embedding, by tenth of ‖u‖). Needs model.dual_head and an
+	// idml loss with a pair base. Written to config.resolved.yaml only when set.
+	Pull    bool               `yaml:"pull,omitempty" doc:"after training, the experiments runner compares IDML's pull on each test image with its base loss's, by ‖u‖ (seed 002 Fig. 7; idml with a pair base)"`
 	Degrade []data.Degradation `yaml:"degrade,omitempty" doc:"after training, mean ‖u‖ of the test images under each degradation (kind noise or blur, level σ); needs model.dual_head"`
 }
 
@@ -428,6 +433,17 @@ func (c *Config) Validate() error {
 	}
 	if f := c.Eval.ISMForm; f != "" && f != "cos" && f != "dist" {
 		return fmt.Errorf("eval.ism_form: %q: want cos, dist or empty (the idml base's form)", f)
+	}
+	if c.Eval.Pull {
+		ic, ok := c.IDMLLoss()
+		switch {
+		case !c.Model.DualHead:
+			return fmt.Errorf("eval.pull: IDML's pull needs model.dual_head (the uncertainty embeddings)")
+		case !ok:
+			return fmt.Errorf("eval.pull: IDML's pull needs the idml loss")
+		case ic.Base == "proxyanchor" || ic.Base == "proxynca":
+			return fmt.Errorf("eval.pull: the idml base %s needs the training classes' proxies; the pull is measured on test images (want a pair base)", ic.Base)
+		}
 	}
 	for i, d := range c.Eval.Degrade {
 		if err := d.Validate(); err != nil {
