@@ -165,12 +165,13 @@ type EvalConfig struct {
 	// (Result.UncDegraded; the experiments runner's "unc/norm_test_<kind>_<level>"). Needs
 	// model.dual_head. Written to config.resolved.yaml only when set, so configurations without
 	// it resolve and hash as before it existed.
+	Degrade []data.Degradation `yaml:"degrade,omitempty" doc:"after training, mean ‖u‖ of the test images under each degradation (kind noise or blur, level σ); needs model.dual_head"`
 	// Pull (seed 002 Fig. 7 stand-in) makes the experiments runner measure, on the final test
 	// embeddings, how hard IDML pulls each image compared with its base loss (evaluate.IDMLPull:
-	// the gradient norm on the semantic embedding, by tenth of ‖u‖). Needs model.dual_head and an
-	// idml loss with a pair base. Written to config.resolved.yaml only when set.
-	Pull    bool               `yaml:"pull,omitempty" doc:"after training, the experiments runner compares IDML's pull on each test image with its base loss's, by ‖u‖ (seed 002 Fig. 7; idml with a pair base)"`
-	Degrade []data.Degradation `yaml:"degrade,omitempty" doc:"after training, mean ‖u‖ of the test images under each degradation (kind noise or blur, level σ); needs model.dual_head"`
+	// the gradient norm on the semantic embedding, by tenth of ‖u‖); the trainer ignores it. Needs
+	// model.dual_head and an idml loss with a pair base. Written to config.resolved.yaml only when
+	// set, as Degrade.
+	Pull bool `yaml:"pull,omitempty" doc:"after training, the experiments runner compares IDML's pull on each test image with its base loss's, by ‖u‖ (seed 002 Fig. 7; idml with a pair base)"`
 }
 
 // IDMLLoss returns the configuration of the run's idml loss (the loss, or the first idml term of
