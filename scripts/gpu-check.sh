@@ -32,7 +32,8 @@
 #   device 2 s · losses 63 s · metrics 33 s · bench smallcnn 5 + 18 s, resnet50 35 + 28 s,
 #   vit_b16 83 + 16 s (dmlkit + PyTorch, compilation included), rsk_multistage 69 + 54 s
 #   · smoke 16-82 s per representative (10 representatives: about 6 min once all compile)
-#   total ≈ 14 min. One device command may run 10 minutes, so a session runs it as two calls:
+#   total ≈ 14 min. idml_pa (not in the default cases): 37 + 26 s on an H200 (2026-11-26).
+#   One device command may run 10 minutes, so a session runs it as two calls:
 #   --phases device,losses,metrics,bench --cases smallcnn,resnet50,vit_b16 (≈ 5.5 min), then
 #   --phases device,bench,smoke --cases rsk_multistage (≈ 8 min), each with --deadline 540
 #   (phases that would not finish in time are skipped and reported).
