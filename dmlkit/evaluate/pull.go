@@ -28,8 +28,10 @@ type PullResult struct {
 	// Unc is ‖u_i‖; Base and IDML are the norms of the loss gradient with respect to the row's
 	// semantic embedding, ‖∂L/∂s_i‖, under the base loss and under IDML.
 	Unc, Base, IDML []float64
-	// DecileUnc and DecileRatio are, for the ten tenths of the rows ordered by ‖u‖ (lowest first;
-	// rows whose base gradient is 0 left out), the mean ‖u‖ and the mean ratio IDML/Base.
+	// DecileUnc and DecileRatio are, for the ten tenths of the rows ordered by ‖u‖ (lowest first),
+	// the mean ‖u‖ and the ratio of the tenth's summed IDML pull to its summed base pull — a ratio
+	// of sums, not a mean of per-row ratios, which a row with a vanishing base gradient (FastAP
+	// gives some) would dominate. NaN for a tenth whose base pulls are all 0.
 	DecileUnc, DecileRatio []float64
 }
 
@@ -46,7 +48,8 @@ type PullResult struct {
 // images' u) and under the base loss (the same configuration with u = 0 and γ = 0, which is exactly
 // the base: e = 1; TestIDMLZeroUncertaintyIsPlainBase). With ISM-Sim a large ‖u‖ drives e → 0 and
 // with it D_IN = α·e and its gradient, so IDML's pull on an uncertain image should fall below the
-// base's: DecileRatio should fall from the low-‖u‖ tenths to the high ones.
+// base's: DecileRatio should fall from the low-‖u‖ tenths to the high ones. Fewer than 10 rows
+// give no deciles.
 func IDMLPull(emb, unc []float32, n, d, du int, labels []int64, opt PullOptions) (*PullResult, error) {
 	if opt.Loss == nil {
 		return nil, fmt.Errorf("evaluate: pull: no idml loss")
@@ -142,30 +145,32 @@ func norm64(v []float64) float64 {
 	return math.Sqrt(s)
 }
 
-// pullDeciles orders the rows with a non-zero base pull by ‖u‖ and returns, per tenth (rows
-// ⌊k·m/10⌋ … ⌊(k+1)·m/10⌋ − 1 of the m rows), the mean ‖u‖ and the mean ratio idml/base; nil when
-// fewer than 10 rows qualify.
+// pullDeciles orders the rows by ‖u‖ and returns, per tenth (rows ⌊k·m/10⌋ … ⌊(k+1)·m/10⌋ − 1 of
+// the m rows), the mean ‖u‖ and Σ idml / Σ base (NaN when Σ base = 0); nil when m < 10.
 func pullDeciles(unc, base, idml []float64) (du, ratio []float64) {
-	var idx []int
-	for i := range unc {
-		if base[i] > 0 {
-			idx = append(idx, i)
-		}
-	}
-	m := len(idx)
+	m := len(unc)
 	if m < 10 {
 		return nil, nil
+	}
+	idx := make([]int, m)
+	for i := range idx {
+		idx[i] = i
 	}
 	sort.SliceStable(idx, func(a, b int) bool { return unc[idx[a]] < unc[idx[b]] })
 	for k := range 10 {
 		lo, hi := k*m/10, (k+1)*m/10
-		var su, sr float64
+		var su, sb, si float64
 		for _, i := range idx[lo:hi] {
 			su += unc[i]
-			sr += idml[i] / base[i]
+			sb += base[i]
+			si += idml[i]
 		}
 		du = append(du, su/float64(hi-lo))
-		ratio = append(ratio, sr/float64(hi-lo))
+		r := math.NaN()
+		if sb > 0 {
+			r = si / sb
+		}
+		ratio = append(ratio, r)
 	}
 	return du, ratio
 }

@@ -96,21 +96,29 @@ func TestIDMLPullErrors(t *testing.T) {
 }
 
 func TestPullDeciles(t *testing.T) {
-	// 21 rows: ‖u‖ = 21 − i (given in reverse), ratio = 2·‖u‖, one row with a zero base pull left
-	// out → 20 rows, two per tenth: tenth k holds ‖u‖ 2k+1, 2k+2 → mean 2k + 1.5, ratio 4k + 3.
+	// 20 rows: ‖u‖ = 20 − i (given in reverse), base pull 1, IDML pull 2·‖u‖ → two rows per tenth:
+	// tenth k holds ‖u‖ 2k+1, 2k+2 → mean 2k + 1.5, ratio (4k+2 + 4k+4)/2 = 4k + 3.
 	var unc, base, idml []float64
-	for i := range 21 {
-		u := float64(21 - i)
+	for i := range 20 {
+		u := float64(20 - i)
 		unc = append(unc, u)
 		base = append(base, 1)
 		idml = append(idml, 2*u)
 	}
-	base[0] = 0 // ‖u‖ = 21 drops out
 	du, ratio := pullDeciles(unc, base, idml)
 	for k := range 10 {
 		if du[k] != 2*float64(k)+1.5 || ratio[k] != 4*float64(k)+3 {
 			t.Fatalf("tenth %d: ‖u‖ %g ratio %g, want %g, %g", k, du[k], ratio[k], 2*float64(k)+1.5, 4*float64(k)+3)
 		}
+	}
+	// A vanishing base pull does not dominate: the tenth of ‖u‖ 1, 2 (rows 19, 18) with base pulls
+	// 1e-15 and 1 and IDML pulls 1 and 1 has the ratio of sums 2/(1 + 1e-15), not the mean of the
+	// ratios (1e15 + 1)/2; a tenth whose base pulls are all 0 is NaN.
+	base[19], idml[19], idml[18] = 1e-15, 1, 1
+	base[16], base[17] = 0, 0
+	_, ratio = pullDeciles(unc, base, idml)
+	if math.Abs(ratio[0]-2/(1+1e-15)) > 1e-12 || !math.IsNaN(ratio[1]) {
+		t.Errorf("tenths 0, 1: ratios %g, %g; want 2, NaN", ratio[0], ratio[1])
 	}
 	if du, _ := pullDeciles(unc[:9], base[:9], idml[:9]); du != nil {
 		t.Error("fewer than 10 rows gave deciles")

@@ -28,8 +28,8 @@ import (
 //     the cosine, so the two are paired within one run;
 //   - with eval.pull (seed 002 Fig. 7's one-step pull, pair bases): evaluate.IDMLPull on 100
 //     batches of 8 test classes × 4 images (seeded by the run's seed): the series "pull/decile"
-//     (1…10), "pull/unc_by_decile" and "pull/ratio_by_decile" (mean ‖u‖ and mean ratio of IDML's
-//     to the base loss's gradient norm on the semantic embedding, per tenth of the rows by ‖u‖),
+//     (1…10), "pull/unc_by_decile" and "pull/ratio_by_decile" (mean ‖u‖, and IDML's summed gradient
+//     norm on the semantic embeddings over the base loss's, per tenth of the rows by ‖u‖),
 //     and the metrics "pull/ratio_bottom" and "pull/ratio_top" (the lowest and the highest tenth),
 //     "pull/unc_bottom", "pull/unc_top".
 func uncertaintyMetrics(cfg train.Config, dir string, emb []float32, n, d int, labels []int64, m map[string]float64, series map[string][]float64) error {
@@ -96,7 +96,12 @@ func pullMetrics(cfg train.Config, emb, unc []float32, n, d, du int, labels []in
 		return fmt.Errorf("eval.pull: %w", err)
 	}
 	if len(r.DecileRatio) != 10 {
-		return fmt.Errorf("eval.pull: fewer than 10 test rows with a non-zero base gradient")
+		return fmt.Errorf("eval.pull: fewer than 10 sampled test rows")
+	}
+	for k, v := range r.DecileRatio {
+		if math.IsNaN(v) {
+			return fmt.Errorf("eval.pull: the base loss pulls none of the test images of tenth %d of ‖u‖", k+1)
+		}
 	}
 	dec := make([]float64, 10)
 	for k := range dec {
