@@ -204,6 +204,7 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	scale := scaleFlag(fs)
 	name := fs.String("case", "", "workload: smallcnn, resnet50, vit_b16, rsk_multistage or idml_pa")
 	steps := fs.Int("steps", 0, "override the case's number of steps (≥ 2; the first compiles and is not averaged)")
+	frozen := fs.Bool("frozen-bn", false, "override the case's frozen BatchNorm (running statistics, no update) when given")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -217,6 +218,11 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	if *steps > 0 {
 		bc.Steps = max(*steps, 2)
 	}
+	fs.Visit(func(f *flag.Flag) {
+		if f.Name == "frozen-bn" {
+			bc.FrozenBN = *frozen
+		}
+	})
 	rep := benchReport{part: part{Phase: "bench", Scale: *scale}, Side: "dmlkit", Case: bc}
 	b, cfgName, err := testBackend()
 	rep.Backend = cfgName
@@ -240,8 +246,8 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	rep.StepMS, rep.FirstSec, rep.Timed, rep.FinalLoss = t.Step*1e3, t.FirstStep, t.Steps, res.FinalLoss
 	rep.DataMS, rep.EvalSec, rep.RSSMiB = t.Data*1e3, t.Eval, peakRSSMiB()
 	rep.OK = t.Steps > 0
-	fmt.Fprintf(stdout, "%s (%s, batch %d, %d², chunk %d) on %s: %.1f ms/step over %d steps; first step %.1fs; loss %.4g; peak RSS %.0f MiB\n",
-		bc.Name, bc.Backbone, bc.Batch, bc.Size, bc.Chunk, cfgName, rep.StepMS, rep.Timed, rep.FirstSec, rep.FinalLoss, rep.RSSMiB)
+	fmt.Fprintf(stdout, "%s (%s, batch %d, %d², chunk %d, frozen BN %v) on %s: %.1f ms/step over %d steps; first step %.1fs; loss %.4g; peak RSS %.0f MiB\n",
+		bc.Name, bc.Backbone, bc.Batch, bc.Size, bc.Chunk, bc.FrozenBN, cfgName, rep.StepMS, rep.Timed, rep.FirstSec, rep.FinalLoss, rep.RSSMiB)
 	return writeJSON(*jsonPath, rep)
 }
 
