@@ -250,13 +250,9 @@ func UpdateMarked(path, name, content string) (bool, error) {
 // RenderClaims evaluates cs on records and writes claims.md and claims.tex into outDir; when the
 // paper's README (readme, may be empty) has a "claims" block, it is replaced by the Markdown.
 func RenderClaims(cs *ClaimSet, records []Record, opt ClaimOptions, outDir, readme string) (*ClaimsReport, []string, error) {
-	vs, err := cs.Evaluate(records, opt)
+	rep, err := cs.Report(records, opt)
 	if err != nil {
 		return nil, nil, err
-	}
-	rep := &ClaimsReport{Paper: cs.Paper, Scale: opt.Scale, Verdicts: vs}
-	if cs.Scale != "" {
-		rep.Scale = cs.Scale
 	}
 	if err := os.MkdirAll(outDir, 0o755); err != nil {
 		return nil, nil, fmt.Errorf("experiments: %w", err)

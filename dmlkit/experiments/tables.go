@@ -353,7 +353,7 @@ type TableResult struct {
 func RenderTables(s *Spec, records []Record, scale, outDir string) []TableResult {
 	var out []TableResult
 	plans := map[string]*Plan{} // resolved once per scale for all tuning tables
-	for _, t := range append(slices.Clone(s.Tables), s.TuneTables()...) {
+	for _, t := range s.AllTables() {
 		res := TableResult{Name: t.Name}
 		recs, sc := selectFor(records, t.Scale, scale, t.Where)
 		recs = s.tuneRunsOnly(t.Name, sc, records, recs, plans)

@@ -339,6 +339,11 @@ func (s *Spec) Selections(p *Plan, records []Record) []Selected {
 	return out
 }
 
+// AllTables returns the spec's tables followed by its tuning steps' selection tables ([Spec.TuneTables]).
+func (s *Spec) AllTables() []TableSpec {
+	return append(slices.Clone(s.Tables), s.TuneTables()...)
+}
+
 // TuneTables returns the selection table of every tuning step: one row per grid point (mean ±
 // std over its seeds) with the selection rule's metric and guard, the selected row marked.
 func (s *Spec) TuneTables() []TableSpec {

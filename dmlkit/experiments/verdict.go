@@ -184,6 +184,20 @@ func smallN(n int) string {
 	return ""
 }
 
+// Report evaluates every claim on the records ([ClaimSet.Evaluate]) into a report of the claims'
+// scale (opt.Scale unless claims.yaml names one).
+func (cs *ClaimSet) Report(records []Record, opt ClaimOptions) (*ClaimsReport, error) {
+	vs, err := cs.Evaluate(records, opt)
+	if err != nil {
+		return nil, err
+	}
+	rep := &ClaimsReport{Paper: cs.Paper, Scale: opt.Scale, Verdicts: vs}
+	if cs.Scale != "" {
+		rep.Scale = cs.Scale
+	}
+	return rep, nil
+}
+
 // Evaluate computes a verdict for every claim from the records (normally a paper's whole store).
 // It returns an error only for a claim the records cannot answer unambiguously (an arm with two
 // records of one seed: the arm's where must be narrowed); a missing arm or seed gives an

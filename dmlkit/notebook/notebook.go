@@ -95,16 +95,7 @@ func (p *Paper) Report() (*experiments.ClaimsReport, error) {
 	if err != nil {
 		return nil, err
 	}
-	opt := experiments.ClaimOptions{Scale: p.ShownScale(), IncludeDirty: true}
-	vs, err := cs.Evaluate(recs, opt)
-	if err != nil {
-		return nil, err
-	}
-	rep := &experiments.ClaimsReport{Paper: cs.Paper, Scale: opt.Scale, Verdicts: vs}
-	if cs.Scale != "" {
-		rep.Scale = cs.Scale
-	}
-	return rep, nil
+	return cs.Report(recs, experiments.ClaimOptions{Scale: p.ShownScale(), IncludeDirty: true})
 }
 
 // ClaimsMarkdown lists the verdicts of the claims whose id starts with one of the prefixes (all
@@ -157,7 +148,7 @@ func (p *Paper) TablesMarkdown(names ...string) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	all := append(slices.Clone(spec.Tables), spec.TuneTables()...)
+	all := spec.AllTables()
 	var out []string
 	for _, name := range names {
 		i := slices.IndexFunc(all, func(t experiments.TableSpec) bool { return t.Name == name })
