@@ -279,3 +279,18 @@ func (h *ismHeap) swap(i, j int) {
 	h.idx[i], h.idx[j] = h.idx[j], h.idx[i]
 	h.sc[i], h.sc[j] = h.sc[j], h.sc[i]
 }
+
+// MeanRowNorm is the mean Euclidean norm of the rows of x [n, d] (row norms in float64; 0 for no
+// rows): e.g. the mean ‖u‖ of IDML's uncertainty embeddings.
+func MeanRowNorm(x []float32, d int) float64 {
+	n := len(x) / max(d, 1)
+	var sum float64
+	for i := range n {
+		var s float64
+		for _, v := range x[i*d : (i+1)*d] {
+			s += float64(v) * float64(v)
+		}
+		sum += math.Sqrt(s)
+	}
+	return sum / float64(max(n, 1))
+}

@@ -212,3 +212,13 @@ func TestISMRetrievalMatchesBruteForce(t *testing.T) {
 		}
 	}
 }
+
+func TestMeanRowNorm(t *testing.T) {
+	// Rows (3, 4), (0, 0), (1, 0): norms 5, 0, 1 → mean 2 (exact in float64).
+	if got := MeanRowNorm([]float32{3, 4, 0, 0, 1, 0}, 2); got != 2 {
+		t.Errorf("MeanRowNorm = %v, want 2", got)
+	}
+	if got := MeanRowNorm(nil, 3); got != 0 {
+		t.Errorf("MeanRowNorm of no rows = %v, want 0", got)
+	}
+}

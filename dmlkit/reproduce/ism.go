@@ -48,15 +48,7 @@ func uncertaintyMetrics(cfg train.Config, dir string, emb []float32, n, d int, l
 		return fmt.Errorf("%s: shape %v, want [%d, U] (one row per test embedding)", path, shape, n)
 	}
 	du := shape[1]
-	sum := 0.0
-	for i := 0; i < n; i++ {
-		s := 0.0
-		for _, v := range unc[i*du : (i+1)*du] {
-			s += float64(v) * float64(v)
-		}
-		sum += math.Sqrt(s)
-	}
-	m["unc/norm_test"] = sum / float64(max(n, 1))
+	m["unc/norm_test"] = evaluate.MeanRowNorm(unc, du)
 	if cfg.Eval.Pull {
 		if err := pullMetrics(cfg, emb, unc, n, d, du, labels, m, series); err != nil {
 			return err

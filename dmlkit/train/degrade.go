@@ -4,9 +4,9 @@ package train
 
 import (
 	"fmt"
-	"math"
 
 	"github.com/dmlkit/dmlkit/dmlkit/data"
+	"github.com/dmlkit/dmlkit/dmlkit/evaluate"
 )
 
 // DegradedUnc is the mean uncertainty norm of the test set under one degradation (eval.degrade).
@@ -41,21 +41,7 @@ func (r *runner) degradedUncertainty(bs int) ([]DegradedUnc, error) {
 		if err != nil {
 			return nil, fmt.Errorf("train: test embeddings under %s: %w", d.Key(), err)
 		}
-		out = append(out, DegradedUnc{Degradation: d, MeanNorm: meanRowNorm(outs[1], dims[1])})
+		out = append(out, DegradedUnc{Degradation: d, MeanNorm: evaluate.MeanRowNorm(outs[1], dims[1])})
 	}
 	return out, nil
-}
-
-// meanRowNorm is the mean Euclidean norm of the rows of x [n, d] (0 for no rows).
-func meanRowNorm(x []float32, d int) float64 {
-	n := len(x) / max(d, 1)
-	var sum float64
-	for i := range n {
-		var s float64
-		for _, v := range x[i*d : (i+1)*d] {
-			s += float64(v) * float64(v)
-		}
-		sum += math.Sqrt(s)
-	}
-	return sum / float64(max(n, 1))
 }
