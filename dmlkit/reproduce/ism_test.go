@@ -32,6 +32,25 @@ func idmlRunConfig(eval map[string]any) map[string]any {
 	}
 }
 
+// runIDMLFiles runs an idmlRunConfig configuration (seed 3) in dir and reads back the run's test
+// embeddings [60, 8], uncertainty embeddings [60, 3] and labels.
+func runIDMLFiles(t *testing.T, cfg map[string]any, dir string) (out *experiments.Outcome, emb, unc []float32, n, d int, labels []int64) {
+	t.Helper()
+	out, err := TrainRunner(context.Background(), experiments.RunSpec{Config: cfg, Seed: 3, Dir: dir}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	emb, n, d, labels, err = finalEmbeddings(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	unc, shape, err := npy.ReadFloat32(filepath.Join(dir, train.TestUncertaintyFile))
+	if err != nil || len(shape) != 2 || shape[0] != 60 || shape[1] != 3 || n != 60 || d != 8 {
+		t.Fatalf("uncertainty %v (%v), embeddings [%d, %d]", shape, err, n, d)
+	}
+	return out, emb, unc, n, d, labels
+}
+
 // TestTrainRunnerISM: with model.dual_head the trainer keeps the test split's uncertainty
 // embeddings ([60, 3], rows as the semantic ones); eval.ism stores ism/… keys equal to
 // evaluate.ISMRetrieval on those files with the loss's τ (5), γ (0.5) and the proxyanchor base's
@@ -44,18 +63,7 @@ func TestTrainRunnerISM(t *testing.T) {
 	dir := t.TempDir()
 	cfg := idmlRunConfig(map[string]any{"ks": []any{1, 2}, "batch_size": 32, "ism": true, "skip_opis": true,
 		"degrade": []any{map[string]any{"kind": "blur", "level": 0.001}, map[string]any{"kind": "noise", "level": 0.5}}})
-	out, err := TrainRunner(context.Background(), experiments.RunSpec{Config: cfg, Seed: 3, Dir: dir}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	emb, n, d, labels, err := finalEmbeddings(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	unc, shape, err := npy.ReadFloat32(filepath.Join(dir, train.TestUncertaintyFile))
-	if err != nil || len(shape) != 2 || shape[0] != 60 || shape[1] != 3 || n != 60 || d != 8 {
-		t.Fatalf("uncertainty %v (%v), embeddings [%d, %d]", shape, err, n, d)
-	}
+	out, emb, unc, n, d, labels := runIDMLFiles(t, cfg, dir)
 	want, err := evaluate.ISMRetrieval(emb, unc, n, d, 3, labels, evaluate.ISMOptions{Tau: 5, Gamma: 0.5, Form: "cos", K: []int{1, 2}})
 	if err != nil {
 		t.Fatal(err)
@@ -134,21 +142,10 @@ func TestTrainRunnerPull(t *testing.T) {
 	dir := t.TempDir()
 	cfg := idmlRunConfig(map[string]any{"ks": []any{1}, "batch_size": 32, "pull": true, "skip_opis": true})
 	cfg["loss"] = map[string]any{"name": "idml", "set": map[string]any{"base": "contrastive", "unc_dim": 3}}
-	out, err := TrainRunner(context.Background(), experiments.RunSpec{Config: cfg, Seed: 3, Dir: dir}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	emb, n, d, labels, err := finalEmbeddings(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	unc, shape, err := npy.ReadFloat32(filepath.Join(dir, train.TestUncertaintyFile))
-	if err != nil {
-		t.Fatal(err)
-	}
+	out, emb, unc, n, d, labels := runIDMLFiles(t, cfg, dir)
 	ic := losses.DefaultIDML()
 	ic.Base, ic.UncDim = "contrastive", 3
-	want, err := evaluate.IDMLPull(emb, unc, n, d, shape[1], labels, evaluate.PullOptions{Loss: ic, Seed: 3})
+	want, err := evaluate.IDMLPull(emb, unc, n, d, 3, labels, evaluate.PullOptions{Loss: ic, Seed: 3})
 	if err != nil {
 		t.Fatal(err)
 	}
