@@ -68,7 +68,7 @@ func makeClaims(spec *experiments.Spec, scale string, recs []experiments.Record,
 		out = filepath.Join(spec.Dir, "tables")
 		readme = filepath.Join(spec.Dir, "README.md")
 	}
-	rep, files, err := experiments.RenderClaims(cs, recs, experiments.ClaimOptions{Scale: scale, IncludeDirty: includeDirty}, out, readme)
+	rep, files, err := experiments.RenderClaims(cs, recs, experiments.ClaimOptions{Scale: scale, IncludeDirty: includeDirty, Spec: spec}, out, readme)
 	if err != nil {
 		return err
 	}

@@ -39,12 +39,25 @@ import (
 //
 // "for" expands one entry into a claim per element, substituting ${var} in every string of the
 // entry (keys included); the expanded ids must be unique.
+//
+// What a verdict holds equal and how it checks the arms trained (see comparability.go):
+//
+//	budget: epochs        # steps | epochs | images the arms must share (default epochs; a claim may override)
+//	min_train: 0.5        # an arm whose train R@1 is below this fraction of the best arm's did not train
+//	claims:
+//	  - id: h13-gamma-free
+//	    deliberate: "the claim is that γ needs no tuning: γ = 0.5 runs at the rate tuned for γ = 1"
+//	    forms:            # the paper's text and the authors' code differ: one verdict per form
+//	      - {label: "paper text", where: {loss.set.avg_nonzero: null}}
+//	      - {label: "authors' code", where: {loss.set.avg_nonzero: true}}
 type ClaimSet struct {
-	Paper  string         `yaml:"paper"`
-	Scale  string         `yaml:"scale"`
-	Where  map[string]any `yaml:"where"`
-	Claims []ClaimSpec    `yaml:"-"` // after "for" expansion
-	Path   string         `yaml:"-"` // the file it was read from
+	Paper    string         `yaml:"paper"`
+	Scale    string         `yaml:"scale"`
+	Where    map[string]any `yaml:"where"`
+	Budget   string         `yaml:"budget"`    // default budget unit of the claims (default "epochs")
+	MinTrain *float64       `yaml:"min_train"` // default training floor (default [DefaultMinTrain])
+	Claims   []ClaimSpec    `yaml:"-"`         // after "for" expansion
+	Path     string         `yaml:"-"`         // the file it was read from
 }
 
 // Claim kinds.
@@ -91,6 +104,26 @@ type ClaimSpec struct {
 	Conditions []Arm          `yaml:"conditions"`
 	Order      []Arm          `yaml:"order"`
 	Sweep      *ClaimSweep    `yaml:"sweep"`
+	// Budget is what the arms must share: steps, epochs or images (default: the set's).
+	Budget string `yaml:"budget"`
+	// MinTrain is the training floor as a fraction of the best arm's train R@1 (default: the
+	// set's); 0 turns the training rule off (say why in Note).
+	MinTrain *float64 `yaml:"min_train"`
+	// Deliberate, when set, is the reason the arms may differ in tuning (e.g. a "needs no tuning"
+	// claim that runs every arm at one selection on purpose).
+	Deliberate string `yaml:"deliberate"`
+	// Forms, when set, evaluates the claim once per form (the paper's text and the authors' code
+	// where they differ); the first form's verdict is the claim's.
+	Forms []ClaimForm `yaml:"forms"`
+}
+
+// ClaimForm is one form of a claim: where adds to every arm's where, base and treatment to those
+// arms' only.
+type ClaimForm struct {
+	Label     string         `yaml:"label"`
+	Where     map[string]any `yaml:"where"`
+	Base      map[string]any `yaml:"base"`
+	Treatment map[string]any `yaml:"treatment"`
 }
 
 // Arm selects the records of one side of a comparison: those matching Where (as [Select]) on top
@@ -133,10 +166,12 @@ func LoadClaims(path string) (*ClaimSet, error) {
 // ParseClaims decodes a claims file from YAML; name is used in error messages.
 func ParseClaims(data []byte, name string) (*ClaimSet, error) {
 	var raw struct {
-		Paper  string           `yaml:"paper"`
-		Scale  string           `yaml:"scale"`
-		Where  map[string]any   `yaml:"where"`
-		Claims []map[string]any `yaml:"claims"`
+		Paper    string           `yaml:"paper"`
+		Scale    string           `yaml:"scale"`
+		Where    map[string]any   `yaml:"where"`
+		Budget   string           `yaml:"budget"`
+		MinTrain *float64         `yaml:"min_train"`
+		Claims   []map[string]any `yaml:"claims"`
 	}
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
@@ -146,9 +181,15 @@ func ParseClaims(data []byte, name string) (*ClaimSet, error) {
 		}
 		return nil, fmt.Errorf("experiments: %s: %w", name, err)
 	}
-	cs := &ClaimSet{Paper: raw.Paper, Scale: raw.Scale, Where: asMap(normalize(raw.Where))}
+	cs := &ClaimSet{Paper: raw.Paper, Scale: raw.Scale, Where: asMap(normalize(raw.Where)), Budget: raw.Budget, MinTrain: raw.MinTrain}
 	if cs.Paper == "" {
 		return nil, fmt.Errorf("experiments: %s: field \"paper\": missing", name)
+	}
+	if cs.Budget != "" && !slices.Contains(BudgetUnits, cs.Budget) {
+		return nil, fmt.Errorf("experiments: %s: field \"budget\": %q is not one of %s", name, cs.Budget, strings.Join(BudgetUnits, ", "))
+	}
+	if m := cs.MinTrain; m != nil && !(*m >= 0 && *m <= 1) {
+		return nil, fmt.Errorf("experiments: %s: field \"min_train\": %v: want a fraction in [0, 1]", name, *m)
 	}
 	if len(raw.Claims) == 0 {
 		return nil, fmt.Errorf("experiments: %s: field \"claims\": missing", name)
@@ -275,6 +316,10 @@ func substitute(v any, sub func(string) any) any {
 
 func (c *ClaimSpec) normalize() {
 	c.Where = asMap(normalize(c.Where))
+	for i := range c.Forms {
+		f := &c.Forms[i]
+		f.Where, f.Base, f.Treatment = asMap(normalize(f.Where)), asMap(normalize(f.Base)), asMap(normalize(f.Treatment))
+	}
 	for _, a := range c.arms() {
 		a.Where = asMap(normalize(a.Where))
 	}
@@ -365,6 +410,35 @@ func (c *ClaimSpec) check() error {
 	}
 	if c.Digits != nil && (*c.Digits < 0 || *c.Digits > 10) {
 		return bad("digits", "%d out of range 0..10", *c.Digits)
+	}
+	if c.Budget != "" && !slices.Contains(BudgetUnits, c.Budget) {
+		return bad("budget", "%q is not one of %s", c.Budget, strings.Join(BudgetUnits, ", "))
+	}
+	if m := c.MinTrain; m != nil && !(*m >= 0 && *m <= 1) {
+		return bad("min_train", "%v: want a fraction in [0, 1]", *m)
+	}
+	if c.Deliberate != "" && strings.TrimSpace(c.Deliberate) == "" {
+		return bad("deliberate", "empty: give the reason")
+	}
+	if len(c.Forms) == 1 {
+		return bad("forms", "one form: a claim has forms only where the paper's text and the authors' code differ (give both)")
+	}
+	formLabels := map[string]bool{}
+	for i, f := range c.Forms {
+		field := fmt.Sprintf("forms[%d]", i)
+		if f.Label == "" {
+			return bad(field+".label", "missing (e.g. \"paper text\", \"authors' code\")")
+		}
+		if formLabels[f.Label] {
+			return bad(field+".label", "%q used twice", f.Label)
+		}
+		formLabels[f.Label] = true
+		if len(f.Where)+len(f.Base)+len(f.Treatment) == 0 {
+			return bad(field, "selects nothing of its own: give where, base or treatment")
+		}
+		if (len(f.Base) > 0 || len(f.Treatment) > 0) && (c.Base == nil || c.Treatment == nil) {
+			return bad(field, "base / treatment given, but kind %s has no base and treatment arms", c.Kind)
+		}
 	}
 	armCheck := func(field string, a *Arm) error {
 		if a == nil {

@@ -39,11 +39,42 @@ type Runner func(ctx context.Context, run RunSpec, progress func(msg string)) (*
 // integer`). It must not modify cfg.
 type Validator func(cfg map[string]any) error
 
+// Resolver returns a configuration with every default filled in, as dotted keys (see [SetResolver]).
+type Resolver func(cfg map[string]any) (map[string]any, error)
+
 var (
 	regMu     sync.RWMutex
 	runner    Runner
 	validator Validator
+	resolver  Resolver
 )
+
+// SetResolver registers the function that fills a configuration's defaults (the trainer's): the
+// claims engine's tuning rule compares an arm's configuration with its tuning runs' through it, so
+// a key written with its default value equals the key unset. Without one, configurations are
+// compared as written.
+func SetResolver(r Resolver) {
+	regMu.Lock()
+	defer regMu.Unlock()
+	resolver = r
+}
+
+// resolvedFlat is the configuration as dotted keys, defaults filled in when a resolver is
+// registered (as written otherwise, or when the resolver fails).
+func resolvedFlat(cfg map[string]any) map[string]any {
+	regMu.RLock()
+	r := resolver
+	regMu.RUnlock()
+	if r != nil {
+		if out, err := r(cfg); err == nil {
+			for k, v := range out {
+				out[k] = normalize(v)
+			}
+			return out
+		}
+	}
+	return Flatten(cfg)
+}
 
 // ErrNoRunner is returned by [RegisteredRunner] callers when no trainer has been plugged in.
 var ErrNoRunner = errors.New("no runner registered: this build of dmlkit cannot train (experiments.SetRunner was never called)")

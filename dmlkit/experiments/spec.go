@@ -311,6 +311,11 @@ type Run struct {
 	Params map[string]any // the swept values (dotted key → value), without the seed
 	Config map[string]any // the full resolved configuration
 	Tune   string         // the tuning step the run belongs to ("" for a sweep point)
+	// Tuned names the tuning steps whose selections the run's configuration takes (a sweep
+	// point's "tuned" entry, or the steps a tuning step's own point is tuned at), and Taken the
+	// keys whose values came from them (a value written in the point wins over a selection).
+	Tuned []string
+	Taken []string
 }
 
 // Label is a short human description of the run: its swept values and seed.
@@ -409,18 +414,21 @@ func (s *Spec) resolve(scale string, sel map[string]map[string]any, done map[str
 		seeds []int64
 		tune  string
 		waits []string
+		tuned []string // the steps whose selections the point takes
+		taken []string // the keys it took from them
 	}
 	var points []point
 	var needed []string
 	for _, pt := range expand(grid, list) {
 		pt, names := pointTunes(pt)
 		needed = append(needed, names...)
+		taken := takenKeys(pt, names, sel)
 		pt, waits := applyTunes(pt, names, sel)
-		points = append(points, point{pt: pt, seeds: seeds, waits: waits})
+		points = append(points, point{pt: pt, seeds: seeds, waits: waits, tuned: names, taken: taken})
 	}
 	var all []point
 	for _, tp := range s.tunePoints(needed, sel) {
-		all = append(all, point{pt: tp.point, seeds: tp.seeds, tune: tp.tune, waits: tp.waits})
+		all = append(all, point{pt: tp.point, seeds: tp.seeds, tune: tp.tune, waits: tp.waits, tuned: tp.tuned, taken: tp.taken})
 	}
 	all = append(all, points...)
 	plan := &Plan{Spec: s, Scale: scale}
@@ -475,7 +483,7 @@ func (s *Spec) resolve(scale string, sel map[string]map[string]any, done map[str
 				return nil, fmt.Errorf("experiments: %s: scale %q, run %s: %w", s.name(), scale, Run{Params: pt, Seed: seed}.Label(), err)
 			}
 			if len(refs) > 0 { // planned once its source runs are stored (resolveRefs)
-				held = append(held, heldRun{run: Run{Index: index, Seed: seed, Params: pt, Config: cfg, Tune: p.tune}, refs: refs})
+				held = append(held, heldRun{run: Run{Index: index, Seed: seed, Params: pt, Config: cfg, Tune: p.tune, Tuned: p.tuned, Taken: p.taken}, refs: refs})
 				index++
 				continue
 			}
@@ -483,7 +491,7 @@ func (s *Spec) resolve(scale string, sel map[string]map[string]any, done map[str
 			if err != nil {
 				return nil, err
 			}
-			r := Run{Index: index, Hash: h, Seed: seed, Params: pt, Config: cfg, Tune: p.tune}
+			r := Run{Index: index, Hash: h, Seed: seed, Params: pt, Config: cfg, Tune: p.tune, Tuned: p.tuned, Taken: p.taken}
 			index++
 			if prev, dup := byHash[h]; dup {
 				return nil, fmt.Errorf("experiments: %s: sweep points %q and %q resolve to the same configuration", s.name(), prev, r.Label())

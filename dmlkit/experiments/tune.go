@@ -416,6 +416,21 @@ func pointTunes(pt map[string]any) (map[string]any, []string) {
 	return q, names
 }
 
+// takenKeys lists, sorted, the keys the point takes from the selections of names (those it does
+// not set itself).
+func takenKeys(pt map[string]any, names []string, sel map[string]map[string]any) []string {
+	var out []string
+	for _, n := range names {
+		for k := range sel[n] {
+			if _, set := pt[k]; !set && !slices.Contains(out, k) {
+				out = append(out, k)
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
 // applyTunes merges the selections of names into the point; it returns the names without one.
 func applyTunes(pt map[string]any, names []string, sel map[string]map[string]any) (map[string]any, []string) {
 	var waits []string
@@ -451,13 +466,14 @@ func (s *Spec) tunePoints(needed []string, sel map[string]map[string]any) (pts [
 		for _, d := range deps {
 			add(d)
 		}
+		taken := takenKeys(base, deps, sel)
 		base, waits := applyTunes(base, deps, sel)
 		if len(waits) > 0 { // a placeholder holding the step's budget of run indices
 			pts = append(pts, tunePoint{point: map[string]any{}, seeds: make([]int64, t.budget()), tune: n, waits: waits})
 			return
 		}
 		for _, p := range expand(t.Grid, []map[string]any{base}) {
-			pts = append(pts, tunePoint{point: p, seeds: t.seeds(), tune: n})
+			pts = append(pts, tunePoint{point: p, seeds: t.seeds(), tune: n, tuned: deps, taken: taken})
 		}
 	}
 	names := slices.Clone(needed)
@@ -473,6 +489,8 @@ type tunePoint struct {
 	seeds []int64
 	tune  string
 	waits []string // the step's own point waits for these selections
+	tuned []string // the steps its own point is tuned at
+	taken []string // the keys it takes from them
 }
 
 // tuneSelection is the selection of the tuning step name on the stored records of scale (an

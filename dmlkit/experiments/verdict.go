@@ -29,7 +29,13 @@ const VerdictRule = "Verdicts come from per-seed paired differences: **held** wh
 	"seed's least-squares slope over the sweep. `interaction`: each seed's difference of differences. " +
 	"`argmax`: each seed's margin of the claimed value over the best other value (held); contradicted " +
 	"when some other value beats it by the same rule. `rank`: every adjacent pair as `better`; " +
-	"contradicted when any pair is. Records written from a tree with uncommitted changes are excluded."
+	"contradicted when any pair is. Records written from a tree with uncommitted changes are excluded. " +
+	"Before the interval is read, the arms must be comparable and trained: arms that differ in tuning (one " +
+	"at values tuned for another configuration, one tuned and one not, unequal tuning budgets) or in the " +
+	"budget the claim holds equal (epochs unless it says steps or images) give **inconclusive — unequal " +
+	"comparison**, unless claims.yaml declares the difference deliberate with a reason; an arm whose " +
+	"training-split R@1 is below half the best arm's, or whose logged loss never fell below its first " +
+	"value, gives **inconclusive — did not train**. The column \"comparability\" shows what was checked."
 
 // ClaimOptions control [ClaimSet.Evaluate].
 type ClaimOptions struct {
@@ -38,6 +44,12 @@ type ClaimOptions struct {
 	// IncludeDirty counts records written from a tree with uncommitted changes (excluded by
 	// default; see [Record.Dirty]). Verdicts computed so are marked provisional.
 	IncludeDirty bool
+	// Spec is the paper's spec: with it the tuning rule knows which tuning steps each record's
+	// values came from ([ArmFacts]); without it every arm's tuning is unknown and no verdict is
+	// held or contradicted unless the claim declares its tuning deliberate.
+	Spec *Spec
+
+	prov map[string]*provenance // per scale, shared by the claims of one Evaluate
 }
 
 // ArmStat is one arm's metric over the seeds the verdict pairs: mean ± standard error.
@@ -67,6 +79,17 @@ type ClaimVerdict struct {
 	Parts            []ClaimVerdict
 	Observed         string // argmax: the best value by mean; rank: the order by mean
 	partLabel        string // rank / argmax parts: "A vs B"
+
+	// Raw and RawReason are the verdict of the interval rule alone; Verdict and Reason add the
+	// comparability and training rules, and Cause says which decided (CauseInterval,
+	// CauseUnequal, CauseUntrained or CauseNoRecords).
+	Raw, RawReason, Cause string
+	Facts                 []ArmFacts // per arm, in the order of Arms
+	// Form is the label of the form this verdict evaluates ("" for a claim without forms); Forms
+	// holds every form's verdict of a claim that has forms (the claim's verdict is the first's).
+	Form   string
+	Forms  []ClaimVerdict
+	budget string
 }
 
 // Dirty reports whether the record was written from a tree with uncommitted changes, or by a run
@@ -204,6 +227,7 @@ func (cs *ClaimSet) Report(records []Record, opt ClaimOptions) (*ClaimsReport, e
 // inconclusive verdict that says so.
 func (cs *ClaimSet) Evaluate(records []Record, opt ClaimOptions) ([]ClaimVerdict, error) {
 	var out []ClaimVerdict
+	opt.prov = map[string]*provenance{}
 	for _, c := range cs.Claims {
 		v, err := EvaluateClaim(c, cs, records, opt)
 		if err != nil {
@@ -218,11 +242,52 @@ func (cs *ClaimSet) Evaluate(records []Record, opt ClaimOptions) ([]ClaimVerdict
 type armValues struct {
 	label string
 	vals  map[int64]float64
+	recs  map[int64]*Record
 }
 
-// EvaluateClaim computes one claim's verdict; set supplies the scale and the common where (nil:
-// none).
+// EvaluateClaim computes one claim's verdict; set supplies the scale, the common where and the
+// defaults of the budget and training rules (nil: none). A claim with forms is evaluated once per
+// form ([ClaimSpec.Forms]); its verdict is the first form's, with every form's in Forms.
 func EvaluateClaim(c ClaimSpec, set *ClaimSet, records []Record, opt ClaimOptions) (ClaimVerdict, error) {
+	if len(c.Forms) == 0 {
+		return evaluateForm(c, set, records, opt)
+	}
+	var forms []ClaimVerdict
+	for _, f := range c.Forms {
+		fc := c
+		fc.Forms = nil
+		fc.Where = maps.Clone(c.Where)
+		if fc.Where == nil {
+			fc.Where = map[string]any{}
+		}
+		maps.Copy(fc.Where, f.Where)
+		if c.Base != nil {
+			b := *c.Base
+			b.Where = maps.Clone(b.Where)
+			maps.Copy(b.Where, f.Base)
+			fc.Base = &b
+		}
+		if c.Treatment != nil {
+			t := *c.Treatment
+			t.Where = maps.Clone(t.Where)
+			maps.Copy(t.Where, f.Treatment)
+			fc.Treatment = &t
+		}
+		v, err := evaluateForm(fc, set, records, opt)
+		if err != nil {
+			return v, fmt.Errorf("form %q: %w", f.Label, err)
+		}
+		v.Form = f.Label
+		v.Claim = c
+		forms = append(forms, v)
+	}
+	v := forms[0]
+	v.Forms = forms
+	return v, nil
+}
+
+// evaluateForm computes the verdict of a claim without forms.
+func evaluateForm(c ClaimSpec, set *ClaimSet, records []Record, opt ClaimOptions) (ClaimVerdict, error) {
 	v := ClaimVerdict{Claim: c, Mean: math.NaN(), SE: math.NaN(), Lo: math.NaN(), Hi: math.NaN()}
 	scale := opt.Scale
 	common := map[string]any{}
@@ -242,7 +307,7 @@ func EvaluateClaim(c ClaimSpec, set *ClaimSet, records []Record, opt ClaimOption
 		for _, x := range wheres {
 			maps.Copy(w, x)
 		}
-		a := armValues{label: label, vals: map[int64]float64{}}
+		a := armValues{label: label, vals: map[int64]float64{}, recs: map[int64]*Record{}}
 		hashes := map[int64]string{}
 		for _, r := range selectRecords(records, scale, w, true) {
 			if r.Failed != "" {
@@ -265,6 +330,7 @@ func EvaluateClaim(c ClaimSpec, set *ClaimSet, records []Record, opt ClaimOption
 			}
 			hashes[r.Seed] = r.Hash
 			a.vals[r.Seed] = m
+			a.recs[r.Seed] = &r
 		}
 		return a, nil
 	}
@@ -451,6 +517,7 @@ func EvaluateClaim(c ClaimSpec, set *ClaimSet, records []Record, opt ClaimOption
 			v.Observed = strings.Join(labels, " > ")
 		}
 	}
+	v.judge(arms, set, scale, records, opt)
 	if n == 0 {
 		var empty []string
 		for _, a := range arms {
@@ -469,6 +536,50 @@ func EvaluateClaim(c ClaimSpec, set *ClaimSet, records []Record, opt ClaimOption
 		}
 	}
 	return v, nil
+}
+
+// judge computes the arms' facts at the paired seeds (all their records when none is paired) and
+// applies the comparability and training rules ([ClaimVerdict.applyRules]).
+func (v *ClaimVerdict) judge(arms []armValues, set *ClaimSet, scale string, records []Record, opt ClaimOptions) {
+	var prov *provenance
+	if opt.Spec != nil {
+		if p, ok := opt.prov[scale]; ok {
+			prov = p
+		} else {
+			prov = newProvenance(opt.Spec, scale, records)
+			if opt.prov != nil {
+				opt.prov[scale] = prov
+			}
+		}
+	}
+	c := v.Claim
+	v.budget = BudgetEpochs
+	minTrain := c.MinTrain
+	if set != nil {
+		if set.Budget != "" {
+			v.budget = set.Budget
+		}
+		if minTrain == nil {
+			minTrain = set.MinTrain
+		}
+	}
+	if c.Budget != "" {
+		v.budget = c.Budget
+	}
+	for _, a := range arms {
+		var recs []*Record
+		if len(v.Seeds) > 0 {
+			for _, s := range v.Seeds {
+				recs = append(recs, a.recs[s])
+			}
+		} else {
+			for _, s := range slices.Sorted(maps.Keys(a.recs)) {
+				recs = append(recs, a.recs[s])
+			}
+		}
+		v.Facts = append(v.Facts, armFacts(a.label, recs, prov))
+	}
+	v.applyRules(v.budget, minTrain)
 }
 
 func firstErr(errs ...error) error {

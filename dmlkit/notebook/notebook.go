@@ -95,7 +95,11 @@ func (p *Paper) Report() (*experiments.ClaimsReport, error) {
 	if err != nil {
 		return nil, err
 	}
-	return cs.Report(recs, experiments.ClaimOptions{Scale: p.ShownScale(), IncludeDirty: true})
+	spec, err := p.Spec()
+	if err != nil {
+		return nil, err
+	}
+	return cs.Report(recs, experiments.ClaimOptions{Scale: p.ShownScale(), IncludeDirty: true, Spec: spec})
 }
 
 // ClaimsMarkdown lists the verdicts of the claims whose id starts with one of the prefixes (all

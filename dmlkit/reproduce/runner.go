@@ -6,6 +6,7 @@ package reproduce
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -15,7 +16,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/dmlkit/dmlkit/dmlkit/config"
 	"github.com/dmlkit/dmlkit/dmlkit/experiments"
+	"github.com/dmlkit/dmlkit/dmlkit/losses"
 	"github.com/dmlkit/dmlkit/dmlkit/metrics"
 	"github.com/dmlkit/dmlkit/dmlkit/npy"
 	"github.com/dmlkit/dmlkit/dmlkit/train"
@@ -26,6 +29,7 @@ import (
 // before [experiments.RunSweep].
 func Register() {
 	experiments.SetValidator(ValidateTrainConfig)
+	experiments.SetResolver(ResolvedConfig)
 	experiments.SetRunner(TrainRunner)
 }
 
@@ -40,6 +44,61 @@ func TrainConfig(cfg map[string]any) (train.Config, error) {
 		return c, err
 	}
 	return c, nil
+}
+
+// ResolvedConfig is the experiments.Resolver of the trainer: the configuration with every default
+// filled in, as dotted keys with JSON-typed values — train.Default() with cfg applied, and the
+// loss's own defaults (losses.New's config) under loss.set.*. The tuning rule of the claims engine
+// compares such configurations, so a key written with its default value equals the key unset.
+func ResolvedConfig(cfg map[string]any) (map[string]any, error) {
+	c, err := TrainConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]any{}
+	add := func(key string, v any) error {
+		b, err := json.Marshal(v)
+		if err != nil {
+			return fmt.Errorf("%s: %w", key, err)
+		}
+		var x any
+		if err := json.Unmarshal(b, &x); err != nil {
+			return fmt.Errorf("%s: %w", key, err)
+		}
+		if m, ok := x.(map[string]any); ok {
+			for k, e := range experiments.Flatten(m) {
+				out[key+"."+k] = e
+			}
+			return nil
+		}
+		out[key] = x
+		return nil
+	}
+	for _, f := range config.Fields(&c) {
+		if f.Key == "loss.set" {
+			continue
+		}
+		if err := add(f.Key, f.Value); err != nil {
+			return nil, err
+		}
+	}
+	set := map[string]any{}
+	for k, v := range c.Loss.Set {
+		set[k] = v
+	}
+	if l, err := losses.New(c.Loss.Name, c.Loss.Set); err == nil {
+		for _, f := range config.Fields(l) {
+			if _, given := set[f.Key]; !given {
+				set[f.Key] = f.Value
+			}
+		}
+	}
+	for k, v := range set {
+		if err := add("loss.set."+k, v); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
 }
 
 // ValidateTrainConfig is the experiments.Validator of the trainer: the configuration must map onto

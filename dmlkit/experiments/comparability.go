@@ -1,0 +1,538 @@
+package experiments
+
+import (
+	"fmt"
+	"maps"
+	"math"
+	"slices"
+	"strings"
+)
+
+// Comparability and training rules of a verdict (reproducing.md §1, "Comparable arms" and
+// "Trained arms"). A verdict compares arms, so before the interval is read the engine asks of
+// every arm, from its records and the spec's plan:
+//
+//   - where its hyper-parameters came from: the tuning steps of its own configuration
+//     ([TuningOwn]), steps that tuned another configuration ([TuningBorrowed]: the step's runs
+//     differ from the arm outside the tuned keys, e.g. CIT γ = 0.5 at the rate tuned for γ = 1, or a
+//     rate tuned at 20 epochs used at 60), or no step at all ([TuningNone]: fixed values);
+//   - its budget: optimizer steps, epochs and images (steps × batch) of its runs, and the runs and
+//     steps per run of its tuning;
+//   - whether it trained: its training-split R@1 ("train/R@1", eval.train) and whether its logged
+//     loss fell.
+//
+// Arms that differ in tuning (one borrowed, one tuned and one not, unequal tuning budgets) or in
+// the budget the claim holds equal give "inconclusive — unequal comparison (what differs)" unless
+// the claim declares the difference deliberate with a reason; an arm below the training floor
+// gives "inconclusive — <arm> did not train". The verdict the interval alone gives stays in
+// [ClaimVerdict.Raw].
+
+// Tuning provenances of an arm ([ArmFacts.Tuning]).
+const (
+	TuningNone      = "none"     // no tuning step: fixed values (the paper's, the library's or the spec's)
+	TuningOwn       = "own"      // selected by tuning steps run on the arm's own configuration
+	TuningBorrowed  = "borrowed" // selected by steps that tuned another configuration
+	TuningUnknown   = "unknown"  // the record is not in the spec's plan
+	TuningUnchecked = ""         // no spec was given: the tuning rule is not applied
+	tuningMixed     = "mixed"    // the arm's records differ in provenance
+)
+
+// Budget units a claim may hold equal ([ClaimSpec.Budget]).
+const (
+	BudgetSteps  = "steps"  // optimizer steps
+	BudgetEpochs = "epochs" // passes over the training set (the default: the papers train for epochs)
+	BudgetImages = "images" // steps × batch size
+)
+
+// BudgetUnits lists the budget units.
+var BudgetUnits = []string{BudgetSteps, BudgetEpochs, BudgetImages}
+
+// DefaultMinTrain is the default training floor: an arm whose training R@1 is below this fraction
+// of the best comparable arm's did not train.
+const DefaultMinTrain = 0.5
+
+// TrainMetric is the training-split metric the training rule reads (eval.train: R@1 on a fixed
+// subset of the training classes).
+const TrainMetric = "train/R@1"
+
+// Causes of a verdict ([ClaimVerdict.Cause]).
+const (
+	CauseInterval  = "interval"  // the verdict the interval rule gives (held, contradicted or inconclusive)
+	CauseUnequal   = "unequal"   // inconclusive: the arms differ in tuning or budget
+	CauseUntrained = "untrained" // inconclusive: an arm did not train
+	CauseNoRecords = "no records"
+)
+
+// ArmFacts is what the comparability and training rules read about one arm, from its records at
+// the verdict's paired seeds (all of the arm's records when no seed is paired).
+type ArmFacts struct {
+	Label     string
+	Tuning    string   // TuningNone, TuningOwn, TuningBorrowed, TuningUnknown or "mixed"
+	Steps     []string // the tuning steps behind its selected values (transitively), sorted
+	Differs   []string // borrowed: how the steps' runs differ from the arm, e.g. "loss.set.gamma: tuned at unset, this arm 0.5"
+	TuneRuns  int      // runs of those steps (grid points × seeds)
+	TuneLen   float64  // optimizer steps of one tuning run (NaN: no tuning run stored)
+	Edge      []string // selections at their grid's edge: "optimizer.lr (lr-cit)"
+	Budget    map[string]float64
+	TrainR1   float64 // mean training-split R@1 (NaN when not recorded)
+	LossSeeds int     // seeds with a logged loss of ≥ 2 points
+	LossFell  int     // of those, seeds whose loss fell below its first logged value
+	N         int     // records the facts come from
+}
+
+// trained reports whether the arm has training evidence: train R@1 or a logged loss.
+func (f *ArmFacts) recorded() bool { return !math.IsNaN(f.TrainR1) || f.LossSeeds > 0 }
+
+// provenance maps the records of one scale to their planned runs: the context the tuning rule needs.
+type provenance struct {
+	spec   *Spec
+	runs   map[string]Run   // hash → run
+	tuneOf map[string][]Run // tuning step → its planned runs
+	recs   map[string]*Record
+	sel    map[string]Selected
+}
+
+// newProvenance plans the scale with the stored records ([Spec.PlanWith]); when the plan cannot be
+// made, every arm's tuning is unknown.
+func newProvenance(s *Spec, scale string, records []Record) *provenance {
+	p := &provenance{spec: s, runs: map[string]Run{}, tuneOf: map[string][]Run{}, recs: map[string]*Record{}, sel: map[string]Selected{}}
+	plan, err := s.PlanWith(scale, records)
+	if err != nil {
+		return p
+	}
+	for _, r := range plan.Runs {
+		p.runs[r.Hash] = r
+		if r.Tune != "" {
+			p.tuneOf[r.Tune] = append(p.tuneOf[r.Tune], r)
+		}
+	}
+	for i := range records {
+		if records[i].Scale == scale {
+			p.recs[records[i].Hash] = &records[i]
+		}
+	}
+	for _, st := range s.Selections(plan, records) {
+		p.sel[st.Name] = st
+	}
+	return p
+}
+
+// ignoredForTuning reports whether a configuration key is left out when an arm's configuration is
+// compared with its tuning runs': the seed, the informational name, the validation split and what
+// is measured or logged (not what is trained).
+func ignoredForTuning(key string) bool {
+	switch key {
+	case "seed", "name", "data.val_classes":
+		return true
+	}
+	return strings.HasPrefix(key, "eval.") || strings.HasPrefix(key, "log.")
+}
+
+// stepsOf returns the named steps and those their points are tuned at, transitively, sorted.
+func (p *provenance) stepsOf(names []string) []string {
+	seen := map[string]bool{}
+	var add func(n string)
+	add = func(n string) {
+		if seen[n] {
+			return
+		}
+		seen[n] = true
+		if t := p.spec.tune(n); t != nil {
+			deps, _ := tunedNames(t.Point)
+			for _, d := range deps {
+				add(d)
+			}
+		}
+	}
+	for _, n := range names {
+		add(n)
+	}
+	return slices.Sorted(maps.Keys(seen))
+}
+
+// tuning returns the provenance of one record's hyper-parameters. A borrowed selection's diffs
+// list how the tuning runs' configurations differ from the record's ("k: tuned at v, this run w").
+func (p *provenance) tuning(r *Record) (kind string, steps []string, diffs []string, runs int, runLen float64, edge []string) {
+	runLen = math.NaN()
+	if p == nil {
+		return TuningUnchecked, nil, nil, 0, runLen, nil
+	}
+	run, ok := p.runs[r.Hash]
+	if !ok {
+		return TuningUnknown, nil, nil, 0, runLen, nil
+	}
+	if len(run.Tuned) == 0 || len(run.Taken) == 0 {
+		return TuningNone, nil, nil, 0, runLen, nil
+	}
+	steps = p.stepsOf(run.Tuned)
+	tuned := map[string]bool{}
+	for _, n := range steps {
+		if t := p.spec.tune(n); t != nil {
+			runs += t.budget()
+			for k := range t.Grid {
+				tuned[k] = true
+			}
+		}
+		if st, ok := p.sel[n]; ok {
+			for _, k := range st.Row.Edge {
+				edge = append(edge, k+" ("+n+")")
+			}
+		}
+	}
+	arm := resolvedFlat(run.Config)
+	for _, n := range run.Tuned {
+		trs := p.tuneOf[n]
+		if len(trs) == 0 {
+			continue
+		}
+		tr := trs[0]
+		if rec := p.recs[tr.Hash]; rec != nil {
+			if x, ok := rec.Metrics["steps"]; ok && math.IsNaN(runLen) {
+				runLen = x
+			}
+		}
+		for _, d := range configDiff(arm, resolvedFlat(tr.Config), tuned) {
+			if !slices.Contains(diffs, d) {
+				diffs = append(diffs, d)
+			}
+		}
+	}
+	slices.Sort(diffs)
+	kind = TuningOwn
+	if len(diffs) > 0 {
+		kind = TuningBorrowed
+	}
+	return kind, steps, diffs, runs, runLen, edge
+}
+
+// configDiff lists, sorted, how the tuning run's flattened configuration differs from the arm's
+// outside the tuned and ignored keys: "k: tuned at v, this arm w" (v or w "unset").
+func configDiff(arm, tune map[string]any, tuned map[string]bool) []string {
+	keys := map[string]bool{}
+	for k := range arm {
+		keys[k] = true
+	}
+	for k := range tune {
+		keys[k] = true
+	}
+	show := func(v any, ok bool) string {
+		if !ok {
+			return "unset"
+		}
+		return FormatValue(v)
+	}
+	var out []string
+	for _, k := range slices.Sorted(maps.Keys(keys)) {
+		if tuned[k] || ignoredForTuning(k) {
+			continue
+		}
+		a, aok := arm[k]
+		t, tok := tune[k]
+		if aok == tok && (!aok || ValueEqual(a, t)) {
+			continue
+		}
+		out = append(out, fmt.Sprintf("%s: tuned at %s, this arm %s", k, show(t, tok), show(a, aok)))
+	}
+	return out
+}
+
+// diffText renders at most two diffs and the count of the others.
+func diffText(diffs []string) string {
+	if len(diffs) <= 2 {
+		return strings.Join(diffs, "; ")
+	}
+	return strings.Join(diffs[:2], "; ") + fmt.Sprintf(" and %d more", len(diffs)-2)
+}
+
+// armFacts computes an arm's facts from its records.
+func armFacts(label string, recs []*Record, p *provenance) ArmFacts {
+	f := ArmFacts{Label: label, TrainR1: math.NaN(), TuneLen: math.NaN(), Budget: map[string]float64{}, N: len(recs)}
+	var r1 []float64
+	sums := map[string]float64{}
+	counts := map[string]int{}
+	for i, r := range recs {
+		kind, steps, differs, runs, runLen, edge := p.tuning(r)
+		if i > 0 && kind == TuningBorrowed && f.Tuning == TuningBorrowed && !slices.Equal(differs, f.Differs) {
+			kind = tuningMixed
+		}
+		if i == 0 {
+			f.Tuning, f.Steps, f.Differs, f.TuneRuns, f.TuneLen, f.Edge = kind, steps, differs, runs, runLen, edge
+		} else if kind != f.Tuning {
+			f.Tuning = tuningMixed
+		}
+		if x, ok := r.Metrics[TrainMetric]; ok && !math.IsNaN(x) {
+			r1 = append(r1, x)
+		}
+		for unit, x := range recordBudget(r) {
+			sums[unit] += x
+			counts[unit]++
+		}
+		if fell, ok := lossFell(r); ok {
+			f.LossSeeds++
+			if fell {
+				f.LossFell++
+			}
+		}
+	}
+	if len(r1) == len(recs) && len(r1) > 0 {
+		f.TrainR1 = MeanStd(r1).Mean
+	}
+	for unit, s := range sums {
+		if counts[unit] == len(recs) {
+			f.Budget[unit] = s / float64(counts[unit])
+		}
+	}
+	return f
+}
+
+// recordBudget returns a record's steps, epochs and images (steps × sampler.batch_size), those it
+// has.
+func recordBudget(r *Record) map[string]float64 {
+	out := map[string]float64{}
+	steps, hasSteps := r.Metrics["steps"]
+	if hasSteps {
+		out[BudgetSteps] = steps
+	}
+	if e, ok := r.Metrics["epochs"]; ok {
+		out[BudgetEpochs] = e
+	}
+	if b, ok := Get(r.Config, "sampler.batch_size"); ok && hasSteps {
+		if x, ok := numeric(b); ok {
+			out[BudgetImages] = steps * x
+		}
+	}
+	return out
+}
+
+// lossFell reports whether the record's logged loss (steplog/loss, else curve/loss; NaN values
+// left out, at least 2 points) ever fell below its first value. A trained model's loss does; one
+// that never fell did not train. (Whether it fell by much says little: a pair loss on mined batches
+// stays near its first value while the model trains.)
+func lossFell(r *Record) (fell, ok bool) {
+	for _, k := range []string{"steplog/loss", "curve/loss"} {
+		xs := slices.DeleteFunc(slices.Clone(r.Series[k]), math.IsNaN)
+		if len(xs) < 2 {
+			continue
+		}
+		return slices.Min(xs[1:]) < xs[0], true
+	}
+	return false, false
+}
+
+// rules applies the comparability and training rules to a verdict whose interval rule has run.
+func (v *ClaimVerdict) applyRules(budget string, minTrain *float64) {
+	v.Raw, v.RawReason = v.Verdict, v.Reason
+	v.Cause = CauseInterval
+	if len(v.Seeds) == 0 {
+		v.Cause = CauseNoRecords
+		return
+	}
+	c := v.Claim
+	var untrained, unequal []string
+	// Training: train R@1 against the floor, else the loss.
+	allR1 := true
+	best := math.Inf(-1)
+	for _, f := range v.Facts {
+		if math.IsNaN(f.TrainR1) {
+			allR1 = false
+		} else {
+			best = math.Max(best, f.TrainR1)
+		}
+	}
+	frac := DefaultMinTrain
+	if minTrain != nil {
+		frac = *minTrain
+	}
+	if frac > 0 {
+		for _, f := range v.Facts {
+			switch {
+			case allR1 && f.TrainR1 < frac*best:
+				untrained = append(untrained, fmt.Sprintf("%s did not train (train R@1 %s < %s × %s, the best arm's)",
+					f.Label, fmtNum(f.TrainR1, 3), fmtNum(frac, 2), fmtNum(best, 3)))
+			case !allR1 && f.LossSeeds > 0 && 2*f.LossFell <= f.LossSeeds:
+				untrained = append(untrained, fmt.Sprintf("%s did not train (its loss fell in %d of %d seeds)", f.Label, f.LossFell, f.LossSeeds))
+			}
+		}
+	}
+	// Tuning.
+	if c.Deliberate == "" {
+		kinds := map[string]bool{}
+		sigs := map[string]bool{}
+		for _, f := range v.Facts {
+			kinds[f.Tuning] = true
+			if f.Tuning == TuningBorrowed {
+				sigs[strings.Join(f.Differs, "|")] = true
+			}
+		}
+		// Arms that all borrow the same way (every arm at a condition its tuning did not see, e.g.
+		// all at 20 % label noise with rates tuned on clean labels) are tuned alike; arms that
+		// borrow differently, or where some borrow and others do not, are not.
+		sameBorrow := len(sigs) == 1 && !kinds[TuningOwn] && !kinds[TuningNone]
+		for _, f := range v.Facts {
+			switch f.Tuning {
+			case TuningBorrowed:
+				if !sameBorrow {
+					unequal = append(unequal, f.Label+": borrowed tuning ("+diffText(f.Differs)+")")
+				}
+			case TuningUnknown:
+				unequal = append(unequal, f.Label+": tuning unknown (not in the spec's plan)")
+			case tuningMixed:
+				unequal = append(unequal, f.Label+": its seeds differ in tuning")
+			}
+		}
+		if kinds[TuningOwn] && kinds[TuningNone] {
+			var tuned, fixed []string
+			for _, f := range v.Facts {
+				if f.Tuning == TuningOwn {
+					tuned = append(tuned, f.Label)
+				} else if f.Tuning == TuningNone {
+					fixed = append(fixed, f.Label)
+				}
+			}
+			unequal = append(unequal, "tuned: "+strings.Join(tuned, ", ")+"; fixed values: "+strings.Join(fixed, ", "))
+		}
+		tunedArm := func(f ArmFacts) bool { return f.Tuning == TuningOwn || f.Tuning == TuningBorrowed }
+		if d := armSpread(v.Facts, func(f ArmFacts) (float64, bool) { return float64(f.TuneRuns), tunedArm(f) }, 0); d != "" {
+			unequal = append(unequal, "tuning runs "+d)
+		}
+		if d := armSpread(v.Facts, func(f ArmFacts) (float64, bool) { return f.TuneLen, tunedArm(f) && !math.IsNaN(f.TuneLen) }, 0.01); d != "" {
+			unequal = append(unequal, "steps per tuning run "+d)
+		}
+	}
+	// Budget.
+	if d := armSpread(v.Facts, func(f ArmFacts) (float64, bool) { x, ok := f.Budget[budget]; return x, ok }, 0.01); d != "" {
+		unequal = append(unequal, budget+" "+d)
+	}
+	switch {
+	case len(untrained) > 0:
+		v.Verdict, v.Cause = VerdictInconclusive, CauseUntrained
+		v.Reason = strings.Join(untrained, "; ")
+		if len(unequal) > 0 {
+			v.Reason += "; also unequal comparison (" + strings.Join(unequal, "; ") + ")"
+		}
+	case len(unequal) > 0:
+		v.Verdict, v.Cause = VerdictInconclusive, CauseUnequal
+		v.Reason = "unequal comparison (" + strings.Join(unequal, "; ") + ")"
+	}
+	if v.Cause != CauseInterval && v.Raw != VerdictInconclusive {
+		v.Reason += "; the interval alone: " + v.Raw
+	}
+}
+
+// armSpread renders the values of the arms that have one when they differ by more than rel (relative
+// to the largest): "6 vs 10" (per arm, in order); "" when they agree or fewer than 2 arms have one.
+func armSpread(facts []ArmFacts, get func(ArmFacts) (float64, bool), rel float64) string {
+	var xs []float64
+	for _, f := range facts {
+		if x, ok := get(f); ok {
+			xs = append(xs, x)
+		}
+	}
+	if len(xs) < 2 {
+		return ""
+	}
+	lo, hi := slices.Min(xs), slices.Max(xs)
+	if hi-lo <= rel*math.Abs(hi) {
+		return ""
+	}
+	parts := make([]string, len(xs))
+	for i, x := range xs {
+		parts[i] = fmtNum(x, 2)
+	}
+	return strings.Join(compactRuns(parts), " vs ")
+}
+
+// compactRuns drops trailing zeros of formatted numbers ("2.00" → "2", "1.50" → "1.5").
+func compactRuns(xs []string) []string {
+	out := make([]string, len(xs))
+	for i, s := range xs {
+		if strings.Contains(s, ".") {
+			s = strings.TrimRight(strings.TrimRight(s, "0"), ".")
+		}
+		out[i] = s
+	}
+	return out
+}
+
+// ComparabilityNote is the compact note of a verdict row: tuning, budget and training of the arms,
+// e.g. "own tuning · 2 epochs · train R@1 0.55–0.71".
+func (v *ClaimVerdict) ComparabilityNote() string {
+	if len(v.Facts) == 0 {
+		return "—"
+	}
+	var parts []string
+	kinds := map[string]bool{}
+	for _, f := range v.Facts {
+		kinds[f.Tuning] = true
+	}
+	if len(kinds) == 1 {
+		switch v.Facts[0].Tuning {
+		case TuningOwn:
+			parts = append(parts, "own tuning")
+		case TuningUnchecked:
+			parts = append(parts, "tuning not checked")
+		case TuningNone:
+			parts = append(parts, "fixed settings")
+		case TuningBorrowed:
+			parts = append(parts, "borrowed tuning ("+diffText(v.Facts[0].Differs)+")")
+		default:
+			parts = append(parts, "tuning "+v.Facts[0].Tuning)
+		}
+	} else {
+		var each []string
+		for _, f := range v.Facts {
+			each = append(each, f.Tuning)
+		}
+		parts = append(parts, "tuning "+strings.Join(each, "/"))
+	}
+	if v.Claim.Deliberate != "" {
+		parts[0] += " (deliberate)"
+	}
+	var edges []string
+	for _, f := range v.Facts {
+		for _, e := range f.Edge {
+			if !slices.Contains(edges, e) {
+				edges = append(edges, e)
+			}
+		}
+	}
+	if len(edges) > 0 {
+		parts = append(parts, "at grid edge: "+strings.Join(edges, ", "))
+	}
+	unit := v.budget
+	if unit == "" {
+		unit = BudgetEpochs
+	}
+	if d := armSpread(v.Facts, func(f ArmFacts) (float64, bool) { x, ok := f.Budget[unit]; return x, ok }, 0.01); d != "" {
+		parts = append(parts, unit+" "+d)
+	} else if x, ok := v.Facts[0].Budget[unit]; ok {
+		parts = append(parts, compactRuns([]string{fmtNum(x, 2)})[0]+" "+unit+" each")
+	}
+	var r1 []float64
+	notRecorded := 0
+	for _, f := range v.Facts {
+		if math.IsNaN(f.TrainR1) {
+			if !f.recorded() {
+				notRecorded++
+			}
+			continue
+		}
+		r1 = append(r1, f.TrainR1)
+	}
+	switch {
+	case len(r1) == len(v.Facts):
+		lo, hi := slices.Min(r1), slices.Max(r1)
+		if fmtNum(lo, 2) == fmtNum(hi, 2) {
+			parts = append(parts, "train R@1 "+fmtNum(lo, 2))
+		} else {
+			parts = append(parts, "train R@1 "+fmtNum(lo, 2)+"–"+fmtNum(hi, 2))
+		}
+	case notRecorded == len(v.Facts):
+		parts = append(parts, "training not recorded")
+	case notRecorded == 0:
+		parts = append(parts, "loss fell")
+	default:
+		parts = append(parts, fmt.Sprintf("training not recorded for %d of %d arms", notRecorded, len(v.Facts)))
+	}
+	return strings.Join(parts, " · ")
+}

@@ -1,0 +1,302 @@
+package experiments
+
+import (
+	"math"
+	"strings"
+	"testing"
+)
+
+// compSpec: two losses, each with its own learning-rate step on a validation split, and sweep
+// points that are tuned for themselves (a, b), borrow b's rate for another configuration
+// (b with g = 0.5), take no tuning (c), or run at a label-noise condition neither step saw (a and
+// b at noise 0.2: both borrow the same way).
+const compSpec = `
+paper: toy
+base: {opt: {lr: 1}, loss: {name: a}, data: {name: toy}}
+tune:
+  - name: lr-a
+    point: {data.val_classes: 0.1, loss.name: a}
+    grid: {opt.lr: [0.1, 0.3, 1.0]}
+    select: {metric: val/acc}
+  - name: lr-b
+    point: {data.val_classes: 0.1, loss.name: b}
+    grid: {opt.lr: [0.1, 0.3, 1.0]}
+    select: {metric: val/acc}
+sweep:
+  list:
+    - {loss.name: a, tuned: lr-a}
+    - {loss.name: b, tuned: lr-b}
+    - {loss.name: b, loss.g: 0.5, tuned: lr-b}
+    - {loss.name: c}
+    - {loss.name: a, data.noise: 0.2, tuned: lr-a}
+    - {loss.name: b, data.noise: 0.2, tuned: lr-b}
+  seeds: [0, 1, 2]
+`
+
+// armKey names a sweep point's configuration: "a", "b", "b-g", "c", "a-noise", "b-noise".
+func armKey(cfg map[string]any) string {
+	name, _ := Get(cfg, "loss.name")
+	k := FormatValue(name)
+	if _, ok := Get(cfg, "loss.g"); ok {
+		k += "-g"
+	}
+	if _, ok := Get(cfg, "data.noise"); ok {
+		k += "-noise"
+	}
+	return k
+}
+
+// compRecords stores the whole plan of compSpec: tuning runs (validation accuracy best at
+// lr 0.3) and the sweep points with test metric "acc" (b beats a by 3, 3 and 3.5 points at seeds
+// 0-2, the others a's values), "train/R@1", "steps", "epochs", a logged loss, as set per arm
+// by edit.
+func compRecords(t *testing.T, s *Spec, edit func(arm string, seed int64, r *Record)) []Record {
+	t.Helper()
+	p, err := s.PlanWith("", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var recs []Record
+	for _, r := range p.Runs {
+		if r.Tune != "" {
+			lr, _ := Get(r.Config, "opt.lr")
+			l, _ := numeric(lr)
+			recs = append(recs, Record{Hash: r.Hash, Seed: r.Seed, Config: r.Config, Params: r.Params,
+				Metrics: Metrics{"val/acc": 1 - (l-0.3)*(l-0.3), "steps": 100}})
+		}
+	}
+	p, err = s.PlanWith("", recs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Pending) > 0 {
+		t.Fatalf("pending %+v", p.Pending)
+	}
+	for _, r := range p.Runs {
+		if r.Tune != "" {
+			continue
+		}
+		arm := armKey(r.Config)
+		acc := 10 + float64(r.Seed)
+		if strings.HasPrefix(arm, "b") {
+			acc += []float64{3, 3, 3.5}[r.Seed]
+		}
+		rec := Record{Hash: r.Hash, Seed: r.Seed, Config: r.Config, Params: r.Params,
+			Metrics: Metrics{"acc": acc, "train/R@1": 0.6, "steps": 100, "epochs": 2},
+			Series:  Series{"steplog/loss": {2, 1.5, 1.2}}}
+		if edit != nil {
+			edit(arm, r.Seed, &rec)
+		}
+		recs = append(recs, rec)
+	}
+	return recs
+}
+
+func TestComparabilityRules(t *testing.T) {
+	s := mustParse(t, compSpec)
+	f := func(x float64) *float64 { return &x }
+	better := func(base, treat string, mod func(*ClaimSpec)) ClaimSpec {
+		c := ClaimSpec{ID: "x", Paper: "p", Source: "T1", Kind: KindBetter, Metric: "acc", Direction: "higher",
+			Base:      &Arm{Label: "A", Where: map[string]any{"loss.name": base, "loss.g": nil, "data.noise": nil}},
+			Treatment: &Arm{Label: "B", Where: map[string]any{"loss.name": treat, "loss.g": nil, "data.noise": nil}}}
+		if mod != nil {
+			mod(&c)
+		}
+		return c
+	}
+	gHalf := func(c *ClaimSpec) { c.Treatment.Where["loss.g"] = 0.5 }
+	noise := func(c *ClaimSpec) { c.Base.Where["data.noise"] = 0.2; c.Treatment.Where["data.noise"] = 0.2 }
+	tests := []struct {
+		name    string
+		claim   ClaimSpec
+		set     *ClaimSet
+		edit    func(arm string, seed int64, r *Record)
+		verdict string
+		cause   string
+		reason  string // a substring of Reason
+		note    string // a substring of the comparability note
+	}{
+		{name: "own tuning on both sides, trained, equal budget", claim: better("a", "b", nil),
+			verdict: VerdictHeld, cause: CauseInterval, reason: "interval on the claimed side",
+			note: "own tuning · 2 epochs each · train R@1 0.60"},
+		{name: "the treatment borrows the base loss's tuning of another configuration", claim: better("a", "b", gHalf),
+			verdict: VerdictInconclusive, cause: CauseUnequal,
+			reason: "unequal comparison (B: borrowed tuning (loss.g: tuned at unset, this arm 0.5)); the interval alone: held",
+			note:   "tuning own/borrowed"},
+		{name: "a borrowed selection declared deliberate", claim: better("a", "b", func(c *ClaimSpec) { gHalf(c); c.Deliberate = "g needs no tuning" }),
+			verdict: VerdictHeld, cause: CauseInterval, note: "tuning own/borrowed (deliberate)"},
+		{name: "one arm tuned, the other at fixed values", claim: better("c", "b", nil),
+			verdict: VerdictInconclusive, cause: CauseUnequal, reason: "tuned: B; fixed values: A"},
+		{name: "both arms at a condition neither tuning saw, borrowed alike", claim: better("a", "b", noise),
+			verdict: VerdictHeld, cause: CauseInterval, note: "borrowed tuning (data.noise: tuned at unset, this arm 0.2)"},
+		{name: "unequal epochs", claim: better("a", "b", nil),
+			edit: func(arm string, _ int64, r *Record) {
+				if arm == "b" {
+					r.Metrics["epochs"] = 4
+				}
+			},
+			verdict: VerdictInconclusive, cause: CauseUnequal, reason: "unequal comparison (epochs 2 vs 4)", note: "epochs 2 vs 4"},
+		{name: "unequal epochs, but the claim holds steps equal", claim: better("a", "b", func(c *ClaimSpec) { c.Budget = BudgetSteps }),
+			edit: func(arm string, _ int64, r *Record) {
+				if arm == "b" {
+					r.Metrics["epochs"] = 4
+				}
+			},
+			verdict: VerdictHeld, cause: CauseInterval, note: "100 steps each"},
+		{name: "the set's budget applies to its claims", claim: better("a", "b", nil), set: &ClaimSet{Paper: "toy", Budget: BudgetSteps},
+			edit: func(arm string, _ int64, r *Record) {
+				if arm == "b" {
+					r.Metrics["epochs"] = 4
+				}
+			},
+			verdict: VerdictHeld, cause: CauseInterval},
+		{name: "an arm below half the best arm's train R@1", claim: better("a", "b", nil),
+			edit: func(arm string, _ int64, r *Record) {
+				if arm == "a" {
+					r.Metrics["train/R@1"] = 0.2
+				}
+			},
+			verdict: VerdictInconclusive, cause: CauseUntrained,
+			reason: "A did not train (train R@1 0.200 < 0.50 × 0.600, the best arm's); the interval alone: held", note: "train R@1 0.20–0.60"},
+		{name: "the training rule turned off", claim: better("a", "b", func(c *ClaimSpec) { c.MinTrain = f(0) }),
+			edit: func(arm string, _ int64, r *Record) {
+				if arm == "a" {
+					r.Metrics["train/R@1"] = 0.2
+				}
+			},
+			verdict: VerdictHeld, cause: CauseInterval},
+		{name: "at 0.4 of the best arm an arm at 0.3/0.6 trained", claim: better("a", "b", func(c *ClaimSpec) { c.MinTrain = f(0.4) }),
+			edit: func(arm string, _ int64, r *Record) {
+				if arm == "a" {
+					r.Metrics["train/R@1"] = 0.3
+				}
+			},
+			verdict: VerdictHeld, cause: CauseInterval},
+		{name: "no train R@1; a loss that never fell below its first value", claim: better("a", "b", nil),
+			edit: func(arm string, _ int64, r *Record) {
+				delete(r.Metrics, "train/R@1")
+				if arm == "b" {
+					r.Series["steplog/loss"] = []float64{math.NaN(), 1, 1.3, 1.1}
+				}
+			},
+			verdict: VerdictInconclusive, cause: CauseUntrained, reason: "B did not train (its loss fell in 0 of 3 seeds)"},
+		{name: "no train R@1, losses fell", claim: better("a", "b", nil),
+			edit: func(arm string, _ int64, r *Record) { delete(r.Metrics, "train/R@1") },
+			verdict: VerdictHeld, cause: CauseInterval, note: "loss fell"},
+		{name: "nothing recorded about training", claim: better("a", "b", nil),
+			edit: func(arm string, _ int64, r *Record) { delete(r.Metrics, "train/R@1"); r.Series = nil },
+			verdict: VerdictHeld, cause: CauseInterval, note: "training not recorded"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			recs := compRecords(t, s, tc.edit)
+			tc.claim.normalize()
+			if err := tc.claim.check(); err != nil {
+				t.Fatal(err)
+			}
+			set := tc.set
+			if set == nil {
+				set = &ClaimSet{Paper: "toy"}
+			}
+			set.Claims = []ClaimSpec{tc.claim}
+			vs, err := set.Evaluate(recs, ClaimOptions{Spec: s})
+			if err != nil {
+				t.Fatal(err)
+			}
+			v := vs[0]
+			if v.Verdict != tc.verdict || v.Cause != tc.cause {
+				t.Fatalf("verdict %s (cause %s), want %s (%s); reason %q", v.Verdict, v.Cause, tc.verdict, tc.cause, v.Reason)
+			}
+			if v.Raw != VerdictHeld {
+				t.Errorf("raw verdict %s, want held (the interval rule alone)", v.Raw)
+			}
+			if !strings.Contains(v.Reason, tc.reason) {
+				t.Errorf("reason %q lacks %q", v.Reason, tc.reason)
+			}
+			if note := v.ComparabilityNote(); !strings.Contains(note, tc.note) {
+				t.Errorf("note %q lacks %q", note, tc.note)
+			}
+		})
+	}
+}
+
+// Without a spec the tuning rule is not applied (and says so); the others are.
+func TestComparabilityWithoutSpec(t *testing.T) {
+	s := mustParse(t, compSpec)
+	recs := compRecords(t, s, nil)
+	c := ClaimSpec{ID: "x", Paper: "p", Source: "T1", Kind: KindBetter, Metric: "acc", Direction: "higher",
+		Base:      &Arm{Label: "A", Where: map[string]any{"loss.name": "a", "data.noise": nil}},
+		Treatment: &Arm{Label: "B", Where: map[string]any{"loss.name": "b", "loss.g": 0.5}}}
+	v, err := EvaluateClaim(c, nil, recs, ClaimOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v.Verdict != VerdictHeld || !strings.HasPrefix(v.ComparabilityNote(), "tuning not checked") {
+		t.Errorf("verdict %s, note %q", v.Verdict, v.ComparabilityNote())
+	}
+}
+
+// A claim with two forms gets a verdict per form, the first the claim's, and both in its row.
+func TestClaimForms(t *testing.T) {
+	s := mustParse(t, compSpec)
+	recs := compRecords(t, s, nil)
+	cs, err := ParseClaims([]byte(`
+paper: toy
+claims:
+  - id: forms
+    paper: "B beats A"
+    source: Table 1
+    kind: better
+    metric: acc
+    direction: higher
+    base: {label: A, where: {loss.name: a, data.noise: null}}
+    treatment: {label: B, where: {loss.name: b, data.noise: null}}
+    forms:
+      - {label: "paper text", treatment: {loss.g: null}}
+      - {label: "authors' code", treatment: {loss.g: 0.5}}
+`), "claims.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := cs.Report(recs, ClaimOptions{Spec: s})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := rep.Verdicts[0]
+	if len(v.Forms) != 2 || v.Forms[0].Form != "paper text" || v.Forms[1].Form != "authors' code" {
+		t.Fatalf("forms %+v", v.Forms)
+	}
+	if v.Verdict != VerdictHeld || v.Forms[1].Verdict != VerdictInconclusive || v.Forms[1].Cause != CauseUnequal {
+		t.Errorf("verdicts %s / %s (%s)", v.Verdict, v.Forms[1].Verdict, v.Forms[1].Cause)
+	}
+	md := rep.Markdown()
+	for _, want := range []string{"paper text: **held**", "authors' code: **inconclusive** (unequal comparison (B: borrowed tuning (loss.g: tuned at unset, this arm 0.5))",
+		"1 held, 0 contradicted, 0 inconclusive"} {
+		if !strings.Contains(md, want) {
+			t.Errorf("Markdown lacks %q:\n%s", want, md)
+		}
+	}
+	if tex := rep.LaTeX(""); !strings.Contains(tex, "paper text: held; authors' code: inconclusive (unequal)") {
+		t.Errorf("LaTeX lacks the forms' verdicts:\n%s", tex)
+	}
+}
+
+func TestClaimRuleFieldsChecked(t *testing.T) {
+	for _, tc := range []struct{ yaml, want string }{
+		{"budget: hours\n", `field "budget": "hours" is not one of steps, epochs, images`},
+		{"min_train: 2\n", `field "min_train": 2: want a fraction in [0, 1]`},
+		{"claims:\n  - {id: x, paper: p, source: s, kind: better, metric: m, direction: higher, base: {label: A, where: {k: 1}}, treatment: {label: B, where: {k: 2}}, forms: [{label: only, where: {z: 1}}]}\n",
+			`field "forms": one form`},
+		{"claims:\n  - {id: x, paper: p, source: s, kind: better, metric: m, direction: higher, base: {label: A, where: {k: 1}}, treatment: {label: B, where: {k: 2}}, budget: minutes}\n",
+			`field "budget": "minutes"`},
+	} {
+		body := "paper: toy\n" + tc.yaml
+		if !strings.Contains(tc.yaml, "claims:") {
+			body += "claims:\n  - {id: x, paper: p, source: s, kind: better, metric: m, direction: higher, base: {label: A, where: {k: 1}}, treatment: {label: B, where: {k: 2}}}\n"
+		}
+		_, err := ParseClaims([]byte(body), "claims.yaml")
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%q: error %v, want %q", tc.yaml, err, tc.want)
+		}
+	}
+}
