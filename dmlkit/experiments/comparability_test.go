@@ -181,10 +181,10 @@ func TestComparabilityRules(t *testing.T) {
 			},
 			verdict: VerdictInconclusive, cause: CauseUntrained, reason: "B did not train (its loss fell in 0 of 3 seeds)"},
 		{name: "no train R@1, losses fell", claim: better("a", "b", nil),
-			edit: func(arm string, _ int64, r *Record) { delete(r.Metrics, "train/R@1") },
+			edit:    func(arm string, _ int64, r *Record) { delete(r.Metrics, "train/R@1") },
 			verdict: VerdictHeld, cause: CauseInterval, note: "loss fell"},
 		{name: "nothing recorded about training", claim: better("a", "b", nil),
-			edit: func(arm string, _ int64, r *Record) { delete(r.Metrics, "train/R@1"); r.Series = nil },
+			edit:    func(arm string, _ int64, r *Record) { delete(r.Metrics, "train/R@1"); r.Series = nil },
 			verdict: VerdictHeld, cause: CauseInterval, note: "training not recorded"},
 	}
 	for _, tc := range tests {
