@@ -67,6 +67,9 @@ func loadRecords(spec *experiments.Spec, results string, stderr io.Writer) ([]ex
 	for _, d := range rep.Duplicates {
 		fmt.Fprintf(stderr, "warning: skipped duplicate record %s\n", d)
 	}
+	// Records of runs the spec no longer produces stay in the store but out of tables, figures
+	// and verdicts (experiments.DropSuperseded).
+	recs, _ = experiments.DropSuperseded(spec, recs)
 	return recs, nil
 }
 

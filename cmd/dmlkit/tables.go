@@ -75,6 +75,27 @@ func makeClaims(spec *experiments.Spec, scale string, recs []experiments.Record,
 	if print {
 		fmt.Fprintf(stdout, "%s\n", rep.Markdown())
 	}
+	// The cross-paper summary (reproductions/README.md, README.md) when the paper's own directories
+	// were written.
+	if readme != "" && filepath.Base(filepath.Dir(spec.Dir)) == "reproductions" {
+		root := filepath.Dir(filepath.Dir(spec.Dir))
+		md, err := crossPaperSummary(filepath.Join(root, "reproductions"), io.Discard)
+		if err != nil {
+			return err
+		}
+		for _, p := range []string{filepath.Join(root, "reproductions", "README.md"), filepath.Join(root, "README.md")} {
+			if _, err := os.Stat(p); err != nil {
+				continue
+			}
+			changed, err := experiments.UpdateMarked(p, "summary", md)
+			if err != nil {
+				return err
+			}
+			if changed {
+				files = append(files, p)
+			}
+		}
+	}
 	h, c, i := rep.Counts()
 	if !print { // --quiet: the verdict counts only
 		fmt.Fprintf(stdout, "claims: %d held, %d contradicted, %d inconclusive\n", h, c, i)

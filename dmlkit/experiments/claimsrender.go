@@ -212,6 +212,9 @@ func (v *ClaimVerdict) details() string {
 	if v.ExcludedFailed > 0 {
 		parts = append(parts, fmt.Sprintf("%d records of failed runs (e.g. diverged) excluded", v.ExcludedFailed))
 	}
+	if v.Superseded > 0 {
+		parts = append(parts, fmt.Sprintf("%d superseded records (no longer runs of the spec) left out", v.Superseded))
+	}
 	if v.Observed != "" {
 		parts = append(parts, "observed by mean: "+v.Observed)
 	}
@@ -321,6 +324,22 @@ func UpdateMarked(path, name, content string) (bool, error) {
 	return true, writeFileAtomic(path, []byte(out))
 }
 
+// MarkedIs reports whether block name of the file at path holds content (as [UpdateMarked] would
+// write it).
+func MarkedIs(path, name, content string) (bool, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return false, fmt.Errorf("experiments: %w", err)
+	}
+	begin, end := fmt.Sprintf(markBegin, name), fmt.Sprintf(markEnd, name)
+	s := string(b)
+	i, j := strings.Index(s, begin), strings.Index(s, end)
+	if i < 0 || j < i {
+		return false, fmt.Errorf("experiments: %s: no block %q (want the lines %s … %s)", path, name, begin, end)
+	}
+	return s[i+len(begin):j] == "\n"+strings.TrimRight(content, "\n")+"\n", nil
+}
+
 // RenderClaims evaluates cs on records and writes claims.md and claims.tex into outDir; when the
 // paper's README (readme, may be empty) has a "claims" block, it is replaced by the Markdown.
 func RenderClaims(cs *ClaimSet, records []Record, opt ClaimOptions, outDir, readme string) (*ClaimsReport, []string, error) {
@@ -345,6 +364,14 @@ func RenderClaims(cs *ClaimSet, records []Record, opt ClaimOptions, outDir, read
 			changed, err := UpdateMarked(readme, "claims", rep.Markdown())
 			if err != nil {
 				return nil, nil, err
+			}
+			// The "What changed and why" block, where the README has one.
+			if b, err := os.ReadFile(readme); err == nil && strings.Contains(string(b), fmt.Sprintf(markBegin, "changes")) {
+				c, err := UpdateMarked(readme, "changes", rep.ChangesMarkdown())
+				if err != nil {
+					return nil, nil, err
+				}
+				changed = changed || c
 			}
 			if changed {
 				files = append(files, readme)

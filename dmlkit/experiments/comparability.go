@@ -17,7 +17,8 @@ import (
 //     differ from the arm outside the tuned keys, e.g. CIT γ = 0.5 at the rate tuned for γ = 1, or a
 //     rate tuned at 20 epochs used at 60), or no step at all ([TuningNone]: fixed values);
 //   - its budget: optimizer steps, epochs and images (steps × batch) of its runs, and the runs and
-//     steps per run of its tuning;
+//     steps per run of its tuning (compared for the hyper-parameters every arm tunes: a method's
+//     own extra ones, e.g. TCM's margins, belong to the method);
 //   - whether it trained: its training-split R@1 ("train/R@1", eval.train) and whether its logged
 //     loss fell.
 //
@@ -67,12 +68,13 @@ const (
 // the verdict's paired seeds (all of the arm's records when no seed is paired).
 type ArmFacts struct {
 	Label     string
-	Tuning    string   // TuningNone, TuningOwn, TuningBorrowed, TuningUnknown or "mixed"
-	Steps     []string // the tuning steps behind its selected values (transitively), sorted
-	Differs   []string // borrowed: how the steps' runs differ from the arm, e.g. "loss.set.gamma: tuned at unset, this arm 0.5"
-	TuneRuns  int      // runs of those steps (grid points × seeds)
-	TuneLen   float64  // optimizer steps of one tuning run (NaN: no tuning run stored)
-	Edge      []string // selections at their grid's edge: "optimizer.lr (lr-cit)"
+	Tuning    string         // TuningNone, TuningOwn, TuningBorrowed, TuningUnknown or "mixed"
+	Steps     []string       // the tuning steps behind its selected values (transitively), sorted
+	Differs   []string       // borrowed: how the steps' runs differ from the arm, e.g. "loss.set.gamma: tuned at unset, this arm 0.5"
+	TuneRuns  int            // runs of those steps (grid points × seeds)
+	KeyRuns   map[string]int // per tuned key: the runs of the step(s) that tuned it
+	TuneLen   float64        // optimizer steps of one tuning run (NaN: no tuning run stored)
+	Edge      []string       // selections at their grid's edge: "optimizer.lr (lr-cit)"
 	Budget    map[string]float64
 	TrainR1   float64 // mean training-split R@1 (NaN when not recorded)
 	LossSeeds int     // seeds with a logged loss of ≥ 2 points
@@ -85,11 +87,12 @@ func (f *ArmFacts) recorded() bool { return !math.IsNaN(f.TrainR1) || f.LossSeed
 
 // provenance maps the records of one scale to their planned runs: the context the tuning rule needs.
 type provenance struct {
-	spec   *Spec
-	runs   map[string]Run   // hash → run
-	tuneOf map[string][]Run // tuning step → its planned runs
-	recs   map[string]*Record
-	sel    map[string]Selected
+	spec    *Spec
+	planned bool             // the plan resolved: runs holds every planned run
+	runs    map[string]Run   // hash → run
+	tuneOf  map[string][]Run // tuning step → its planned runs
+	recs    map[string]*Record
+	sel     map[string]Selected
 }
 
 // newProvenance plans the scale with the stored records ([Spec.PlanWith]); when the plan cannot be
@@ -100,6 +103,7 @@ func newProvenance(s *Spec, scale string, records []Record) *provenance {
 	if err != nil {
 		return p
 	}
+	p.planned = true
 	for _, r := range plan.Runs {
 		p.runs[r.Hash] = r
 		if r.Tune != "" {
@@ -115,6 +119,12 @@ func newProvenance(s *Spec, scale string, records []Record) *provenance {
 		p.sel[st.Name] = st
 	}
 	return p
+}
+
+// inPlan reports whether a record's hash is a run of the spec's current plan.
+func (p *provenance) inPlan(hash string) bool {
+	_, ok := p.runs[hash]
+	return ok
 }
 
 // ignoredForTuning reports whether a configuration key is left out when an arm's configuration is
@@ -152,25 +162,27 @@ func (p *provenance) stepsOf(names []string) []string {
 
 // tuning returns the provenance of one record's hyper-parameters. A borrowed selection's diffs
 // list how the tuning runs' configurations differ from the record's ("k: tuned at v, this run w").
-func (p *provenance) tuning(r *Record) (kind string, steps []string, diffs []string, runs int, runLen float64, edge []string) {
+func (p *provenance) tuning(r *Record) (kind string, steps []string, diffs []string, runs int, keyRuns map[string]int, runLen float64, edge []string) {
 	runLen = math.NaN()
 	if p == nil {
-		return TuningUnchecked, nil, nil, 0, runLen, nil
+		return TuningUnchecked, nil, nil, 0, nil, runLen, nil
 	}
 	run, ok := p.runs[r.Hash]
 	if !ok {
-		return TuningUnknown, nil, nil, 0, runLen, nil
+		return TuningUnknown, nil, nil, 0, nil, runLen, nil
 	}
 	if len(run.Tuned) == 0 || len(run.Taken) == 0 {
-		return TuningNone, nil, nil, 0, runLen, nil
+		return TuningNone, nil, nil, 0, nil, runLen, nil
 	}
 	steps = p.stepsOf(run.Tuned)
 	tuned := map[string]bool{}
+	keyRuns = map[string]int{}
 	for _, n := range steps {
 		if t := p.spec.tune(n); t != nil {
 			runs += t.budget()
 			for k := range t.Grid {
 				tuned[k] = true
+				keyRuns[k] += t.budget()
 			}
 		}
 		if st, ok := p.sel[n]; ok {
@@ -202,7 +214,7 @@ func (p *provenance) tuning(r *Record) (kind string, steps []string, diffs []str
 	if len(diffs) > 0 {
 		kind = TuningBorrowed
 	}
-	return kind, steps, diffs, runs, runLen, edge
+	return kind, steps, diffs, runs, keyRuns, runLen, edge
 }
 
 // configDiff lists, sorted, how the tuning run's flattened configuration differs from the arm's
@@ -251,12 +263,12 @@ func armFacts(label string, recs []*Record, p *provenance) ArmFacts {
 	sums := map[string]float64{}
 	counts := map[string]int{}
 	for i, r := range recs {
-		kind, steps, differs, runs, runLen, edge := p.tuning(r)
+		kind, steps, differs, runs, keyRuns, runLen, edge := p.tuning(r)
 		if i > 0 && kind == TuningBorrowed && f.Tuning == TuningBorrowed && !slices.Equal(differs, f.Differs) {
 			kind = tuningMixed
 		}
 		if i == 0 {
-			f.Tuning, f.Steps, f.Differs, f.TuneRuns, f.TuneLen, f.Edge = kind, steps, differs, runs, runLen, edge
+			f.Tuning, f.Steps, f.Differs, f.TuneRuns, f.KeyRuns, f.TuneLen, f.Edge = kind, steps, differs, runs, keyRuns, runLen, edge
 		} else if kind != f.Tuning {
 			f.Tuning = tuningMixed
 		}
@@ -392,8 +404,25 @@ func (v *ClaimVerdict) applyRules(budget string, minTrain *float64) {
 			unequal = append(unequal, "tuned: "+strings.Join(tuned, ", ")+"; fixed values: "+strings.Join(fixed, ", "))
 		}
 		tunedArm := func(f ArmFacts) bool { return f.Tuning == TuningOwn || f.Tuning == TuningBorrowed }
-		if d := armSpread(v.Facts, func(f ArmFacts) (float64, bool) { return float64(f.TuneRuns), tunedArm(f) }, 0); d != "" {
-			unequal = append(unequal, "tuning runs "+d)
+		// Tuning budgets: the hyper-parameters every tuned arm tunes (the learning rate, say) must
+		// be tuned with as many runs; a method's own extra hyper-parameters (TCM's margins, a
+		// baseline's margin) are part of the method and not compared.
+		var common []string
+		for i, f := range v.Facts {
+			if !tunedArm(f) {
+				common = nil
+				break
+			}
+			if i == 0 {
+				common = slices.Sorted(maps.Keys(f.KeyRuns))
+				continue
+			}
+			common = slices.DeleteFunc(common, func(k string) bool { _, ok := f.KeyRuns[k]; return !ok })
+		}
+		for _, k := range common {
+			if d := armSpread(v.Facts, func(f ArmFacts) (float64, bool) { return float64(f.KeyRuns[k]), true }, 0); d != "" {
+				unequal = append(unequal, "tuning runs of "+k+" "+d)
+			}
 		}
 		if d := armSpread(v.Facts, func(f ArmFacts) (float64, bool) { return f.TuneLen, tunedArm(f) && !math.IsNaN(f.TuneLen) }, 0.01); d != "" {
 			unequal = append(unequal, "steps per tuning run "+d)

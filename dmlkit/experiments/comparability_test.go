@@ -6,8 +6,9 @@ import (
 	"testing"
 )
 
-// compSpec: two losses, each with its own learning-rate step on a validation split, and sweep
-// points that are tuned for themselves (a, b), borrow b's rate for another configuration
+// compSpec: losses a, b and d, each with its own learning-rate step on a validation split (d's
+// with 2 runs, the others' 3; b also tunes its own margin m), and sweep points that are tuned for
+// themselves (a, b, d), borrow b's rate for another configuration
 // (b with g = 0.5), take no tuning (c), or run at a label-noise condition neither step saw (a and
 // b at noise 0.2: both borrow the same way).
 const compSpec = `
@@ -22,10 +23,19 @@ tune:
     point: {data.val_classes: 0.1, loss.name: b}
     grid: {opt.lr: [0.1, 0.3, 1.0]}
     select: {metric: val/acc}
+  - name: m-b
+    point: {data.val_classes: 0.1, loss.name: b, tuned: lr-b}
+    grid: {loss.m: [1, 2]}
+    select: {metric: val/acc}
+  - name: lr-d
+    point: {data.val_classes: 0.1, loss.name: d}
+    grid: {opt.lr: [0.1, 0.3]}
+    select: {metric: val/acc}
 sweep:
   list:
     - {loss.name: a, tuned: lr-a}
-    - {loss.name: b, tuned: lr-b}
+    - {loss.name: b, tuned: [lr-b, m-b]}
+    - {loss.name: d, tuned: lr-d}
     - {loss.name: b, loss.g: 0.5, tuned: lr-b}
     - {loss.name: c}
     - {loss.name: a, data.noise: 0.2, tuned: lr-a}
@@ -52,22 +62,23 @@ func armKey(cfg map[string]any) string {
 // by edit.
 func compRecords(t *testing.T, s *Spec, edit func(arm string, seed int64, r *Record)) []Record {
 	t.Helper()
-	p, err := s.PlanWith("", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var recs []Record
-	for _, r := range p.Runs {
-		if r.Tune != "" {
-			lr, _ := Get(r.Config, "opt.lr")
-			l, _ := numeric(lr)
-			recs = append(recs, Record{Hash: r.Hash, Seed: r.Seed, Config: r.Config, Params: r.Params,
-				Metrics: Metrics{"val/acc": 1 - (l-0.3)*(l-0.3), "steps": 100}})
+	stored := map[string]bool{}
+	var p *Plan
+	for range 4 { // each round stores the tuning runs the last selections unblocked
+		var err error
+		if p, err = s.PlanWith("", recs); err != nil {
+			t.Fatal(err)
 		}
-	}
-	p, err = s.PlanWith("", recs)
-	if err != nil {
-		t.Fatal(err)
+		for _, r := range p.Runs {
+			if r.Tune != "" && !stored[r.Hash] {
+				stored[r.Hash] = true
+				lr, _ := Get(r.Config, "opt.lr")
+				l, _ := numeric(lr)
+				recs = append(recs, Record{Hash: r.Hash, Seed: r.Seed, Config: r.Config, Params: r.Params,
+					Metrics: Metrics{"val/acc": 1 - (l-0.3)*(l-0.3), "steps": 100}})
+			}
+		}
 	}
 	if len(p.Pending) > 0 {
 		t.Fatalf("pending %+v", p.Pending)
@@ -78,7 +89,7 @@ func compRecords(t *testing.T, s *Spec, edit func(arm string, seed int64, r *Rec
 		}
 		arm := armKey(r.Config)
 		acc := 10 + float64(r.Seed)
-		if strings.HasPrefix(arm, "b") {
+		if strings.HasPrefix(arm, "b") || arm == "d" {
 			acc += []float64{3, 3, 3.5}[r.Seed]
 		}
 		rec := Record{Hash: r.Hash, Seed: r.Seed, Config: r.Config, Params: r.Params,
@@ -118,7 +129,9 @@ func TestComparabilityRules(t *testing.T) {
 	}{
 		{name: "own tuning on both sides, trained, equal budget", claim: better("a", "b", nil),
 			verdict: VerdictHeld, cause: CauseInterval, reason: "interval on the claimed side",
-			note: "own tuning · 2 epochs each · train R@1 0.60"},
+			note: "own tuning · at grid edge: loss.m (m-b) · 2 epochs each · train R@1 0.60"},
+		{name: "fewer learning-rate tuning runs for one arm", claim: better("a", "d", nil),
+			verdict: VerdictInconclusive, cause: CauseUnequal, reason: "unequal comparison (tuning runs of opt.lr 3 vs 2)"},
 		{name: "the treatment borrows the base loss's tuning of another configuration", claim: better("a", "b", gHalf),
 			verdict: VerdictInconclusive, cause: CauseUnequal,
 			reason: "unequal comparison (B: borrowed tuning (loss.g: tuned at unset, this arm 0.5)); the interval alone: held",
@@ -298,5 +311,55 @@ func TestClaimRuleFieldsChecked(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%q: error %v, want %q", tc.yaml, err, tc.want)
 		}
+	}
+}
+
+// A record of an arm that is no longer a run of the spec (its configuration changed, e.g. a new
+// tuning step selected another rate) stays in the store but out of the verdict, and is counted.
+func TestSupersededRecordsLeftOut(t *testing.T) {
+	s := mustParse(t, compSpec)
+	recs := compRecords(t, s, nil)
+	for _, r := range recs {
+		if armKey(r.Config) == "a" && r.Seed == 0 && r.Params["data.val_classes"] == nil {
+			old := r
+			old.Hash = "0000000000000000" // the same arm at its former configuration
+			old.Config = Clone(r.Config)
+			_ = SetPath(old.Config, "opt.lr", 0.05)
+			old.Metrics = Metrics{"acc": 99, "steps": 100, "epochs": 2}
+			recs = append(recs, old)
+			break
+		}
+	}
+	c := ClaimSpec{ID: "x", Paper: "p", Source: "T1", Kind: KindBetter, Metric: "acc", Direction: "higher",
+		Base:      &Arm{Label: "A", Where: map[string]any{"loss.name": "a", "data.noise": nil}},
+		Treatment: &Arm{Label: "B", Where: map[string]any{"loss.name": "b", "loss.g": nil, "data.noise": nil}}}
+	set := &ClaimSet{Paper: "toy", Claims: []ClaimSpec{c}}
+	vs, err := set.Evaluate(recs, ClaimOptions{Spec: s})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := vs[0]; v.Verdict != VerdictHeld || v.Superseded != 1 || !strings.Contains(v.details(), "1 superseded record") {
+		t.Errorf("verdict %s, superseded %d, details %q", v.Verdict, v.Superseded, v.details())
+	}
+	// Without the spec nothing tells the two records of seed 0 apart: the arm is ambiguous.
+	if _, err := set.Evaluate(recs, ClaimOptions{}); err == nil || !strings.Contains(err.Error(), "two records of seed 0") {
+		t.Errorf("without a spec: error %v, want two records of seed 0", err)
+	}
+}
+
+// DropSuperseded keeps the runs of the current plan and records of scales the spec does not
+// define, and drops a record whose configuration the spec no longer produces.
+func TestDropSuperseded(t *testing.T) {
+	s := mustParse(t, compSpec)
+	recs := compRecords(t, s, nil)
+	n := len(recs)
+	old := recs[n-1]
+	old.Hash = "0000000000000000"
+	other := recs[n-2]
+	other.Scale = "elsewhere"
+	recs = append(recs, old, other)
+	cur, sup := DropSuperseded(s, recs)
+	if len(cur) != n+1 || len(sup) != 1 || sup[0] != old.Hash {
+		t.Errorf("kept %d of %d, superseded %v; want %d kept and %s superseded", len(cur), len(recs), sup, n+1, old.Hash)
 	}
 }

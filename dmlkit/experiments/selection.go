@@ -3,6 +3,7 @@ package experiments
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 )
 
@@ -93,6 +94,9 @@ func selectRow(sel Selection, groups []*Group) SelectedRow {
 	}
 	if out.Row >= 0 {
 		for k := range out.Keys {
+			if _, isBool := out.Values[k].(bool); isBool {
+				continue // a boolean has no outside
+			}
 			sel, ok := numeric(out.Values[k])
 			lo, hi, allNum := sel, sel, ok
 			for _, g := range groups {
@@ -105,10 +109,34 @@ func selectRow(sel Selection, groups []*Group) SelectedRow {
 			}
 			if allNum && lo < hi && (sel == lo || sel == hi) {
 				out.Edge = append(out.Edge, out.Keys[k])
+			} else if !allNum && nonNumericEdge(groups, k, out.Values[k]) {
+				out.Edge = append(out.Edge, out.Keys[k])
 			}
 		}
 	}
 	return out
+}
+
+// nonNumericEdge reports whether the selected value of a key whose values are not all numbers
+// (e.g. a proxy learning-rate multiplier written as an optimizer group [{lr_mul: 10}]) is the first
+// or the last of its distinct values in table order: such a grid is ordered as written, and its
+// optimum may lie beyond the end as for a numeric one. Booleans have no outside and are not
+// flagged.
+func nonNumericEdge(groups []*Group, k int, sel any) bool {
+	var distinct []any
+	for _, g := range groups {
+		v := g.Values[k]
+		if _, isBool := v.(bool); isBool {
+			return false
+		}
+		if !slices.ContainsFunc(distinct, func(x any) bool { return ValueEqual(x, v) }) {
+			distinct = append(distinct, v)
+		}
+	}
+	if len(distinct) < 2 {
+		return false
+	}
+	return ValueEqual(sel, distinct[0]) || ValueEqual(sel, distinct[len(distinct)-1])
 }
 
 // selectionLine describes the selection below a table.

@@ -61,3 +61,35 @@ func TestSelection(t *testing.T) {
 		t.Errorf("within without guard: error %v, want one naming select.within", err)
 	}
 }
+
+// TestSelectionNonNumericEdge: a grid of non-numeric values (proxy learning-rate multipliers written
+// as optimizer groups) is ordered as the table lists it; the first or last value is at its edge
+// like a numeric one's, the middle one is not, and booleans are never flagged.
+func TestSelectionNonNumericEdge(t *testing.T) {
+	group := func(mul int) any { return []any{map[string]any{"lr_mul": mul, "match": "/loss/"}} }
+	for _, tc := range []struct {
+		name   string
+		values []any
+		acc    []float64
+		edge   bool
+	}{
+		{"multiplier x100 best of x10/x100", []any{group(10), group(100)}, []float64{0.5, 0.6}, true},
+		{"middle multiplier best", []any{group(1), group(10), group(100)}, []float64{0.5, 0.7, 0.6}, false},
+		{"first multiplier best", []any{group(1), group(10), group(100)}, []float64{0.8, 0.7, 0.6}, true},
+		{"boolean", []any{false, true}, []float64{0.5, 0.6}, false},
+	} {
+		var recs []Record
+		for i, v := range tc.values {
+			recs = append(recs, Record{Scale: "small", Config: map[string]any{"g": v}, Metrics: map[string]float64{"val/R@1": tc.acc[i]}})
+		}
+		sel := Selection{Metric: "val/R@1"}
+		spec := TableSpec{Name: "t", Rows: []string{"g"}, Metrics: []string{"val/R@1"}, Select: &sel}
+		if err := spec.check(); err != nil {
+			t.Fatal(err)
+		}
+		tab := BuildTable(spec, recs, nil)
+		if got := len(tab.Selected.Edge) == 1; got != tc.edge {
+			t.Errorf("%s: edge %v, want %v (selected %v)", tc.name, tab.Selected.Edge, tc.edge, tab.Selected.Values)
+		}
+	}
+}

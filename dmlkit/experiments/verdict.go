@@ -75,6 +75,7 @@ type ClaimVerdict struct {
 	Unpaired         []string // seeds left out because an arm lacks them, e.g. "seed 3 (no RS@k + TCM)"
 	Excluded         int      // records of the claim's arms excluded as written from a dirty tree
 	ExcludedFailed   int      // records of the claim's arms excluded as failed runs (Record.Failed, e.g. diverged)
+	Superseded       int      // records of the claim's arms left out as no longer runs of the spec (ClaimOptions.Spec given)
 	Provisional      bool     // records from a dirty tree were used (ClaimOptions.IncludeDirty)
 	Parts            []ClaimVerdict
 	Observed         string // argmax: the best value by mean; rank: the order by mean
@@ -301,7 +302,11 @@ func evaluateForm(c ClaimSpec, set *ClaimSet, records []Record, opt ClaimOptions
 		scale = c.Scale
 	}
 	maps.Copy(common, c.Where)
-	excluded, failed := map[string]bool{}, map[string]bool{}
+	excluded, failed, superseded := map[string]bool{}, map[string]bool{}, map[string]bool{}
+	var prov *provenance
+	if opt.Spec != nil {
+		prov = opt.provenanceFor(scale, records)
+	}
 	collect := func(label, metric string, wheres ...map[string]any) (armValues, error) {
 		w := maps.Clone(common)
 		for _, x := range wheres {
@@ -312,6 +317,10 @@ func evaluateForm(c ClaimSpec, set *ClaimSet, records []Record, opt ClaimOptions
 		for _, r := range selectRecords(records, scale, w, true) {
 			if r.Failed != "" {
 				failed[r.Hash] = true
+				continue
+			}
+			if prov != nil && prov.planned && !prov.inPlan(r.Hash) {
+				superseded[r.Hash] = true // no longer a run of the spec: kept in the store, out of verdicts
 				continue
 			}
 			if r.Dirty() {
@@ -381,6 +390,7 @@ func evaluateForm(c ClaimSpec, set *ClaimSet, records []Record, opt ClaimOptions
 	}
 	v.Excluded = len(excluded)
 	v.ExcludedFailed = len(failed)
+	v.Superseded = len(superseded)
 	v.Seeds, v.Unpaired = pairSeeds(arms)
 	for _, a := range arms {
 		vals := make([]float64, len(v.Seeds))
@@ -538,19 +548,24 @@ func evaluateForm(c ClaimSpec, set *ClaimSet, records []Record, opt ClaimOptions
 	return v, nil
 }
 
+// provenanceFor returns the provenance of the scale's records (cached per Evaluate).
+func (opt ClaimOptions) provenanceFor(scale string, records []Record) *provenance {
+	if p, ok := opt.prov[scale]; ok {
+		return p
+	}
+	p := newProvenance(opt.Spec, scale, records)
+	if opt.prov != nil {
+		opt.prov[scale] = p
+	}
+	return p
+}
+
 // judge computes the arms' facts at the paired seeds (all their records when none is paired) and
 // applies the comparability and training rules ([ClaimVerdict.applyRules]).
 func (v *ClaimVerdict) judge(arms []armValues, set *ClaimSet, scale string, records []Record, opt ClaimOptions) {
 	var prov *provenance
 	if opt.Spec != nil {
-		if p, ok := opt.prov[scale]; ok {
-			prov = p
-		} else {
-			prov = newProvenance(opt.Spec, scale, records)
-			if opt.prov != nil {
-				opt.prov[scale] = prov
-			}
-		}
+		prov = opt.provenanceFor(scale, records)
 	}
 	c := v.Claim
 	v.budget = BudgetEpochs

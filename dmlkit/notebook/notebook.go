@@ -15,6 +15,7 @@ import (
 	"strings"
 
 	"github.com/dmlkit/dmlkit/dmlkit/experiments"
+	"github.com/dmlkit/dmlkit/dmlkit/reproduce"
 )
 
 // Paper is one reproduction seen from a notebook.
@@ -80,6 +81,10 @@ func (p *Paper) Records() ([]experiments.Record, error) {
 	if err != nil {
 		return nil, err
 	}
+	if spec, err := p.Spec(); err == nil {
+		reproduce.Register()
+		recs, _ = experiments.DropSuperseded(spec, recs) // as dmlkit tables and figures do
+	}
 	return experiments.Select(recs, p.ShownScale(), nil), nil
 }
 
@@ -99,6 +104,7 @@ func (p *Paper) Report() (*experiments.ClaimsReport, error) {
 	if err != nil {
 		return nil, err
 	}
+	reproduce.Register() // the trainer's defaults, which the tuning rule compares configurations with
 	return cs.Report(recs, experiments.ClaimOptions{Scale: p.ShownScale(), IncludeDirty: true, Spec: spec})
 }
 
