@@ -233,6 +233,13 @@ func configDiff(arm, tune map[string]any, tuned map[string]bool) []string {
 		}
 		return FormatValue(v)
 	}
+	// A run reference names the source run of the same seed: one value for the arm, not one per seed.
+	runRef := func(v any) any {
+		if str, ok := v.(string); ok && strings.HasPrefix(str, RunRefPrefix) {
+			return RunRefPrefix + "…"
+		}
+		return v
+	}
 	var out []string
 	for _, k := range slices.Sorted(maps.Keys(keys)) {
 		if tuned[k] || ignoredForTuning(k) {
@@ -240,6 +247,7 @@ func configDiff(arm, tune map[string]any, tuned map[string]bool) []string {
 		}
 		a, aok := arm[k]
 		t, tok := tune[k]
+		a, t = runRef(a), runRef(t)
 		if aok == tok && (!aok || ValueEqual(a, t)) {
 			continue
 		}
@@ -340,97 +348,22 @@ func (v *ClaimVerdict) applyRules(budget string, minTrain *float64) {
 		return
 	}
 	c := v.Claim
-	var untrained, unequal []string
-	// Training: train R@1 against the floor, else the loss.
-	allR1 := true
-	best := math.Inf(-1)
-	for _, f := range v.Facts {
-		if math.IsNaN(f.TrainR1) {
-			allR1 = false
-		} else {
-			best = math.Max(best, f.TrainR1)
-		}
-	}
 	frac := DefaultMinTrain
 	if minTrain != nil {
 		frac = *minTrain
 	}
-	if frac > 0 {
-		for _, f := range v.Facts {
-			switch {
-			case allR1 && f.TrainR1 < frac*best:
-				untrained = append(untrained, fmt.Sprintf("%s did not train (train R@1 %s < %s × %s, the best arm's)",
-					f.Label, fmtNum(f.TrainR1, 3), fmtNum(frac, 2), fmtNum(best, 3)))
-			case !allR1 && f.LossSeeds > 0 && 2*f.LossFell <= f.LossSeeds:
-				untrained = append(untrained, fmt.Sprintf("%s did not train (its loss fell in %d of %d seeds)", f.Label, f.LossFell, f.LossSeeds))
-			}
-		}
+	// The arms a paired difference compares: all of them, or for an interaction each condition's
+	// pair (the gain under X and the gain under Y are each a comparison; the conditions may
+	// differ, e.g. 20 % noisy labels lower every arm's training R@1, 50 % of the classes give
+	// fewer steps).
+	groups := [][]ArmFacts{v.Facts}
+	if c.Kind == KindInteraction && len(v.Facts) == 4 {
+		groups = [][]ArmFacts{v.Facts[:2], v.Facts[2:]}
 	}
-	// Tuning.
-	if c.Deliberate == "" {
-		kinds := map[string]bool{}
-		sigs := map[string]bool{}
-		for _, f := range v.Facts {
-			kinds[f.Tuning] = true
-			if f.Tuning == TuningBorrowed {
-				sigs[strings.Join(f.Differs, "|")] = true
-			}
-		}
-		// Arms that all borrow the same way (every arm at a condition its tuning did not see, e.g.
-		// all at 20 % label noise with rates tuned on clean labels) are tuned alike; arms that
-		// borrow differently, or where some borrow and others do not, are not.
-		sameBorrow := len(sigs) == 1 && !kinds[TuningOwn] && !kinds[TuningNone]
-		for _, f := range v.Facts {
-			switch f.Tuning {
-			case TuningBorrowed:
-				if !sameBorrow {
-					unequal = append(unequal, f.Label+": borrowed tuning ("+diffText(f.Differs)+")")
-				}
-			case TuningUnknown:
-				unequal = append(unequal, f.Label+": tuning unknown (not in the spec's plan)")
-			case tuningMixed:
-				unequal = append(unequal, f.Label+": its seeds differ in tuning")
-			}
-		}
-		if kinds[TuningOwn] && kinds[TuningNone] {
-			var tuned, fixed []string
-			for _, f := range v.Facts {
-				if f.Tuning == TuningOwn {
-					tuned = append(tuned, f.Label)
-				} else if f.Tuning == TuningNone {
-					fixed = append(fixed, f.Label)
-				}
-			}
-			unequal = append(unequal, "tuned: "+strings.Join(tuned, ", ")+"; fixed values: "+strings.Join(fixed, ", "))
-		}
-		tunedArm := func(f ArmFacts) bool { return f.Tuning == TuningOwn || f.Tuning == TuningBorrowed }
-		// Tuning budgets: the hyper-parameters every tuned arm tunes (the learning rate, say) must
-		// be tuned with as many runs; a method's own extra hyper-parameters (TCM's margins, a
-		// baseline's margin) are part of the method and not compared.
-		var common []string
-		for i, f := range v.Facts {
-			if !tunedArm(f) {
-				common = nil
-				break
-			}
-			if i == 0 {
-				common = slices.Sorted(maps.Keys(f.KeyRuns))
-				continue
-			}
-			common = slices.DeleteFunc(common, func(k string) bool { _, ok := f.KeyRuns[k]; return !ok })
-		}
-		for _, k := range common {
-			if d := armSpread(v.Facts, func(f ArmFacts) (float64, bool) { return float64(f.KeyRuns[k]), true }, 0); d != "" {
-				unequal = append(unequal, "tuning runs of "+k+" "+d)
-			}
-		}
-		if d := armSpread(v.Facts, func(f ArmFacts) (float64, bool) { return f.TuneLen, tunedArm(f) && !math.IsNaN(f.TuneLen) }, 0.01); d != "" {
-			unequal = append(unequal, "steps per tuning run "+d)
-		}
-	}
-	// Budget.
-	if d := armSpread(v.Facts, func(f ArmFacts) (float64, bool) { x, ok := f.Budget[budget]; return x, ok }, 0.01); d != "" {
-		unequal = append(unequal, budget+" "+d)
+	var untrained, unequal []string
+	for _, g := range groups {
+		untrained = append(untrained, untrainedArms(g, frac)...)
+		unequal = append(unequal, unequalArms(g, c.Deliberate != "", budget)...)
 	}
 	switch {
 	case len(untrained) > 0:
@@ -446,6 +379,107 @@ func (v *ClaimVerdict) applyRules(budget string, minTrain *float64) {
 	if v.Cause != CauseInterval && v.Raw != VerdictInconclusive {
 		v.Reason += "; the interval alone: " + v.Raw
 	}
+}
+
+// untrainedArms lists the arms that did not train: with every arm's training R@1 recorded, those
+// below frac of the best arm's; otherwise those whose logged loss never fell below its first value
+// in at least half their seeds. frac 0 turns the rule off.
+func untrainedArms(facts []ArmFacts, frac float64) []string {
+	if frac <= 0 {
+		return nil
+	}
+	allR1 := true
+	best := math.Inf(-1)
+	for _, f := range facts {
+		if math.IsNaN(f.TrainR1) {
+			allR1 = false
+		} else {
+			best = math.Max(best, f.TrainR1)
+		}
+	}
+	var out []string
+	for _, f := range facts {
+		switch {
+		case allR1 && f.TrainR1 < frac*best:
+			out = append(out, fmt.Sprintf("%s did not train (train R@1 %s < %s × %s, the best arm's)",
+				f.Label, fmtNum(f.TrainR1, 3), fmtNum(frac, 2), fmtNum(best, 3)))
+		case !allR1 && f.LossSeeds > 0 && 2*f.LossFell <= f.LossSeeds:
+			out = append(out, fmt.Sprintf("%s did not train (its loss fell in %d of %d seeds)", f.Label, f.LossFell, f.LossSeeds))
+		}
+	}
+	return out
+}
+
+// unequalArms lists how the arms differ in tuning (unless the claim declares that deliberate) and
+// in the budget the claim holds equal; it is empty when they are comparable.
+func unequalArms(facts []ArmFacts, deliberate bool, budget string) []string {
+	var unequal []string
+	if !deliberate {
+		kinds := map[string]bool{}
+		sigs := map[string]bool{}
+		for _, f := range facts {
+			kinds[f.Tuning] = true
+			if f.Tuning == TuningBorrowed {
+				sigs[strings.Join(f.Differs, "|")] = true
+			}
+		}
+		// Arms that all borrow the same way (every arm at a condition its tuning did not see, e.g.
+		// all at 20 % label noise with rates tuned on clean labels) are tuned alike; arms that
+		// borrow differently, or where some borrow and others do not, are not.
+		sameBorrow := len(sigs) == 1 && !kinds[TuningOwn] && !kinds[TuningNone]
+		for _, f := range facts {
+			switch f.Tuning {
+			case TuningBorrowed:
+				if !sameBorrow {
+					unequal = append(unequal, f.Label+": borrowed tuning ("+diffText(f.Differs)+")")
+				}
+			case TuningUnknown:
+				unequal = append(unequal, f.Label+": tuning unknown (not in the spec's plan)")
+			case tuningMixed:
+				unequal = append(unequal, f.Label+": its seeds differ in tuning")
+			}
+		}
+		if kinds[TuningOwn] && kinds[TuningNone] {
+			var tuned, fixed []string
+			for _, f := range facts {
+				if f.Tuning == TuningOwn {
+					tuned = append(tuned, f.Label)
+				} else if f.Tuning == TuningNone {
+					fixed = append(fixed, f.Label)
+				}
+			}
+			unequal = append(unequal, "tuned: "+strings.Join(tuned, ", ")+"; fixed values: "+strings.Join(fixed, ", "))
+		}
+		tunedArm := func(f ArmFacts) bool { return f.Tuning == TuningOwn || f.Tuning == TuningBorrowed }
+		// Tuning budgets: the hyper-parameters every tuned arm tunes (the learning rate, say) must
+		// be tuned with as many runs; a method's own extra hyper-parameters (TCM's margins, a
+		// baseline's margin) are part of the method and not compared.
+		var common []string
+		for i, f := range facts {
+			if !tunedArm(f) {
+				common = nil
+				break
+			}
+			if i == 0 {
+				common = slices.Sorted(maps.Keys(f.KeyRuns))
+				continue
+			}
+			common = slices.DeleteFunc(common, func(k string) bool { _, ok := f.KeyRuns[k]; return !ok })
+		}
+		for _, k := range common {
+			if d := armSpread(facts, func(f ArmFacts) (float64, bool) { return float64(f.KeyRuns[k]), true }, 0); d != "" {
+				unequal = append(unequal, "tuning runs of "+k+" "+d)
+			}
+		}
+		if d := armSpread(facts, func(f ArmFacts) (float64, bool) { return f.TuneLen, tunedArm(f) && !math.IsNaN(f.TuneLen) }, 0.01); d != "" {
+			unequal = append(unequal, "steps per tuning run "+d)
+		}
+	}
+	// Budget.
+	if d := armSpread(facts, func(f ArmFacts) (float64, bool) { x, ok := f.Budget[budget]; return x, ok }, 0.01); d != "" {
+		unequal = append(unequal, budget+" "+d)
+	}
+	return unequal
 }
 
 // armSpread renders the values of the arms that have one when they differ by more than rel (relative

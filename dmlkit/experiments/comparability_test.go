@@ -363,3 +363,23 @@ func TestDropSuperseded(t *testing.T) {
 		t.Errorf("kept %d of %d, superseded %v; want %d kept and %s superseded", len(cur), len(recs), sup, n+1, old.Hash)
 	}
 }
+
+// An interaction compares the treatment's gain under two conditions: each condition's pair must be
+// comparable, not all four arms alike. Here the clean pair is tuned for itself and the noisy pair
+// borrows alike (both at a noise level their tuning did not see): comparable (all four arms judged
+// together would mix own and borrowed tuning).
+func TestComparabilityInteractionPairs(t *testing.T) {
+	s := mustParse(t, compSpec)
+	recs := compRecords(t, s, nil)
+	c := ClaimSpec{ID: "x", Paper: "p", Source: "T1", Kind: KindInteraction, Metric: "acc", Direction: "higher",
+		Base:       &Arm{Label: "A", Where: map[string]any{"loss.name": "a"}},
+		Treatment:  &Arm{Label: "B", Where: map[string]any{"loss.name": "b", "loss.g": nil}},
+		Conditions: []Arm{{Label: "clean", Where: map[string]any{"data.noise": nil}}, {Label: "noisy", Where: map[string]any{"data.noise": 0.2}}}}
+	v, err := EvaluateClaim(c, nil, recs, ClaimOptions{Spec: s})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v.Cause != CauseInterval || len(v.Facts) != 4 || v.Facts[0].Tuning != TuningOwn || v.Facts[2].Tuning != TuningBorrowed {
+		t.Errorf("cause %s (%s), facts %+v", v.Cause, v.Reason, v.Facts)
+	}
+}
