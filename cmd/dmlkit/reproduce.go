@@ -20,8 +20,8 @@ func runReproduce(args []string, stdout, stderr io.Writer) error {
 		fs.PrintDefaults()
 	}
 	o := addSweepFlags(fs)
-	figOut := fs.String("figures", "", "figures directory (default: figures/PAPER at the repository root)")
-	tabOut := fs.String("tables", "", "tables directory (default: SPECDIR/tables)")
+	figOut := fs.String("figures", "", "figures directory (default: figures/PAPER at the repository root at scale small, out/PAPER/SCALE/figures at the others)")
+	tabOut := fs.String("tables", "", "tables directory (default: SPECDIR/tables at scale small, out/PAPER/SCALE/tables at the others)")
 	specArg, err := parseWithPositional(fs, args)
 	if err != nil {
 		return err
@@ -42,7 +42,7 @@ func runReproduce(args []string, stdout, stderr io.Writer) error {
 	if *o.quiet { // no "wrote" lines, no tables: the summary, the claims' counts and errors only
 		figStdout = io.Discard
 	}
-	recs, err := loadRecords(spec, *o.results, stderr)
+	recs, err := loadRecords(spec, scale, *o.results, stderr)
 	if err != nil {
 		return err
 	}

@@ -92,7 +92,7 @@ func addSweepFlags(fs *flag.FlagSet) *sweepFlags {
 	o.index = fs.Int("index", -1, "shard index; default with --of: $JOB_COMPLETION_INDEX or $SLURM_ARRAY_TASK_ID")
 	o.of = fs.Int("of", 0, "number of shards (run i runs in shard i mod N)")
 	o.workers = fs.Int("workers", runtime.GOMAXPROCS(0), "runs executed at once (default: the cores available)")
-	o.results = fs.String("results", "", "results directory (default: SPECDIR/results)")
+	o.results = fs.String("results", "", "results directory (default: SPECDIR/results at scale small, the committed one; out/PAPER/SCALE/results at the other scales)")
 	o.workdir = fs.String("workdir", "", "directory for run working directories (default: runs/PAPER at the repository root, git-ignored)")
 	o.failFast = fs.Bool("fail-fast", false, "stop starting runs after the first failure")
 	o.quiet = fs.Bool("quiet", false, "report only failures and the summary")
@@ -218,13 +218,6 @@ func runsDir(spec *experiments.Spec) string {
 	return filepath.Join(spec.Dir, "runs")
 }
 
-func resultsDir(s *experiments.Spec, flagValue string) string {
-	if flagValue != "" {
-		return flagValue
-	}
-	return filepath.Join(s.Dir, "results")
-}
-
 // shardIndex resolves --index, falling back to the index a cluster scheduler puts in the
 // environment when --of is given.
 func shardIndex(index, of int) (int, error) {
@@ -280,7 +273,7 @@ func sweep(spec *experiments.Spec, o *sweepFlags, stdout, stderr io.Writer) (*ex
 	if workdir == "" {
 		workdir = runsDir(spec)
 	}
-	env, err := provenance(resultsDir(spec, *o.results), *o.allowDirty)
+	env, err := provenance(resultsDir(spec, scale, *o.results), *o.allowDirty)
 	if err != nil {
 		return nil, err
 	}
@@ -291,7 +284,7 @@ func sweep(spec *experiments.Spec, o *sweepFlags, stdout, stderr io.Writer) (*ex
 		fmt.Fprintf(stderr, "waiting for %s (held by %s)\n", e.Dir, strings.Join(e.Holders, "; "))
 	}, ExecOptions: experiments.ExecOptions{
 		Runner:      runner,
-		Store:       experiments.NewStore(resultsDir(spec, *o.results)),
+		Store:       experiments.NewStore(resultsDir(spec, scale, *o.results)),
 		WorkDir:     workdir,
 		Workers:     *o.workers,
 		Env:         env,
@@ -388,7 +381,7 @@ func dryRun(spec *experiments.Spec, o *sweepFlags, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	recs, _, err := experiments.NewStore(resultsDir(spec, *o.results)).Load()
+	recs, _, err := experiments.NewStore(resultsDir(spec, scale, *o.results)).Load()
 	if err != nil {
 		return err
 	}
