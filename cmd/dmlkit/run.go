@@ -72,6 +72,9 @@ type sweepFlags struct {
 	quiet    *bool
 	wait     *bool
 	retry    *bool
+	// waitPending: a shard waits for points pending on other shards' tuning runs
+	// (experiments.SweepOptions.WaitPending); emitted cluster jobs pass it.
+	waitPending *bool
 	// allowDirty lets a sweep write into reproductions/ from a tree with uncommitted changes;
 	// its records are marked (env allow_dirty) and excluded from claim verdicts.
 	allowDirty *bool
@@ -98,6 +101,7 @@ func addSweepFlags(fs *flag.FlagSet) *sweepFlags {
 	o.quiet = fs.Bool("quiet", false, "report only failures and the summary")
 	o.retry = fs.Bool("retry-failed", false, "run again the runs stored as failed (diverged); by default a resume skips them")
 	o.wait = fs.Bool("wait", false, "when another sweep holds the results directory, wait for it instead of failing")
+	o.waitPending = fs.Bool("wait-pending", false, "with --of: wait for the points that wait for tuning runs of other shards while those shards run (cluster jobs pass it)")
 	o.allowDirty = fs.Bool("allow-dirty", false, "write into reproductions/ from a tree with uncommitted changes (records are marked and excluded from verdicts)")
 	return o
 }
@@ -282,6 +286,10 @@ func sweep(spec *experiments.Spec, o *sweepFlags, stdout, stderr io.Writer) (*ex
 	quiet := *o.quiet
 	opt := experiments.SweepOptions{Scale: scale, Only: only, Index: index, Of: *o.of, WaitLock: *o.wait, Waiting: func(e *experiments.LockedError) {
 		fmt.Fprintf(stderr, "waiting for %s (held by %s)\n", e.Dir, strings.Join(e.Holders, "; "))
+	}, WaitPending: *o.waitPending, PendingWaiting: func(pending, running int) {
+		if !quiet {
+			fmt.Fprintf(stderr, "waiting for %d points pending on tuning runs of %d other running shards\n", pending, running)
+		}
 	}, ExecOptions: experiments.ExecOptions{
 		Runner:      runner,
 		Store:       experiments.NewStore(resultsDir(spec, scale, *o.results)),
@@ -431,7 +439,13 @@ func emitJob(spec *experiments.Spec, o *sweepFlags, kind string, shards int, out
 	if err != nil {
 		return err
 	}
-	plan, err := spec.Plan(scale)
+	// The plan as the dry-run shows it: resolved with the records of the results directory
+	// (tuning steps already stored there count), so both name the same runs.
+	recs, _, err := experiments.NewStore(resultsDir(spec, scale, *o.results)).Load()
+	if err != nil {
+		return err
+	}
+	plan, err := spec.PlanWith(scale, recs)
 	if err != nil {
 		return err
 	}
@@ -446,7 +460,8 @@ func emitJob(spec *experiments.Spec, o *sweepFlags, kind string, shards int, out
 	if o.set("workers") {
 		workers = *o.workers
 	}
-	opt := experiments.EmitOptions{SpecPath: specPath, Scale: scale, Shards: shards, Only: o.only, Workers: workers, Results: *o.results}
+	// --results / --workdir, when given, are the paths inside the job's containers.
+	opt := experiments.EmitOptions{SpecPath: specPath, Scale: scale, Shards: shards, Only: o.only, Workers: workers, Results: *o.results, Workdir: *o.workdir}
 	var text string
 	switch kind {
 	case "k8s", "kubernetes":

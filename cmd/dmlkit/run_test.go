@@ -14,7 +14,6 @@ import (
 
 	"github.com/dmlkit/dmlkit/dmlkit/experiments"
 	"github.com/dmlkit/dmlkit/dmlkit/reproduce"
-	"gopkg.in/yaml.v3"
 )
 
 const cliSpec = `paper: toy
@@ -201,10 +200,7 @@ func TestRunEmitK8s(t *testing.T) {
 	if code != 0 {
 		t.Fatal(stderr)
 	}
-	var job map[string]any
-	if err := yaml.Unmarshal([]byte(stdout), &job); err != nil {
-		t.Fatal(err)
-	}
+	job := k8sObjects(t, stdout)["Job"]
 	s := job["spec"].(map[string]any)
 	if s["completionMode"] != "Indexed" || s["completions"] != 12 {
 		t.Fatalf("job spec %v", s)
