@@ -65,6 +65,19 @@ func TestQuietSuppressesTablesAndWroteLines(t *testing.T) {
 	if code != 0 || !strings.Contains(stdout, "wrote") || !strings.Contains(stdout, "| contrastive |") {
 		t.Fatalf("tables: code %d\n%s", code, stdout)
 	}
+	// No small-scale records: the table is skipped, which --quiet does not report.
+	code, _, stderr = runCLI("tables", spec, "--scale", "small")
+	if code != 0 || !strings.Contains(stderr, "skipped main") {
+		t.Fatalf("tables --scale small: code %d, stderr %q", code, stderr)
+	}
+	code, stdout, stderr = runCLI("tables", spec, "--scale", "small", "--quiet")
+	if code != 0 || stderr != "" || strings.Contains(stdout, "skipped") {
+		t.Fatalf("tables --scale small --quiet: code %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	code, _, stderr = runCLI("reproduce", spec, "--scale", "smoke", "--workers", "1", "--quiet")
+	if code != 0 || strings.Contains(stderr, "skipped") {
+		t.Fatalf("reproduce --quiet: code %d, stderr %q", code, stderr)
+	}
 }
 
 // TestEnvReportsParallelismUsed: the Go backend describes itself with its soft target of

@@ -100,7 +100,9 @@ func makeTables(spec *experiments.Spec, scale string, recs []experiments.Record,
 	for _, r := range experiments.RenderTables(spec, recs, scale, out) {
 		switch {
 		case errors.Is(r.Err, experiments.ErrNoRecords):
-			fmt.Fprintf(stderr, "skipped %s: %v\n", r.Name, r.Err)
+			if print { // --quiet: a table without records is not an error
+				fmt.Fprintf(stderr, "skipped %s: %v\n", r.Name, r.Err)
+			}
 		case r.Err != nil:
 			failed = append(failed, r.Err.Error())
 		default:
