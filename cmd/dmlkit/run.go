@@ -478,7 +478,14 @@ func emitJob(spec *experiments.Spec, o *sweepFlags, kind string, shards int, out
 		_, err = io.WriteString(stdout, text)
 		return err
 	}
-	return os.WriteFile(out, []byte(text), 0o644)
+	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
+		return err
+	}
+	if err := os.WriteFile(out, []byte(text), 0o644); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "wrote %s\n", out)
+	return nil
 }
 
 func mustGetwd() string {

@@ -257,7 +257,7 @@ func EmitK8s(plan *Plan, opt EmitOptions) (string, error) {
 # Benchmarks are read from $DMLKIT_DATA=%s on the same volume.
 #   kubectl apply -f FILE -l dmlkit/part=storage                 # the claim and the %s pod
 #   kubectl wait --for=condition=Ready pod/%s
-#   kubectl cp ~/.cache/dmlkit/omniglot %s:%s/omniglot           # each benchmark the spec needs
+#   kubectl cp ~/.cache/dmlkit/cub %s:%s/cub     # benchmarks the images lack (they carry omniglot, fashion-mnist)
 #   kubectl apply -f FILE -l dmlkit/part=job
 #   kubectl wait --for=condition=complete --timeout=-1s job/%s
 #   kubectl cp %s:%s/%s out/cluster/%s                           # gather
