@@ -105,3 +105,26 @@ func TestEnvReportsParallelismUsed(t *testing.T) {
 		t.Fatalf("env --json parallelism %v, want %d", info["parallelism"], runtime.GOMAXPROCS(0))
 	}
 }
+
+// TestGoRunHints: started with go run, the tool names the commands in its messages in the form
+// that works from a checkout (the README's), so a missing dataset's error is a command to paste.
+func TestGoRunHints(t *testing.T) {
+	for exe, want := range map[string]bool{
+		"/tmp/go-build1234/b001/exe/dmlkit": true,
+		"/root/.cache/go-build/80/80e54693797c26557652179f18e3e6d3187cf8a9b4cedfcf93ca391cacddd307-d/dmlkit": true,
+		"/home/u/dmlkit/bin/dmlkit":     false,
+		"/tmp/go-build1234/b001/dmlkit": false,
+	} {
+		if isGoRun(exe) != want {
+			t.Errorf("isGoRun(%q) = %v", exe, !want)
+		}
+	}
+	var b bytes.Buffer
+	msg := "data: omniglot: missing file: …; run `dmlkit data fetch omniglot`\n"
+	if n, err := (&commandHints{w: &b, as: goRunCommand}).Write([]byte(msg)); err != nil || n != len(msg) {
+		t.Fatal(n, err)
+	}
+	if want := "data: omniglot: missing file: …; run `GOTOOLCHAIN=auto GOEXPERIMENT=simd go run ./cmd/dmlkit data fetch omniglot`\n"; b.String() != want {
+		t.Errorf("got %q, want %q", b.String(), want)
+	}
+}
