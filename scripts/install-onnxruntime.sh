@@ -11,7 +11,9 @@
 #
 # It prints the environment to use, e.g.
 #   export ONNXRUNTIME_SHARED_LIBRARY_PATH=~/.local/lib/dmlkit/onnxruntime-1.30.0/libonnxruntime.so.1
-# then: go build -tags onnx -o dmlkit ./cmd/dmlkit && GOMLX_BACKEND=onnx:cpu ./dmlkit env
+# then (from the repository root; README.md "Backends"):
+#   GOTOOLCHAIN=auto GOEXPERIMENT=simd go build -tags onnx -o bin/dmlkit-onnx ./cmd/dmlkit
+#   GOMLX_BACKEND=onnx:cpu bin/dmlkit-onnx env
 set -euo pipefail
 
 version="${ORT_NPM_VERSION:-1.30.0}"

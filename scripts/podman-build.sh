@@ -7,7 +7,8 @@
 #      filled) as localhost/go-local:<version> — the stand-in for golang:<version>-bookworm;
 #   3. build docker/Dockerfile with --pull=never, BASE_IMAGE/GO_IMAGE pointing at those, and
 #      JUPYTER=notebook (Debian's classic Notebook: JupyterLab needs PyPI, which is unreachable
-#      here); the build executes and checks the notebooks;
+#      here), FETCH_DATA="" and CHECK_NOTEBOOKS=0 (the benchmarks' hosts are unreachable here, so
+#      the image carries none; step 4 checks the notebooks with them mounted at /data);
 #   4. run the image with --network none and a mounted results volume: `reproduce env`,
 #      `reproduce notebooks` at SCALE=smoke, and `reproduce $PAPER` (default tcm) when reproductions/$PAPER/spec.yaml exists;
 #   5. check that env.json, the executed notebooks and the figures (valid PNGs) are on the volume.
@@ -91,13 +92,14 @@ step "build context: the checkout's tracked and untracked-but-not-ignored files"
 ctx=$work/ctx
 rm -rf "$ctx" && mkdir -p "$ctx"
 (cd "$repo" && git ls-files -z -co --exclude-standard | tar --null --ignore-failed-read -T - -c 2>/dev/null) | tar -C "$ctx" -x
-step "podman build $image (JUPYTER=notebook; executes the notebooks)"
+step "podman build $image (JUPYTER=notebook, FETCH_DATA=\"\", CHECK_NOTEBOOKS=0)"
 tb=$(date +%s)
 # The host's CA bundle is mounted into every RUN step: Go inside the build needs it to reach the
 # module proxy through this machine's network.
 set +e
 "${pm[@]}" build --pull=never -f "$ctx/docker/Dockerfile" \
 	--build-arg BASE_IMAGE="$base" --build-arg GO_IMAGE="$goimage" --build-arg JUPYTER=notebook \
+	--build-arg FETCH_DATA= --build-arg CHECK_NOTEBOOKS=0 \
 	-v /etc/ssl/certs/ca-certificates.crt:/etc/ssl/certs/ca-certificates.crt:ro \
 	-t "$image" "$ctx" 2>&1 | tee "$work/build.log" |
 	grep --line-buffered -E '] STEP|^STEP|^COMMIT|^nbcheck|^ok |FAIL|PROBLEM|^backend:|^check-notebooks|^Error' >&2

@@ -65,6 +65,19 @@ func TestQuietSuppressesTablesAndWroteLines(t *testing.T) {
 	if code != 0 || !strings.Contains(stdout, "wrote") || !strings.Contains(stdout, "| contrastive |") {
 		t.Fatalf("tables: code %d\n%s", code, stdout)
 	}
+	// No small-scale records: the table is skipped, which --quiet does not report.
+	code, _, stderr = runCLI("tables", spec, "--scale", "small")
+	if code != 0 || !strings.Contains(stderr, "skipped main") {
+		t.Fatalf("tables --scale small: code %d, stderr %q", code, stderr)
+	}
+	code, stdout, stderr = runCLI("tables", spec, "--scale", "small", "--quiet")
+	if code != 0 || stderr != "" || strings.Contains(stdout, "skipped") {
+		t.Fatalf("tables --scale small --quiet: code %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	code, _, stderr = runCLI("reproduce", spec, "--scale", "smoke", "--workers", "1", "--quiet")
+	if code != 0 || strings.Contains(stderr, "skipped") {
+		t.Fatalf("reproduce --quiet: code %d, stderr %q", code, stderr)
+	}
 }
 
 // TestEnvReportsParallelismUsed: the Go backend describes itself with its soft target of
@@ -90,5 +103,28 @@ func TestEnvReportsParallelismUsed(t *testing.T) {
 	}
 	if p, _ := info["parallelism"].(float64); int(p) != runtime.GOMAXPROCS(0) {
 		t.Fatalf("env --json parallelism %v, want %d", info["parallelism"], runtime.GOMAXPROCS(0))
+	}
+}
+
+// TestGoRunHints: started with go run, the tool names the commands in its messages in the form
+// that works from a checkout (the README's), so a missing dataset's error is a command to paste.
+func TestGoRunHints(t *testing.T) {
+	for exe, want := range map[string]bool{
+		"/tmp/go-build1234/b001/exe/dmlkit": true,
+		"/root/.cache/go-build/80/80e54693797c26557652179f18e3e6d3187cf8a9b4cedfcf93ca391cacddd307-d/dmlkit": true,
+		"/home/u/dmlkit/bin/dmlkit":     false,
+		"/tmp/go-build1234/b001/dmlkit": false,
+	} {
+		if isGoRun(exe) != want {
+			t.Errorf("isGoRun(%q) = %v", exe, !want)
+		}
+	}
+	var b bytes.Buffer
+	msg := "data: omniglot: missing file: …; run `dmlkit data fetch omniglot`\n"
+	if n, err := (&commandHints{w: &b, as: goRunCommand}).Write([]byte(msg)); err != nil || n != len(msg) {
+		t.Fatal(n, err)
+	}
+	if want := "data: omniglot: missing file: …; run `GOTOOLCHAIN=auto GOEXPERIMENT=simd go run ./cmd/dmlkit data fetch omniglot`\n"; b.String() != want {
+		t.Errorf("got %q, want %q", b.String(), want)
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"path/filepath"
 	"strings"
 
 	"github.com/dmlkit/dmlkit/dmlkit/experiments"
@@ -24,8 +23,8 @@ func runFigures(args []string, stdout, stderr io.Writer) error {
 		fs.PrintDefaults()
 	}
 	scale := fs.String("scale", "", "use the records of this scale (default: small when the spec defines it)")
-	results := fs.String("results", "", "results directory (default: SPECDIR/results)")
-	out := fs.String("out", "", "output directory (default: figures/PAPER at the repository root)")
+	results := fs.String("results", "", "results directory (default: SPECDIR/results at scale small, out/PAPER/SCALE/results at the others)")
+	out := fs.String("out", "", "output directory (default: figures/PAPER at the repository root at scale small, out/PAPER/SCALE/figures at the others)")
 	formats := fs.String("formats", "png,svg,pdf", "comma-separated file formats")
 	specArg, err := parseWithPositional(fs, args)
 	if err != nil {
@@ -39,25 +38,16 @@ func runFigures(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	recs, err := loadRecords(spec, *results, stderr)
+	recs, err := loadRecords(spec, sc, *results, stderr)
 	if err != nil {
 		return err
 	}
 	return makeFigures(spec, sc, recs, *out, strings.Split(*formats, ","), stdout, stderr)
 }
 
-// figuresDir is figures/PAPER next to the reproductions/ directory holding the spec, or under the
-// current directory when the spec lives elsewhere.
-func figuresDir(spec *experiments.Spec) string {
-	repro := filepath.Dir(spec.Dir)
-	if filepath.Base(repro) == "reproductions" {
-		return filepath.Join(filepath.Dir(repro), "figures", spec.Paper)
-	}
-	return filepath.Join("figures", spec.Paper)
-}
-
-func loadRecords(spec *experiments.Spec, results string, stderr io.Writer) ([]experiments.Record, error) {
-	recs, rep, err := experiments.NewStore(resultsDir(spec, results)).Load()
+// loadRecords reads the store of results (default: the scale's, see resultsDir).
+func loadRecords(spec *experiments.Spec, scale, results string, stderr io.Writer) ([]experiments.Record, error) {
+	recs, rep, err := experiments.NewStore(resultsDir(spec, scale, results)).Load()
 	if err != nil {
 		return nil, err
 	}
@@ -80,7 +70,7 @@ func makeFigures(spec *experiments.Spec, scale string, recs []experiments.Record
 		return nil
 	}
 	if out == "" {
-		out = figuresDir(spec)
+		out = figuresDir(spec, scale)
 	}
 	st := plots.DefaultStyle()
 	var failed []string

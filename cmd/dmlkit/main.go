@@ -4,9 +4,12 @@
 package main
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 )
@@ -104,4 +107,39 @@ func (t *trackedWriter) Write(p []byte) (int, error) {
 // errUsage signals that a flag set already printed its usage/error message.
 var errUsage = fmt.Errorf("usage")
 
-func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
+func main() {
+	// Messages name commands as `dmlkit …` (e.g. "run `dmlkit data fetch omniglot`"); a user who
+	// started this one with go run, or by a path such as bin/dmlkit, gets them in that form.
+	var stderr io.Writer = os.Stderr
+	if exe, err := os.Executable(); err == nil && isGoRun(exe) {
+		stderr = &commandHints{w: os.Stderr, as: goRunCommand}
+	} else if strings.ContainsRune(os.Args[0], '/') {
+		stderr = &commandHints{w: os.Stderr, as: os.Args[0]}
+	}
+	os.Exit(run(os.Args[1:], os.Stdout, stderr))
+}
+
+// goRunCommand is how the README runs the tool from a checkout without building it.
+const goRunCommand = "GOTOOLCHAIN=auto GOEXPERIMENT=simd go run ./cmd/dmlkit"
+
+// isGoRun reports whether exe is a binary `go run` built: GOTMPDIR/go-build…/b001/exe/NAME, or
+// (Go ≥ 1.24 caches them) GOCACHE/xx/<64 hex digits>-d/NAME.
+func isGoRun(exe string) bool {
+	dir := filepath.Base(filepath.Dir(exe))
+	return dir == "exe" && strings.Contains(filepath.ToSlash(exe), "/go-build") || goRunCacheDir.MatchString(dir)
+}
+
+var goRunCacheDir = regexp.MustCompile(`^[0-9a-f]{64}-d$`)
+
+// commandHints rewrites the commands quoted in messages, "`dmlkit ", as "`"+as+" ".
+type commandHints struct {
+	w  io.Writer
+	as string
+}
+
+func (g *commandHints) Write(p []byte) (int, error) {
+	if _, err := g.w.Write(bytes.ReplaceAll(p, []byte("`dmlkit "), []byte("`"+g.as+" "))); err != nil {
+		return 0, err
+	}
+	return len(p), nil
+}

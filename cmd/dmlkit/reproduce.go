@@ -20,8 +20,8 @@ func runReproduce(args []string, stdout, stderr io.Writer) error {
 		fs.PrintDefaults()
 	}
 	o := addSweepFlags(fs)
-	figOut := fs.String("figures", "", "figures directory (default: figures/PAPER at the repository root)")
-	tabOut := fs.String("tables", "", "tables directory (default: SPECDIR/tables)")
+	figOut := fs.String("figures", "", "figures directory (default: figures/PAPER at the repository root at scale small, out/PAPER/SCALE/figures at the others)")
+	tabOut := fs.String("tables", "", "tables directory (default: SPECDIR/tables at scale small, out/PAPER/SCALE/tables at the others)")
 	specArg, err := parseWithPositional(fs, args)
 	if err != nil {
 		return err
@@ -38,15 +38,15 @@ func runReproduce(args []string, stdout, stderr io.Writer) error {
 	if _, err := sweep(spec, o, stdout, stderr); err != nil {
 		return err
 	}
-	figStdout := stdout
-	if *o.quiet { // no "wrote" lines, no tables: the summary, the claims' counts and errors only
-		figStdout = io.Discard
+	figStdout, figStderr := stdout, stderr
+	if *o.quiet { // no "wrote" or "skipped" lines, no tables: the summary, the claims' counts and errors only
+		figStdout, figStderr = io.Discard, io.Discard
 	}
-	recs, err := loadRecords(spec, *o.results, stderr)
+	recs, err := loadRecords(spec, scale, *o.results, stderr)
 	if err != nil {
 		return err
 	}
-	if err := makeFigures(spec, scale, recs, *figOut, plots.Formats, figStdout, stderr); err != nil {
+	if err := makeFigures(spec, scale, recs, *figOut, plots.Formats, figStdout, figStderr); err != nil {
 		return err
 	}
 	if err := makeTables(spec, scale, recs, *tabOut, !*o.quiet, stdout, stderr); err != nil {

@@ -72,6 +72,9 @@ type sweepFlags struct {
 	quiet    *bool
 	wait     *bool
 	retry    *bool
+	// waitPending: a shard waits for points pending on other shards' tuning runs
+	// (experiments.SweepOptions.WaitPending); emitted cluster jobs pass it.
+	waitPending *bool
 	// allowDirty lets a sweep write into reproductions/ from a tree with uncommitted changes;
 	// its records are marked (env allow_dirty) and excluded from claim verdicts.
 	allowDirty *bool
@@ -92,12 +95,13 @@ func addSweepFlags(fs *flag.FlagSet) *sweepFlags {
 	o.index = fs.Int("index", -1, "shard index; default with --of: $JOB_COMPLETION_INDEX or $SLURM_ARRAY_TASK_ID")
 	o.of = fs.Int("of", 0, "number of shards (run i runs in shard i mod N)")
 	o.workers = fs.Int("workers", runtime.GOMAXPROCS(0), "runs executed at once (default: the cores available)")
-	o.results = fs.String("results", "", "results directory (default: SPECDIR/results)")
+	o.results = fs.String("results", "", "results directory (default: SPECDIR/results at scale small, the committed one; out/PAPER/SCALE/results at the other scales)")
 	o.workdir = fs.String("workdir", "", "directory for run working directories (default: runs/PAPER at the repository root, git-ignored)")
 	o.failFast = fs.Bool("fail-fast", false, "stop starting runs after the first failure")
 	o.quiet = fs.Bool("quiet", false, "report only failures and the summary")
 	o.retry = fs.Bool("retry-failed", false, "run again the runs stored as failed (diverged); by default a resume skips them")
 	o.wait = fs.Bool("wait", false, "when another sweep holds the results directory, wait for it instead of failing")
+	o.waitPending = fs.Bool("wait-pending", false, "with --of: wait for the points that wait for tuning runs of other shards while those shards run (cluster jobs pass it)")
 	o.allowDirty = fs.Bool("allow-dirty", false, "write into reproductions/ from a tree with uncommitted changes (records are marked and excluded from verdicts)")
 	return o
 }
@@ -218,13 +222,6 @@ func runsDir(spec *experiments.Spec) string {
 	return filepath.Join(spec.Dir, "runs")
 }
 
-func resultsDir(s *experiments.Spec, flagValue string) string {
-	if flagValue != "" {
-		return flagValue
-	}
-	return filepath.Join(s.Dir, "results")
-}
-
 // shardIndex resolves --index, falling back to the index a cluster scheduler puts in the
 // environment when --of is given.
 func shardIndex(index, of int) (int, error) {
@@ -280,7 +277,7 @@ func sweep(spec *experiments.Spec, o *sweepFlags, stdout, stderr io.Writer) (*ex
 	if workdir == "" {
 		workdir = runsDir(spec)
 	}
-	env, err := provenance(resultsDir(spec, *o.results), *o.allowDirty)
+	env, err := provenance(resultsDir(spec, scale, *o.results), *o.allowDirty)
 	if err != nil {
 		return nil, err
 	}
@@ -289,9 +286,13 @@ func sweep(spec *experiments.Spec, o *sweepFlags, stdout, stderr io.Writer) (*ex
 	quiet := *o.quiet
 	opt := experiments.SweepOptions{Scale: scale, Only: only, Index: index, Of: *o.of, WaitLock: *o.wait, Waiting: func(e *experiments.LockedError) {
 		fmt.Fprintf(stderr, "waiting for %s (held by %s)\n", e.Dir, strings.Join(e.Holders, "; "))
+	}, WaitPending: *o.waitPending, PendingWaiting: func(pending, running int) {
+		if !quiet {
+			fmt.Fprintf(stderr, "waiting for %d points pending on tuning runs of %d other running shards\n", pending, running)
+		}
 	}, ExecOptions: experiments.ExecOptions{
 		Runner:      runner,
-		Store:       experiments.NewStore(resultsDir(spec, *o.results)),
+		Store:       experiments.NewStore(resultsDir(spec, scale, *o.results)),
 		WorkDir:     workdir,
 		Workers:     *o.workers,
 		Env:         env,
@@ -388,7 +389,7 @@ func dryRun(spec *experiments.Spec, o *sweepFlags, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	recs, _, err := experiments.NewStore(resultsDir(spec, *o.results)).Load()
+	recs, _, err := experiments.NewStore(resultsDir(spec, scale, *o.results)).Load()
 	if err != nil {
 		return err
 	}
@@ -438,7 +439,13 @@ func emitJob(spec *experiments.Spec, o *sweepFlags, kind string, shards int, out
 	if err != nil {
 		return err
 	}
-	plan, err := spec.Plan(scale)
+	// The plan as the dry-run shows it: resolved with the records of the results directory
+	// (tuning steps already stored there count), so both name the same runs.
+	recs, _, err := experiments.NewStore(resultsDir(spec, scale, *o.results)).Load()
+	if err != nil {
+		return err
+	}
+	plan, err := spec.PlanWith(scale, recs)
 	if err != nil {
 		return err
 	}
@@ -453,7 +460,8 @@ func emitJob(spec *experiments.Spec, o *sweepFlags, kind string, shards int, out
 	if o.set("workers") {
 		workers = *o.workers
 	}
-	opt := experiments.EmitOptions{SpecPath: specPath, Scale: scale, Shards: shards, Only: o.only, Workers: workers, Results: *o.results}
+	// --results / --workdir, when given, are the paths inside the job's containers.
+	opt := experiments.EmitOptions{SpecPath: specPath, Scale: scale, Shards: shards, Only: o.only, Workers: workers, Results: *o.results, Workdir: *o.workdir}
 	var text string
 	switch kind {
 	case "k8s", "kubernetes":
@@ -470,7 +478,14 @@ func emitJob(spec *experiments.Spec, o *sweepFlags, kind string, shards int, out
 		_, err = io.WriteString(stdout, text)
 		return err
 	}
-	return os.WriteFile(out, []byte(text), 0o644)
+	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
+		return err
+	}
+	if err := os.WriteFile(out, []byte(text), 0o644); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "wrote %s\n", out)
+	return nil
 }
 
 func mustGetwd() string {

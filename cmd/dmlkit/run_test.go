@@ -14,7 +14,6 @@ import (
 
 	"github.com/dmlkit/dmlkit/dmlkit/experiments"
 	"github.com/dmlkit/dmlkit/dmlkit/reproduce"
-	"gopkg.in/yaml.v3"
 )
 
 const cliSpec = `paper: toy
@@ -112,7 +111,19 @@ func TestReproduceRunsThenRegenerates(t *testing.T) {
 		t.Fatalf("%d calls; stdout:\n%s", calls, stdout)
 	}
 	// Table: contrastive/0.2 over seeds 0, 1: R@1 = 0.52, 0.53 → 52.50 ± 0.71 (std 0.00707).
-	md, err := os.ReadFile(filepath.Join(root, "reproductions", "toy", "tables", "main.md"))
+	// Smoke is not the committed scale: everything goes to out/toy/smoke/ and the spec's own
+	// directory (the committed results, tables and README) and figures/toy are left untouched.
+	scratch := filepath.Join(root, "out", "toy", "smoke")
+	if got := treeFiles(t, filepath.Join(root, "reproductions")); strings.Join(got, " ") != "toy/spec.yaml" {
+		t.Errorf("smoke reproduce wrote into reproductions/: %v", got)
+	}
+	if _, err := os.Stat(filepath.Join(root, "figures")); !os.IsNotExist(err) {
+		t.Errorf("smoke reproduce created figures/: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(scratch, "results", "smoke.jsonl")); err != nil {
+		t.Error(err)
+	}
+	md, err := os.ReadFile(filepath.Join(scratch, "tables", "main.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,7 +131,7 @@ func TestReproduceRunsThenRegenerates(t *testing.T) {
 		!strings.Contains(string(md), "| rsk | 0.5 | 55.50 ± 0.71 | 70.50 [1] | 2 |") {
 		t.Errorf("main.md:\n%s", md)
 	}
-	f, err := os.Open(filepath.Join(root, "figures", "toy", "bars.png"))
+	f, err := os.Open(filepath.Join(scratch, "figures", "bars.png"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -140,16 +151,46 @@ func TestReproduceRunsThenRegenerates(t *testing.T) {
 		t.Fatalf("dry run: code %d, stdout %s", code, stdout)
 	}
 	// figures and tables alone regenerate from the store.
-	os.RemoveAll(filepath.Join(root, "figures"))
+	os.RemoveAll(filepath.Join(scratch, "figures"))
 	if code, _, stderr := runCLI("figures", spec, "--scale", "smoke", "--formats", "png"); code != 0 {
 		t.Fatalf("figures: %s", stderr)
 	}
-	if _, err := os.Stat(filepath.Join(root, "figures", "toy", "bars.png")); err != nil {
+	if _, err := os.Stat(filepath.Join(scratch, "figures", "bars.png")); err != nil {
 		t.Fatal(err)
 	}
 	if code, stdout, _ := runCLI("tables", spec, "--scale", "smoke"); code != 0 || !strings.Contains(stdout, "52.50 ± 0.71") {
 		t.Fatalf("tables: %d %s", code, stdout)
 	}
+	if got := treeFiles(t, filepath.Join(root, "reproductions")); strings.Join(got, " ") != "toy/spec.yaml" {
+		t.Errorf("smoke figures/tables wrote into reproductions/: %v", got)
+	}
+	// The committed scale (small) still writes the paper's own directories.
+	if code, stdout, stderr := runCLI("reproduce", spec, "--scale", "small", "--workers", "2", "--quiet"); code != 0 {
+		t.Fatalf("reproduce small: %d\n%s\n%s", code, stdout, stderr)
+	}
+	for _, p := range []string{"reproductions/toy/results/small.jsonl", "reproductions/toy/tables/main.md", "figures/toy/bars.png"} {
+		if _, err := os.Stat(filepath.Join(root, p)); err != nil {
+			t.Errorf("reproduce --scale small: %v", err)
+		}
+	}
+}
+
+// treeFiles lists the regular files under dir, relative to it, sorted (slash-separated).
+func treeFiles(t *testing.T, dir string) []string {
+	t.Helper()
+	var out []string
+	err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		out = append(out, filepath.ToSlash(rel))
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
 }
 
 func TestRunEmitK8s(t *testing.T) {
@@ -159,10 +200,7 @@ func TestRunEmitK8s(t *testing.T) {
 	if code != 0 {
 		t.Fatal(stderr)
 	}
-	var job map[string]any
-	if err := yaml.Unmarshal([]byte(stdout), &job); err != nil {
-		t.Fatal(err)
-	}
+	job := k8sObjects(t, stdout)["Job"]
 	s := job["spec"].(map[string]any)
 	if s["completionMode"] != "Indexed" || s["completions"] != 12 {
 		t.Fatalf("job spec %v", s)

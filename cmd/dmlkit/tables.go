@@ -24,8 +24,8 @@ func runTables(args []string, stdout, stderr io.Writer) error {
 		fs.PrintDefaults()
 	}
 	scale := fs.String("scale", "", "use the records of this scale (default: small when the spec defines it)")
-	results := fs.String("results", "", "results directory (default: SPECDIR/results)")
-	out := fs.String("out", "", "output directory (default: SPECDIR/tables)")
+	results := fs.String("results", "", "results directory (default: SPECDIR/results at scale small, out/PAPER/SCALE/results at the others)")
+	out := fs.String("out", "", "output directory (default: SPECDIR/tables at scale small, out/PAPER/SCALE/tables at the others)")
 	quiet := fs.Bool("quiet", false, "print neither the Markdown tables nor the files written (only errors and the claims' verdict counts)")
 	includeDirty := fs.Bool("include-dirty", false, "count records written from a tree with uncommitted changes in the claims' verdicts (marked provisional)")
 	specArg, err := parseWithPositional(fs, args)
@@ -40,7 +40,7 @@ func runTables(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	recs, err := loadRecords(spec, *results, stderr)
+	recs, err := loadRecords(spec, sc, *results, stderr)
 	if err != nil {
 		return err
 	}
@@ -63,10 +63,13 @@ func makeClaims(spec *experiments.Spec, scale string, recs []experiments.Record,
 	}
 	// The paper's README block is refreshed only when the claims go to the paper's own tables
 	// directory: a run with --out elsewhere (e.g. a test at smoke scale) leaves the README alone.
+	// Likewise at a scratch scale (see scratchDir): the README's block shows the committed scale.
 	readme := ""
 	if out == "" {
-		out = filepath.Join(spec.Dir, "tables")
-		readme = filepath.Join(spec.Dir, "README.md")
+		out = tablesDir(spec, scale)
+		if scratchDir(spec, scale) == "" {
+			readme = filepath.Join(spec.Dir, "README.md")
+		}
 	}
 	rep, files, err := experiments.RenderClaims(cs, recs, experiments.ClaimOptions{Scale: scale, IncludeDirty: includeDirty, Spec: spec}, out, readme)
 	if err != nil {
@@ -112,13 +115,15 @@ func makeTables(spec *experiments.Spec, scale string, recs []experiments.Record,
 		return nil
 	}
 	if out == "" {
-		out = filepath.Join(spec.Dir, "tables")
+		out = tablesDir(spec, scale)
 	}
 	var failed []string
 	for _, r := range experiments.RenderTables(spec, recs, scale, out) {
 		switch {
 		case errors.Is(r.Err, experiments.ErrNoRecords):
-			fmt.Fprintf(stderr, "skipped %s: %v\n", r.Name, r.Err)
+			if print { // --quiet: a table without records is not an error
+				fmt.Fprintf(stderr, "skipped %s: %v\n", r.Name, r.Err)
+			}
 		case r.Err != nil:
 			failed = append(failed, r.Err.Error())
 		default:

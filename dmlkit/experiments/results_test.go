@@ -312,7 +312,19 @@ func TestEmitK8sAndSlurm(t *testing.T) {
 			} `yaml:"template"`
 		} `yaml:"spec"`
 	}
-	if err := yaml.Unmarshal([]byte(man), &job); err != nil {
+	// With launch.volume the manifests are the files pod and the job (no claim is created).
+	dec := yaml.NewDecoder(strings.NewReader(man))
+	var pod struct {
+		Kind     string `yaml:"kind"`
+		Metadata struct {
+			Name   string            `yaml:"name"`
+			Labels map[string]string `yaml:"labels"`
+		} `yaml:"metadata"`
+	}
+	if err := dec.Decode(&pod); err != nil || pod.Kind != "Pod" || pod.Metadata.Name != "dmlkit-toy-small-files" || pod.Metadata.Labels["dmlkit/part"] != "storage" {
+		t.Fatalf("first manifest: %v %+v\n%s", err, pod, man)
+	}
+	if err := dec.Decode(&job); err != nil {
 		t.Fatalf("manifest does not parse: %v\n%s", err, man)
 	}
 	if job.APIVersion != "batch/v1" || job.Kind != "Job" || job.Metadata.Name != "dmlkit-toy-small" ||
@@ -323,12 +335,12 @@ func TestEmitK8sAndSlurm(t *testing.T) {
 		t.Fatalf("containers: %+v", job.Spec.Template.Spec.Containers)
 	}
 	c := job.Spec.Template.Spec.Containers[0]
-	wantArgs := "run reproductions/toy/spec.yaml --scale small --only loss.name=rsk --results /results/toy --index $(JOB_COMPLETION_INDEX) --of 12"
+	wantArgs := "run reproductions/toy/spec.yaml --scale small --only loss.name=rsk --results /results/toy/results --workdir /results/toy/runs --index $(JOB_COMPLETION_INDEX) --of 12 --wait-pending"
 	if got := strings.Join(c.Args, " "); got != wantArgs || c.Command[0] != "dmlkit" {
 		t.Errorf("args %q, want %q", got, wantArgs)
 	}
 	if c.Image != "registry.local/dmlkit:cuda" || c.Resources.Limits["nvidia.com/gpu"] != "1" || c.Resources.Limits["memory"] != "16Gi" ||
-		len(c.Env) != 1 || c.Env[0].Name != "GOMLX_BACKEND" || job.Spec.Template.Spec.RestartPolicy != "Never" ||
+		len(c.Env) != 2 || c.Env[0].Name != "DMLKIT_DATA" || c.Env[0].Value != "/results/data" || c.Env[1].Name != "GOMLX_BACKEND" || job.Spec.Template.Spec.RestartPolicy != "Never" ||
 		job.Spec.Template.Spec.Volumes[0].PVC.ClaimName != "results-pvc" {
 		t.Errorf("container: %+v", c)
 	}
@@ -343,8 +355,8 @@ func TestEmitK8sAndSlurm(t *testing.T) {
 		"#SBATCH --mem=16G\n",
 		"#SBATCH --gres=gpu:1\n",
 		"export GOMLX_BACKEND=xla\n",
-		`CMD=(dmlkit run reproductions/toy/spec.yaml --scale small --index "${SLURM_ARRAY_TASK_ID}" --of 5)` + "\n",
-		`"docker://${IMAGE}"`,
+		`ARGS=(run reproductions/toy/spec.yaml --scale small --results "${DMLKIT_RESULTS}/toy/results" --workdir "${DMLKIT_RESULTS}/toy/runs" --index "${SLURM_ARRAY_TASK_ID}" --of 5 --wait-pending)` + "\n",
+		`IMAGE=docker://$IMAGE`,
 	} {
 		if !strings.Contains(sh, want) {
 			t.Errorf("slurm script lacks %q:\n%s", want, sh)

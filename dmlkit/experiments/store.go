@@ -380,6 +380,23 @@ func (e *ShardCountError) Error() string {
 // SweepLock is held by one sweep on a results directory; see [Store.LockSweep].
 type SweepLock struct {
 	files []*os.File
+	extra string // the shard part of the holder line (", shard 1 of 4"), for setWaiting
+}
+
+// waitingNote ends the holder line of a shard that waits for pending points
+// ([SweepOptions.WaitPending]); [Store.OtherShardsRunning] does not count such shards.
+const waitingNote = ", waiting for pending points"
+
+// setWaiting rewrites a shard's holder line with or without [waitingNote].
+func (l *SweepLock) setWaiting(waiting bool) {
+	if l == nil || len(l.files) < 2 {
+		return
+	}
+	extra := l.extra
+	if waiting {
+		extra += waitingNote
+	}
+	_ = writeHolder(l.files[len(l.files)-1], extra)
 }
 
 // Unlock releases the lock (and clears the holder it wrote). It may be called more than once.
@@ -510,7 +527,8 @@ func (s *Store) tryLockSweep(opt LockOptions) (*SweepLock, *LockedError, error) 
 		return busy()
 	}
 	l.files = append(l.files, sf)
-	if err := writeHolder(sf, fmt.Sprintf(", shard %d of %d", opt.Index, opt.Of)); err != nil {
+	l.extra = fmt.Sprintf(", shard %d of %d", opt.Index, opt.Of)
+	if err := writeHolder(sf, l.extra); err != nil {
 		return fail(err)
 	}
 	return l, nil, nil
@@ -568,6 +586,25 @@ func (s *Store) otherCountHolders(of int) []string {
 }
 
 // heldElsewhere reports whether another open file holds a lock on path.
+// OtherShardsRunning counts the shards of an Of-shard sweep on the directory, other than index,
+// that hold their shard lock now (running processes, on this machine or, with a file system
+// whose flock works across machines, on another) and are not themselves waiting for pending
+// points ([SweepOptions.WaitPending]).
+func (s *Store) OtherShardsRunning(index, of int) int {
+	n := 0
+	for i := 0; i < of; i++ {
+		p := filepath.Join(s.Dir, fmt.Sprintf(".sweep.shard-%d-of-%d.lock", i, of))
+		if i == index || !heldElsewhere(p) {
+			continue
+		}
+		if b, err := os.ReadFile(p); err == nil && strings.Contains(string(b), waitingNote) {
+			continue
+		}
+		n++
+	}
+	return n
+}
+
 func heldElsewhere(path string) bool {
 	f, err := os.OpenFile(path, os.O_RDWR, 0)
 	if err != nil {

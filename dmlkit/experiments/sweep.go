@@ -306,6 +306,19 @@ type SweepOptions struct {
 	// of failing; Waiting, if set, is told once whom it waits for.
 	WaitLock bool
 	Waiting  func(*LockedError)
+	// WaitPending, for a shard (Of > 1), waits for the points that wait for another shard's tuning
+	// runs instead of returning with them pending: while another shard of the sweep is running
+	// and not itself waiting ([Store.OtherShardsRunning]), the store is read again every
+	// PendingPoll (default 30 s) and the points resolved meanwhile run in this shard. When every
+	// other shard has ended or waits too, no stored run can change any more and the points still
+	// pending are returned in Summary.Pending (a later sweep, e.g. the job submitted again, runs
+	// them). A cluster job's shards need it: the runs after a tuning step are spread over all
+	// shards.
+	WaitPending bool
+	PendingPoll time.Duration
+	// PendingWaiting, if set, is called before each wait with the number of pending points and
+	// of other shards running.
+	PendingWaiting func(pending, running int)
 	ExecOptions
 }
 
@@ -362,8 +375,30 @@ func RunSweep(ctx context.Context, s *Spec, opt SweepOptions) (*Plan, *Summary, 
 			}
 		}
 		if round > 0 && len(todo) == 0 {
-			break
+			if !opt.WaitPending || opt.Of <= 1 || len(plan.Pending) == 0 {
+				break
+			}
+			lock.setWaiting(true)
+			running := opt.Store.OtherShardsRunning(opt.Index, opt.Of)
+			if running == 0 {
+				break
+			}
+			if opt.PendingWaiting != nil {
+				opt.PendingWaiting(len(plan.Pending), running)
+			}
+			poll := opt.PendingPoll
+			if poll <= 0 {
+				poll = 30 * time.Second
+			}
+			select {
+			case <-ctx.Done():
+				total.Pending = plan.Pending
+				return plan, total, ctx.Err()
+			case <-time.After(poll):
+			}
+			continue
 		}
+		lock.setWaiting(false)
 		sum, err := Execute(ctx, plan, todo, opt.ExecOptions)
 		if sum != nil {
 			total.Total += sum.Total

@@ -7,8 +7,10 @@ import (
 
 	"github.com/dmlkit/dmlkit/dmlkit/plots"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // tuneSpec: a learning-rate step ("lr", three values, seed 0) on a validation split, a margin
@@ -282,5 +284,66 @@ func TestRunSweepFailureDoesNotBlockTunedPoints(t *testing.T) {
 	}
 	if calls.Load() != 11 || sum.Ran != 9 || len(sum.Failed) != 2 || len(sum.Pending) != 0 {
 		t.Errorf("calls %d, ran %d, failed %d, pending %d; want 11, 9, 2, 0", calls.Load(), sum.Ran, len(sum.Failed), len(sum.Pending))
+	}
+}
+
+// TestShardsWaitForOtherShardsTuning: the shards of one sweep, started together with
+// WaitPending, run every run of the plan once — also the points that take a selection whose
+// tuning runs are in other shards (without waiting, a shard with no tuning run ends first and
+// its share of those points never runs); when a tuning run fails nothing can resolve, and every
+// shard returns with the points pending instead of waiting forever.
+func TestShardsWaitForOtherShardsTuning(t *testing.T) {
+	s := mustParse(t, strings.Replace(tuneSpec, "paper: toy", "paper: toy\nscales: {small: {}}", 1))
+	sweep := func(wait bool, fail string) (ran int, pending []int, stored int) {
+		runner := func(ctx context.Context, r RunSpec, progress func(string)) (*Outcome, error) {
+			if _, tuning := Get(r.Config, "data.val"); tuning {
+				time.Sleep(150 * time.Millisecond) // the tuning runs finish last
+			}
+			if lr, _ := Get(r.Config, "opt.lr"); fail != "" && FormatValue(lr) == fail {
+				return nil, fmt.Errorf("failed run")
+			}
+			return &Outcome{Metrics: map[string]float64{"val/acc": toyAcc(r.Config)}}, nil
+		}
+		st := NewStore(t.TempDir())
+		const of = 3
+		sums := make([]*Summary, of)
+		var wg sync.WaitGroup
+		for i := range of {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				_, sums[i], _ = RunSweep(context.Background(), s, SweepOptions{Scale: "small", Index: i, Of: of,
+					WaitPending: wait, PendingPoll: 20 * time.Millisecond,
+					ExecOptions: ExecOptions{Runner: runner, Store: st, WorkDir: t.TempDir(), Workers: 1}})
+			}()
+		}
+		wg.Wait()
+		for _, sum := range sums {
+			ran += sum.Ran
+			pending = append(pending, len(sum.Pending))
+		}
+		recs, _, _ := st.Load()
+		return ran, pending, len(recs)
+	}
+	// 3 lr runs, 2 margin runs, points a, b, c × 2 seeds: 11 runs.
+	if ran, pending, stored := sweep(true, ""); ran != 11 || stored != 11 || fmt.Sprint(pending) != "[0 0 0]" {
+		t.Errorf("WaitPending: ran %d, stored %d, pending per shard %v; want 11, 11, [0 0 0]", ran, stored, pending)
+	}
+	if ran, _, stored := sweep(false, ""); ran == 11 || stored == 11 {
+		t.Errorf("without WaitPending all 11 runs ran (%d, %d stored): the test's timing does not exercise the wait", ran, stored)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		// lr 1 fails (the lr-1.0 tuning run and c's 2 runs, at the base lr 1): the lr step never
+		// selects, points a and b (and the margin step) stay pending; lr 0.1 and 0.3 are stored.
+		if ran, pending, stored := sweep(true, "1"); ran != 2 || stored != 2 || pending[0]+pending[1]+pending[2] == 0 {
+			t.Errorf("failed tuning run: ran %d, stored %d, pending %v; want 2, 2 and points pending", ran, stored, pending)
+		}
+	}()
+	select {
+	case <-done:
+	case <-time.After(20 * time.Second):
+		t.Fatal("shards still waiting 20 s after a tuning run failed")
 	}
 }

@@ -269,6 +269,10 @@ func TestBenchVsTorch(t *testing.T) {
 			t.Fatalf("DMLKIT_BENCH_ROUNDS=%q: want a positive integer", v)
 		}
 	}
+	// The comparison needs PyTorch beside dmlkit: say so at once rather than after a traceback.
+	if out, err := exec.Command("/usr/bin/python3", "-c", "import torch").CombinedOutput(); err != nil {
+		t.Fatalf("TestBenchVsTorch compares against PyTorch, which /usr/bin/python3 cannot import (Debian: apt-get install python3-torch python3-numpy): %v\n%s", err, out)
+	}
 	py := filepath.Join(t.TempDir(), "bench.py")
 	if err := os.WriteFile(py, []byte(torchBench), 0o644); err != nil {
 		t.Fatal(err)

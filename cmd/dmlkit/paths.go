@@ -1,0 +1,63 @@
+package main
+
+import (
+	"path/filepath"
+
+	"github.com/dmlkit/dmlkit/dmlkit/experiments"
+)
+
+// CommittedScale is the scale whose results, tables, figures and README verdict blocks are
+// committed for the papers in reproductions/: reproductions/PAPER/{results,tables,README.md} and
+// figures/PAPER. Every other scale of such a spec (smoke, full) writes by default to the
+// git-ignored scratch directory out/PAPER/SCALE/{results,tables,figures} at the repository root,
+// so that trying a reproduction never rewrites the stored one, leaves `git status` clean and can
+// be repeated. --results, --tables/--out and --figures still choose any directory.
+const CommittedScale = "small"
+
+// scratchDir is out/PAPER/SCALE at the repository root for a spec in reproductions/PAPER/ run at
+// a scale other than [CommittedScale]; "" when the spec's own directories are the default (the
+// committed scale, or a spec outside reproductions/).
+func scratchDir(spec *experiments.Spec, scale string) string {
+	repro := filepath.Dir(spec.Dir)
+	if scale == CommittedScale || filepath.Base(repro) != "reproductions" {
+		return ""
+	}
+	if scale == "" {
+		scale = "default"
+	}
+	return filepath.Join(filepath.Dir(repro), "out", spec.Paper, scale)
+}
+
+// resultsDir is flagValue when given, else the scale's default results directory: SPECDIR/results
+// or, for a scratch scale, out/PAPER/SCALE/results.
+func resultsDir(s *experiments.Spec, scale, flagValue string) string {
+	if flagValue != "" {
+		return flagValue
+	}
+	if d := scratchDir(s, scale); d != "" {
+		return filepath.Join(d, "results")
+	}
+	return filepath.Join(s.Dir, "results")
+}
+
+// tablesDir is the default tables directory of a scale: SPECDIR/tables, or out/PAPER/SCALE/tables.
+func tablesDir(s *experiments.Spec, scale string) string {
+	if d := scratchDir(s, scale); d != "" {
+		return filepath.Join(d, "tables")
+	}
+	return filepath.Join(s.Dir, "tables")
+}
+
+// figuresDir is the default figures directory of a scale: figures/PAPER next to the reproductions/
+// directory holding the spec (under the current directory when the spec lives elsewhere), or
+// out/PAPER/SCALE/figures for a scratch scale.
+func figuresDir(spec *experiments.Spec, scale string) string {
+	if d := scratchDir(spec, scale); d != "" {
+		return filepath.Join(d, "figures")
+	}
+	repro := filepath.Dir(spec.Dir)
+	if filepath.Base(repro) == "reproductions" {
+		return filepath.Join(filepath.Dir(repro), "figures", spec.Paper)
+	}
+	return filepath.Join("figures", spec.Paper)
+}
