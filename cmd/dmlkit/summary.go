@@ -132,7 +132,7 @@ func crossPaperSummary(dir string, stderr io.Writer) (string, error) {
 		if err != nil {
 			return "", err
 		}
-		recs, err := loadRecords(spec, "", stderr)
+		recs, err := loadRecords(spec, sc, "", stderr)
 		if err != nil {
 			return "", err
 		}
