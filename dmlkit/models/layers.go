@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/gomlx/compute"
+	"github.com/gomlx/compute/dtypes"
 	"github.com/gomlx/compute/shapes"
 	"github.com/gomlx/gomlx/core/tensors"
 
@@ -363,8 +364,9 @@ func MaxPool3s2(x *Node) *Node {
 // γ (ones), β (zeros): y = (x − μ)/√(σ² + 1e-5)·γ + β. In training mode μ, σ² are the batch
 // statistics and the running statistics (variables "mean", "var", float32, not trainable) move by
 // momentum 0.1 towards μ and the unbiased σ² (PyTorch's convention); otherwise, or with
-// mode.FrozenBN, the running statistics are used. γ and β are float32 variables used in x's
-// dtype (bfloat16 activations keep float32 master weights).
+// mode.FrozenBN, the running statistics are used. γ and β are float32 variables (master
+// weights). Half-precision x (mixed precision, [IsHalf]) is normalised in float32, as PyTorch's
+// autocast does, and the result converted back to x's dtype.
 //
 // Training-mode normalisation runs on the backend's fused BatchNorm op (XLA's batch-norm-training
 // and batch-norm-grad, which XLA lowers to cuDNN on GPUs) when [UseFusedBatchNorm] says so, and
@@ -373,6 +375,9 @@ func MaxPool3s2(x *Node) *Node {
 // Inference and frozen BN always use the composite: it is a per-channel affine map, and GoMLX
 // defines no gradient for the backend's BatchNormForInference, which frozen BN needs in training.
 func BatchNorm(scope *model.Scope, x *Node, mode Mode) *Node {
+	if IsHalf(x.DType()) {
+		return inFloat32(x, func(x *Node) *Node { return BatchNorm(scope, x, mode) })
+	}
 	g := x.Graph()
 	c := x.Shape().Dim(-1)
 	gamma := ConvertDType(Param(scope, "gamma", []int{c}, Fill(1)).NodeValue(g), x.DType())
@@ -457,7 +462,12 @@ func UseFusedBatchNorm(b compute.Backend) bool {
 }
 
 // LayerNorm normalises each row of x [B, D]: (x − mean)/√(var + 1e-5)·γ + β.
+//
+// Half-precision x (mixed precision) is normalised in float32; the result has x's dtype.
 func LayerNorm(scope *model.Scope, x *Node) *Node {
+	if IsHalf(x.DType()) {
+		return inFloat32(x, func(x *Node) *Node { return LayerNorm(scope, x) })
+	}
 	g := x.Graph()
 	d := x.Shape().Dim(-1)
 	gamma := ConvertDType(Param(scope, "gamma", []int{d}, Fill(1)).NodeValue(g), x.DType())
@@ -503,3 +513,15 @@ func Relu(x *Node) *Node {
 }
 
 func scalarLike(x *Node, v float64) *Node { return Scalar(x.Graph(), x.DType(), v) }
+
+// IsHalf reports whether dt is a 16-bit float (bfloat16 or float16): the activation dtype of
+// mixed-precision training, in which the layers keep their float32 variables (master weights)
+// and convert them to the activation dtype where used.
+func IsHalf(dt dtypes.DType) bool { return dt == dtypes.BFloat16 || dt == dtypes.Float16 }
+
+// inFloat32 applies f to x converted to float32 and converts the result back to x's dtype: the
+// normalisations and the attention softmax of half-precision activations run in float32 (their
+// reductions lose too much in 8 or 11 mantissa bits), as under PyTorch's autocast.
+func inFloat32(x *Node, f func(*Node) *Node) *Node {
+	return ConvertDType(f(ConvertDType(x, dtypes.Float32)), x.DType())
+}
