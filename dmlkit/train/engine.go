@@ -60,6 +60,9 @@ func newEngine(cfg *Config, b compute.Backend, store *model.Store, nClasses, h, 
 	if err != nil {
 		return nil, err
 	}
+	if dt := cfg.Precision.DType(); !b.Capabilities().DTypes[dt] {
+		return nil, fmt.Errorf("precision: %s needs %s, which backend %q does not support", cfg.Precision, dt, b.Name())
+	}
 	e := &engine{cfg: cfg, backend: b, store: store, terms: terms, nClass: nClasses, h: h, w: w, c: c}
 	models.SetInitSeed(store, cfg.Seed)
 	if store.GetVariable("/"+model.RNGStateVariableName) == nil {
@@ -298,14 +301,40 @@ func (e *engine) lossEmbAndGrads(scope *model.Scope, x, y *Node) (*Node, *Node, 
 // (buildLossDiag); nothing the gradients depend on changes. w are the label sets' slot weights
 // (nil: none).
 func (e *engine) lossEmbGradsDiag(scope *model.Scope, x, y, w *Node, diag bool) (*Node, *Node, []*model.Variable, []*Node, []losses.Diagnostic) {
-	out := models.Build(scope.At(modelScope), e.cfg.Model, x, models.Mode{Train: true})
+	out := e.build(scope, x, models.Mode{Train: true})
 	loss, diags := e.buildLossDiag(scope, out.LossEmb, y, w, diag)
 	vs := e.trainableInGraph(loss.Graph(), "/")
 	nodes := make([]*Node, len(vs))
 	for i, v := range vs {
 		nodes[i] = v.NodeValue(loss.Graph())
 	}
-	return loss, out.LossEmb, vs, Gradient(loss, nodes...), diags
+	return loss, out.LossEmb, vs, e.gradient(loss, nodes...), diags
+}
+
+// build applies the model (variables under modelScope) to x in the configured precision: x is
+// converted in the graph to the activation dtype (Config.Precision), the network runs in it with
+// float32 variables, and its embeddings come out float32 ([models.Build]).
+func (e *engine) build(scope *model.Scope, x *Node, mode models.Mode) models.Output {
+	if dt := e.cfg.Precision.DType(); x.DType() != dt {
+		x = ConvertDType(x, dt)
+	}
+	return models.Build(scope.At(modelScope), e.cfg.Model, x, mode)
+}
+
+// gradient is Gradient(loss, nodes...) with the configured loss scaling: under fp16 the
+// backprop starts from S·loss (S = Config.lossScale), so that small gradients of the float16
+// activations do not underflow, and the (float32) gradients are divided by S again. S = 1
+// otherwise: plain Gradient.
+func (e *engine) gradient(loss *Node, nodes ...*Node) []*Node {
+	sc := e.cfg.lossScale()
+	if sc == 1 {
+		return Gradient(loss, nodes...)
+	}
+	grads := Gradient(MulScalar(loss, sc), nodes...)
+	for i, g := range grads {
+		grads[i] = MulScalar(g, 1/sc)
+	}
+	return grads
 }
 
 // liveVariables makes the graph read variables as parameters: the Go backend otherwise embeds
@@ -372,20 +401,20 @@ func (e *engine) gradsGraph(scope *model.Scope, x, y *Node) []*Node {
 
 func (e *engine) embedGraph(scope *model.Scope, x *Node) *Node {
 	liveVariables(scope, x.Graph())
-	return models.Build(scope.At(modelScope), e.cfg.Model, x, models.Mode{Train: false}).Emb
+	return e.build(scope, x, models.Mode{Train: false}).Emb
 }
 
 // embedDualGraph is embedGraph that also returns IDML's raw uncertainty embedding [B, UncWidth]
 // (model.dual_head): the inputs of testing with the introspective similarity (seed 002 Table 8).
 func (e *engine) embedDualGraph(scope *model.Scope, x *Node) (*Node, *Node) {
 	liveVariables(scope, x.Graph())
-	out := models.Build(scope.At(modelScope), e.cfg.Model, x, models.Mode{Train: false})
+	out := e.build(scope, x, models.Mode{Train: false})
 	return out.Emb, out.Unc
 }
 
 func (e *engine) msEmbedGraph(scope *model.Scope, x *Node) *Node {
 	liveVariables(scope, x.Graph())
-	return StopGradient(models.Build(scope.At(modelScope), e.cfg.Model, x, models.Mode{Train: true, NoStatsUpdate: true}).LossEmb)
+	return StopGradient(e.build(scope, x, models.Mode{Train: true, NoStatsUpdate: true}).LossEmb)
 }
 
 // accVar returns the gradient accumulator of v (zeros when created).
@@ -441,7 +470,7 @@ func (e *engine) embGradAccumulating(loss, emb *Node) *Node {
 // of Σ emb ⊙ stop_gradient(G_chunk) w.r.t. the model variables is the chunk's share of ∂L/∂θ.
 func (e *engine) msBackGraph(scope *model.Scope, x, gChunk *Node) *Node {
 	liveVariables(scope, x.Graph())
-	out := models.Build(scope.At(modelScope), e.cfg.Model, x, models.Mode{Train: true})
+	out := e.build(scope, x, models.Mode{Train: true})
 	emb := out.LossEmb
 	s := ReduceAllSum(Mul(emb, StopGradient(ConvertDType(gChunk, emb.DType()))))
 	vs := e.trainableInGraph(s.Graph(), "/"+modelScope)
@@ -449,7 +478,7 @@ func (e *engine) msBackGraph(scope *model.Scope, x, gChunk *Node) *Node {
 	for i, v := range vs {
 		nodes[i] = v.NodeValue(s.Graph())
 	}
-	e.accumulate(s.Graph(), vs, Gradient(s, nodes...))
+	e.accumulate(s.Graph(), vs, e.gradient(s, nodes...))
 	return s
 }
 
