@@ -30,7 +30,8 @@ type engine struct {
 	embed   *model.Exec // inference embedding (x) → emb
 	embDual *model.Exec // inference (x) → (emb, uncertainty emb); model.dual_head only
 	msEmbed *model.Exec // multistage stage 1: (x) → loss embedding, no stats update
-	msLoss  *model.Exec // stage 2: (E, y) → (loss, ∂L/∂E), accumulates loss-variable grads
+	msLoss  *model.Exec // stage 2: (y, E_0…E_K−1) → (loss, 0·ΣE, ∂L/∂E_0…), accumulates loss-variable grads
+	msCat   *model.Exec // (E_0…E_K−1) → (E [B, D], 0·ΣE): the blockwise stage's input
 	msBack  *model.Exec // stage 3: (x, G) → Σ emb⊙G, accumulates model grads
 	msApply *model.Exec // (lr, t) → optimiser step from accumulators, zeroes them
 	blocks  *blockStage // blockwise stage 2 (multistage.loss_block > 0), see multistage.go
@@ -118,7 +119,12 @@ func newEngine(cfg *Config, b compute.Backend, store *model.Store, nClasses, h, 
 		e.embDual = add(mk(e.embedDualGraph))
 	}
 	e.msEmbed = add(mk(e.msEmbedGraph))
-	e.msLoss = add(mk(e.msLossGraph))
+	if e.msLoss, err = model.NewExec(b, store, e.msLossGraph); err != nil {
+		errs = append(errs, err)
+	}
+	if e.msCat, err = model.NewExec(b, store, msConcatGraph); err != nil {
+		errs = append(errs, err)
+	}
 	e.msBack = add(mk(e.msBackGraph))
 	e.msApply = add(mk(e.msApplyGraph))
 	if len(errs) > 0 {
@@ -442,14 +448,43 @@ func (e *engine) accumulate(g *Graph, vs []*model.Variable, grads []*Node) {
 	}
 }
 
-// msLossGraph is stage 2 in one whole-batch graph (multistage.loss_block = 0): the loss on the
-// full batch of embeddings E (a graph input) and G = ∂L/∂E; gradients of the loss's own variables
-// (proxies) are accumulated directly. Its pairwise matrices are B×B; see multistage.go for the
-// blockwise stage.
-func (e *engine) msLossGraph(scope *model.Scope, emb, y *Node) (*Node, *Node) {
-	liveVariables(scope, emb.Graph())
+// msLossGraph is stage 2 in one whole-batch graph (multistage.loss_block = 0), on the device:
+// in = [y, E_0, …, E_{K−1}], the labels and the chunks' loss embeddings from stage 1 (device
+// tensors). It concatenates the chunks, builds the loss on all B embeddings and returns
+// [loss, 0·ΣE, G_0, …, G_{K−1}], G_k = ∂L/∂E_k (the rows of chunk k), so stage 3 takes each G_k
+// where it is; 0·ΣE is NaN when an embedding is not finite (as stepGraph's). Gradients of the
+// loss's own variables (proxies) are accumulated directly. Its pairwise matrices are B×B; see
+// multistage.go for the blockwise stage.
+func (e *engine) msLossGraph(scope *model.Scope, in []*Node) []*Node {
+	y, parts := in[0], in[1:]
+	liveVariables(scope, y.Graph())
+	emb, finite := concatRows(parts)
 	loss := e.buildLoss(scope, emb, y)
-	return loss, e.embGradAccumulating(loss, emb)
+	g := e.embGradAccumulating(loss, emb)
+	outs := []*Node{loss, finite}
+	off := 0
+	for _, p := range parts {
+		r := p.Shape().Dim(0)
+		outs = append(outs, Slice(g, AxisRange(off, off+r)))
+		off += r
+	}
+	return outs
+}
+
+// msConcatGraph concatenates the chunks' embeddings on the device for the blockwise stage:
+// (E_0, …) → (E [B, D], 0·ΣE).
+func msConcatGraph(_ *model.Scope, parts []*Node) []*Node {
+	emb, finite := concatRows(parts)
+	return []*Node{emb, finite}
+}
+
+// concatRows concatenates parts (each [r_k, D]) along the rows and returns it with 0·Σ of it.
+func concatRows(parts []*Node) (*Node, *Node) {
+	emb := parts[0]
+	if len(parts) > 1 {
+		emb = Concatenate(parts, 0)
+	}
+	return emb, ReduceAllSum(MulScalar(emb, 0))
 }
 
 // embGradAccumulating returns ∂loss/∂emb and accumulates the gradients of the loss's own
@@ -568,39 +603,47 @@ func (e *engine) trainStepWeighted(pix []float32, n int, labels []int64, weights
 }
 
 // multistageAccumulate runs stages 1–3 for one batch, leaving ∂L/∂θ in the accumulators.
+//
+// Everything stays on the device between the stages: each chunk's images are transferred once
+// (the tensor keeps its device buffer, which stage 3 reuses), stage 1's embeddings are device
+// tensors that stage 2 takes as inputs, and stage 2 returns ∂L/∂E per chunk as device tensors
+// that stage 3 takes as they are. Only the loss and the finiteness scalar come back to the host
+// (the blockwise stage also brings its per-block ∂L/∂E back to sum them in float64; see
+// lossStage). The step's device tensors are freed when it ends.
 func (e *engine) multistageAccumulate(pix []float32, n int, y *tensors.Tensor) (float64, error) {
 	chunk := e.cfg.Multistage.Chunk
 	size := e.h * e.w * e.c
+	var held []*tensors.Tensor
+	defer func() {
+		for _, t := range held {
+			_ = t.FinalizeAll() // device memory back now, not at the next GC
+		}
+	}()
 	t0 := time.Now()
-	var embs []float32
-	d := 0
+	var xs, embs []*tensors.Tensor
 	for s := 0; s < n; s += chunk {
 		m := min(chunk, n-s)
-		out, err := e.msEmbed.Call(e.imageTensor(pix[s*size:(s+m)*size], m))
+		x := e.imageTensor(pix[s*size:(s+m)*size], m)
+		out, err := e.msEmbed.Call(x)
 		if err != nil {
 			return 0, err
 		}
-		d = out[0].Shape().Dim(1)
-		embs = append(embs, tensors.MustCopyFlatData[float32](out[0])...)
-	}
-	e.embFinite = true
-	for _, v := range embs {
-		if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
-			e.embFinite = false
-			break
-		}
+		xs, embs = append(xs, x), append(embs, out[0])
+		held = append(held, x, out[0])
 	}
 	t1 := time.Now()
-	loss, G, err := e.lossStage(embs, n, d, y)
+	loss, gs, err := e.lossStage(embs, y)
 	if err != nil {
 		return 0, err
 	}
+	held = append(held, gs...)
 	t2 := time.Now()
-	for s := 0; s < n; s += chunk {
-		m := min(chunk, n-s)
-		if _, err := e.msBack.Call(e.imageTensor(pix[s*size:(s+m)*size], m), tensors.FromFlatDataAndDimensions(G[s*d:(s+m)*d], m, d)); err != nil {
+	for k, x := range xs {
+		out, err := e.msBack.Call(x, gs[k])
+		if err != nil {
 			return 0, err
 		}
+		held = append(held, out...)
 	}
 	e.stageTimes = [3]time.Duration{t1.Sub(t0), t2.Sub(t1), time.Since(t2)}
 	return loss, nil
