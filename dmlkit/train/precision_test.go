@@ -168,8 +168,17 @@ func TestFP16LossScale(t *testing.T) {
 	}
 }
 
-// TestPrecisionConfig checks the validation of precision and loss_scale.
+// TestPrecisionConfig checks the validation of precision and loss_scale, that --set style keys
+// reach them, and that a configuration without them resolves to YAML without them (so the
+// resolved configurations and hashes of existing runs do not change).
 func TestPrecisionConfig(t *testing.T) {
+	cfg := testConfig()
+	if y, err := cfg.YAML(); err != nil || strings.Contains(string(y), "precision") || strings.Contains(string(y), "loss_scale") {
+		t.Errorf("default configuration's YAML mentions precision or loss_scale (err %v):\n%s", err, y)
+	}
+	if err := cfg.Apply(map[string]any{"precision": "fp16", "loss_scale": 512}); err != nil || cfg.Precision != PrecisionFP16 || cfg.LossScale != 512 {
+		t.Errorf("Apply precision fp16, loss_scale 512: %v, got %q, %g", err, cfg.Precision, cfg.LossScale)
+	}
 	for _, tc := range []struct {
 		p       Precision
 		scale   float64
