@@ -10,7 +10,9 @@
 #   bench    training-step time: small CNN b256 28², ResNet-50 b64 224², ViT-B/16 b64 224², RS@k
 #            multistage ResNet-50 b4000 in chunks of 250, IDML-ProxyAnchor ResNet-50 b120 + 120 mixup
 #            images (512 + 512 heads, AdamW; --cases idml_pa, not in the default list) — dmlkit (XLA
-#            defaults, TF32 on) and the same models in PyTorch (scripts/gpucheck_torch.py, TF32 on); ratios and peak GPU memory
+#            defaults, TF32 on) and the same models in PyTorch (scripts/gpucheck_torch.py, TF32 on); ratios and peak GPU memory;
+#            each case in every precision of --precisions (default fp32,bf16: dmlkit train.precision beside
+#            PyTorch AMP, torch.autocast; fp16 also possible), one report row per case and precision
 #   smoke    each reproductions/*/spec.yaml at scale full, one run per backbone/batch/multistage
 #            group, a few steps on synthetic images
 # then `gpucheck report` writes <out>/<date>-<gpu>.json and .md (the JSON report and the summary).
@@ -18,6 +20,7 @@
 # Usage (GPU machine; the binary is built elsewhere, see README "GPU check"):
 #   scripts/gpu-check.sh --out DIR [--phases device,losses,metrics,bench,smoke] [--deadline SECONDS]
 #                        [--cases smallcnn,resnet50,vit_b16,rsk_multistage,idml_pa] [--smoke-steps N]
+#                        [--precisions fp32,bf16,fp16]   (bench rows; default fp32,bf16)
 #                        [--smoke-only I,J,...]   (representatives by index, in that order)
 # CPU dry run here (Go backend on both sides, PyTorch CPU, sizes scaled down, a few minutes on 2 cores):
 #   scripts/gpu-check.sh --cpu            (writes reproductions/gpu/cpu-dryrun-<date>.{json,md})
@@ -33,10 +36,13 @@
 #   vit_b16 83 + 16 s (dmlkit + PyTorch, compilation included), rsk_multistage 69 + 54 s
 #   · smoke 16-82 s per representative (10 representatives: about 6 min once all compile)
 #   total ≈ 14 min. idml_pa (not in the default cases): 37 + 26 s on an H200 (2026-11-26).
-#   One device command may run 10 minutes, so a session runs it as two calls:
+#   These bench times are fp32 only; the bf16 rows (issue 35, not yet run on a GPU) add about as
+#   much again. One device command may run 10 minutes, so a session runs it as two calls:
 #   --phases device,losses,metrics,bench --cases smallcnn,resnet50,vit_b16 (≈ 5.5 min), then
 #   --phases device,bench,smoke --cases rsk_multistage (≈ 8 min), each with --deadline 540
-#   (phases that would not finish in time are skipped and reported).
+#   (phases that would not finish in time are skipped and reported). For the precision comparison
+#   alone: --phases device,bench --cases resnet50,vit_b16 --precisions fp32,bf16, then
+#   --phases device,bench --cases rsk_multistage,idml_pa --precisions fp32,bf16.
 set -u -o pipefail
 
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -51,10 +57,11 @@ deadline=0
 report_dirs=""
 smoke_steps=3
 cases=smallcnn,resnet50,vit_b16,rsk_multistage
+precisions=fp32,bf16
 smoke_only=""
 date_tag=$(date -u +%Y-%m-%d)
 
-usage() { sed -n '2,35p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,45p' "$0" | sed 's/^# \{0,1\}//'; }
 while [ $# -gt 0 ]; do
   case "$1" in
     --cpu) mode=cpu ;;
@@ -66,6 +73,7 @@ while [ $# -gt 0 ]; do
     --report) report_dirs=$2; shift ;;
     --smoke-steps) smoke_steps=$2; shift ;;
     --cases) cases=$2; shift ;;
+    --precisions) precisions=$2; shift ;;
     --smoke-only) smoke_only=$2; shift ;;
     -h|--help) usage; exit 0 ;;
     *) echo "gpu-check.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
@@ -268,14 +276,18 @@ if has_phase metrics; then
 fi
 if has_phase bench; then
   for c in ${cases//,/ }; do
-    lim=$t_bench; [ $c = rsk_multistage ] && lim=$t_bench_ms
-    rm -f "$tmpd/b.json" "$tmpd/t.json"
-    GOMLX_BACKEND=$bench_backend with_gpumem "dmlkit-$c" run_step "bench-dmlkit-$c" "$lim" "$bin" bench --case $c --scale "$scale" --json "$tmpd/b.json" || fail=1
-    add_part "bench-dmlkit-$c" "$tmpd/b.json"
-    targs=$("$bin" torchargs --case $c --scale "$scale")
-    # shellcheck disable=SC2086
-    with_gpumem "torch-$c" run_step "bench-torch-$c" "$t_torch" env PYTHONUNBUFFERED=1 "$py" scripts/gpucheck_torch.py $targs --device $torch_device --json "$tmpd/t.json" || fail=1
-    add_part "bench-torch-$c" "$tmpd/t.json"
+    for prec in ${precisions//,/ }; do
+      # The report's row key: the case, "+<precision>" unless fp32 (gpucheck's benchCase.rowKey).
+      key=$c; [ "$prec" = fp32 ] || key="$c+$prec"
+      lim=$t_bench; [ $c = rsk_multistage ] && lim=$t_bench_ms
+      rm -f "$tmpd/b.json" "$tmpd/t.json"
+      GOMLX_BACKEND=$bench_backend with_gpumem "dmlkit-$key" run_step "bench-dmlkit-$key" "$lim" "$bin" bench --case $c --scale "$scale" --precision "$prec" --json "$tmpd/b.json" || fail=1
+      add_part "bench-dmlkit-$key" "$tmpd/b.json"
+      targs=$("$bin" torchargs --case $c --scale "$scale" --precision "$prec") || { fail=1; continue; }
+      # shellcheck disable=SC2086
+      with_gpumem "torch-$key" run_step "bench-torch-$key" "$t_torch" env PYTHONUNBUFFERED=1 "$py" scripts/gpucheck_torch.py $targs --device $torch_device --json "$tmpd/t.json" || fail=1
+      add_part "bench-torch-$key" "$tmpd/t.json"
+    done
   done
 fi
 if has_phase smoke; then

@@ -21,6 +21,12 @@ positives in m-1 slots). Adam (lr 1e-4). The models are written out here (no tor
 run on torch 1.13 (Debian, CPU dry run) and torch 2.x (GPU machine; attention uses
 F.scaled_dot_product_attention where it exists).
 
+--precision bf16 / fp16 runs the model's forward (and, multistage, its re-embedding) under
+torch.autocast with that dtype -- PyTorch AMP, as the contextual authors' code trains -- with float32
+weights and optimiser; the embeddings are cast to float32 before the loss, as dmlkit's train.precision
+does. fp16 adds a torch.cuda.amp.GradScaler (dynamic loss scaling; dmlkit's is static). fp32 (the
+default) is unchanged. torch 1.13's CPU autocast supports bfloat16 only.
+
 Each step copies the batch from host memory to the device and reads the loss back, as dmlkit's step
 does. The first step is not timed (cuDNN autotuning, lazy initialisation); step_ms is the mean of the
 others. Writes one JSON object (--json) and prints it.
@@ -238,9 +244,11 @@ def main():
     ap.add_argument("--device", default="cuda")
     ap.add_argument("--threads", type=int, default=0, help="CPU threads (0: all cores)")
     ap.add_argument("--tf32", type=int, default=1, help="allow TF32 matmuls and convolutions (XLA's default on CUDA)")
+    ap.add_argument("--precision", default="fp32", choices=["fp32", "bf16", "fp16"],
+                    help="fp32, or AMP (torch.autocast) with bfloat16 / float16 activations")
     ap.add_argument("--json", default="")
     a = ap.parse_args()
-    rep = {"side": "torch", "case": a.case, "ok": False, "torch_version": torch.__version__}
+    rep = {"side": "torch", "case": a.case, "ok": False, "torch_version": torch.__version__, "precision": a.precision}
     try:
         run(a, rep)
         rep["ok"] = True
@@ -343,6 +351,8 @@ def run(a, rep):
         return loss.item()
 
     step = step_multistage if a.chunk > 0 else step_direct
+    if a.precision != "fp32":
+        step = amp_steps(a, dev, m, opt, loss_fn, params, to_dev)
     if dev.type == "cuda":
         torch.cuda.reset_peak_memory_stats()
     t0 = time.perf_counter()
@@ -360,6 +370,61 @@ def run(a, rep):
         raise RuntimeError("non-finite loss %r" % loss)
     if dev.type == "cuda":
         rep["max_memory_allocated_mib"] = torch.cuda.max_memory_allocated() / 2**20
+
+
+def amp_steps(a, dev, m, opt, loss_fn, params, to_dev):
+    """The step of --precision bf16 / fp16: the model's forward under torch.autocast, the loss in
+    float32 on the float32-cast embeddings, fp16 with a GradScaler (bf16 needs none)."""
+    dtype = torch.bfloat16 if a.precision == "bf16" else torch.float16
+    if dev.type == "cpu" and dtype != torch.bfloat16 and not torch.__version__.startswith("2"):
+        raise RuntimeError("torch %s: CPU autocast supports bfloat16 only" % torch.__version__)
+    scaler = None
+    if a.precision == "fp16":
+        scaler = torch.cuda.amp.GradScaler(enabled=dev.type == "cuda")
+
+    def amp():
+        return torch.autocast(device_type=dev.type, dtype=dtype)
+
+    def backward(t):
+        (scaler.scale(t) if scaler is not None else t).backward()
+
+    def finish():
+        if scaler is not None:
+            scaler.unscale_(opt)
+        if params is not None:
+            torch.nn.utils.clip_grad_value_(params, 10.0)
+        if scaler is not None:
+            scaler.step(opt)
+            scaler.update()
+        else:
+            opt.step()
+
+    def step_direct():
+        x, y = to_dev()
+        opt.zero_grad(set_to_none=True)
+        with amp():
+            e = m(x)
+        loss = loss_fn(e.float(), y)
+        backward(loss)
+        finish()
+        return loss.item()
+
+    def step_multistage():
+        x, y = to_dev()
+        opt.zero_grad(set_to_none=True)
+        with torch.no_grad(), amp():
+            e = torch.cat([m(x[i:i + a.chunk]).float() for i in range(0, a.batch, a.chunk)])
+        e.requires_grad_(True)
+        loss = loss_fn(e, y)
+        (g,) = torch.autograd.grad(loss, e)
+        for i in range(0, a.batch, a.chunk):
+            with amp():
+                emb = m(x[i:i + a.chunk])
+            backward((emb.float() * g[i:i + a.chunk]).sum())
+        finish()
+        return loss.item()
+
+    return step_multistage if a.chunk > 0 else step_direct
 
 
 if __name__ == "__main__":

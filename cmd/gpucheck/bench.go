@@ -113,6 +113,27 @@ type benchCase struct {
 	// AdamW with decoupled weight decay 1e-4 and gradient entries clipped at 10, the loss's
 	// variables (proxies) at 100× the rate, lr 6e-4 (the authors' CUB rate).
 	IDML bool `json:"idml,omitempty"`
+	// Precision is dmlkit's train.precision for the run ("" or "fp32", "bf16", "fp16"); the
+	// PyTorch side runs the same precision with torch.autocast (AMP; fp16 with a GradScaler).
+	Precision string `json:"precision,omitempty"`
+}
+
+// rowKey is the case's key in the report: its name, with "+<precision>" unless fp32 (so the fp32
+// rows keep the names of earlier reports).
+func (bc benchCase) rowKey() string {
+	if bc.Precision == "" || bc.Precision == string(train.PrecisionFP32) {
+		return bc.Name
+	}
+	return bc.Name + "+" + bc.Precision
+}
+
+// setPrecision validates p (fp32, bf16 or fp16) and sets it on the case.
+func (bc *benchCase) setPrecision(p string) error {
+	if err := train.Precision(p).Validate(); err != nil {
+		return fmt.Errorf("--%w", err)
+	}
+	bc.Precision = p
+	return nil
 }
 
 // benchCases are issue 22's workloads: the small CNN at batch 256 (28×28 grey), ResNet-50 at
@@ -174,6 +195,7 @@ func (bc benchCase) config() train.Config {
 	cfg.Eval = train.EvalConfig{Ks: []int{1, 2, 4, 8}, BatchSize: 64, Metric: "R@1"}
 	cfg.Checkpoint = train.CheckpointConfig{Keep: 1}
 	cfg.Multistage = train.MultistageConfig{Chunk: bc.Chunk}
+	cfg.Precision = train.Precision(bc.Precision)
 	if bc.IDML {
 		cfg.Model.Pool, cfg.Model.DualHead = "avgmax", true
 		cfg.Optimizer = train.OptimizerConfig{Name: "adamw", LR: 6e-4, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8, WeightDecay: 1e-4, ClipValue: 10,
@@ -205,6 +227,7 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	name := fs.String("case", "", "workload: smallcnn, resnet50, vit_b16, rsk_multistage or idml_pa")
 	steps := fs.Int("steps", 0, "override the case's number of steps (≥ 2; the first compiles and is not averaged)")
 	frozen := fs.Bool("frozen-bn", false, "override the case's frozen BatchNorm (running statistics, no update) when given")
+	precision := fs.String("precision", "fp32", "train.precision of the run: fp32, bf16 or fp16")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -213,6 +236,9 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	}
 	bc, err := findCase(*scale, *name)
 	if err != nil {
+		return err
+	}
+	if err := bc.setPrecision(*precision); err != nil {
 		return err
 	}
 	if *steps > 0 {
@@ -246,8 +272,8 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	rep.StepMS, rep.FirstSec, rep.Timed, rep.FinalLoss = t.Step*1e3, t.FirstStep, t.Steps, res.FinalLoss
 	rep.DataMS, rep.EvalSec, rep.RSSMiB = t.Data*1e3, t.Eval, peakRSSMiB()
 	rep.OK = t.Steps > 0
-	fmt.Fprintf(stdout, "%s (%s, batch %d, %d², chunk %d, frozen BN %v) on %s: %.1f ms/step over %d steps; first step %.1fs; loss %.4g; peak RSS %.0f MiB\n",
-		bc.Name, bc.Backbone, bc.Batch, bc.Size, bc.Chunk, bc.FrozenBN, cfgName, rep.StepMS, rep.Timed, rep.FirstSec, rep.FinalLoss, rep.RSSMiB)
+	fmt.Fprintf(stdout, "%s (%s, batch %d, %d², chunk %d, frozen BN %v, %s) on %s: %.1f ms/step over %d steps; first step %.1fs; loss %.4g; peak RSS %.0f MiB\n",
+		bc.Name, bc.Backbone, bc.Batch, bc.Size, bc.Chunk, bc.FrozenBN, *precision, cfgName, rep.StepMS, rep.Timed, rep.FirstSec, rep.FinalLoss, rep.RSSMiB)
 	return writeJSON(*jsonPath, rep)
 }
 
@@ -256,11 +282,15 @@ func runTorchArgs(args []string, stdout, stderr io.Writer) error {
 	fs.SetOutput(stderr)
 	scale := scaleFlag(fs)
 	name := fs.String("case", "", "workload")
+	precision := fs.String("precision", "fp32", "fp32, bf16 (PyTorch AMP with bfloat16) or fp16 (AMP with float16 and a GradScaler)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	bc, err := findCase(*scale, *name)
 	if err != nil {
+		return err
+	}
+	if err := bc.setPrecision(*precision); err != nil {
 		return err
 	}
 	frozen := 0
@@ -275,7 +305,7 @@ func runTorchArgs(args []string, stdout, stderr io.Writer) error {
 	if bc.IDML {
 		loss = "idml_pa"
 	}
-	fmt.Fprintf(stdout, "--case %s --backbone %s --batch %d --size %d --channels %d --chunk %d --steps %d --dim %d --loss %s --frozen-bn %d --max-class-size %d\n",
-		bc.Name, bc.Backbone, bc.Batch, bc.Size, bc.Channels, bc.Chunk, bc.Steps, bc.Dim, loss, frozen, mcs)
+	fmt.Fprintf(stdout, "--case %s --backbone %s --batch %d --size %d --channels %d --chunk %d --steps %d --dim %d --loss %s --frozen-bn %d --max-class-size %d --precision %s\n",
+		bc.Name, bc.Backbone, bc.Batch, bc.Size, bc.Channels, bc.Chunk, bc.Steps, bc.Dim, loss, frozen, mcs, *precision)
 	return nil
 }

@@ -156,3 +156,40 @@ func TestVersionPrintsStampedCommit(t *testing.T) {
 		t.Errorf("version x: rc %d, want 2", rc)
 	}
 }
+
+// TestBenchPrecisionRows: torchargs passes the precision on to gpucheck_torch.py, an unknown
+// precision is refused naming the flag, and the report keeps a bf16 row beside the fp32 row of
+// the same case (fp32 first), each with its own ratio, and labels it in the summary.
+func TestBenchPrecisionRows(t *testing.T) {
+	var out, errb strings.Builder
+	if rc := run([]string{"torchargs", "--case", "resnet50", "--scale", "small", "--precision", "bf16"}, &out, &errb); rc != 0 || !strings.HasSuffix(out.String(), "--precision bf16\n") {
+		t.Errorf("torchargs --precision bf16: rc %d, printed %q (stderr %q)", rc, out.String(), errb.String())
+	}
+	out.Reset()
+	errb.Reset()
+	if rc := run([]string{"torchargs", "--case", "resnet50", "--scale", "small", "--precision", "fp8"}, &out, &errb); rc == 0 || !strings.Contains(errb.String(), "--precision: \"fp8\"") {
+		t.Errorf("torchargs --precision fp8: rc %d, stderr %q; want an error naming --precision", rc, errb.String())
+	}
+	dir := t.TempDir()
+	write := func(name string, v any) {
+		if err := appendPart(dir, name, v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	bf := benchCase{Name: "resnet50", Backbone: "resnet50", Precision: "bf16"}
+	write("bench-dmlkit-"+bf.rowKey(), benchReport{part: part{Phase: "bench", OK: true}, Case: bf, StepMS: 6})
+	write("bench-torch-"+bf.rowKey(), torchBench{Side: "torch", Case: "resnet50", OK: true, StepMS: 4, Precision: "bf16"})
+	fp := benchCase{Name: "resnet50", Backbone: "resnet50"}
+	write("bench-dmlkit-"+fp.rowKey(), benchReport{part: part{Phase: "bench", OK: true}, Case: fp, StepMS: 10})
+	write("bench-torch-"+fp.rowKey(), torchBench{Side: "torch", Case: "resnet50", OK: true, StepMS: 5})
+	rep, err := mergeParts([]string{dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Bench) != 2 || rep.Bench[0].Case != "resnet50" || rep.Bench[1].Case != "resnet50+bf16" || rep.Bench[0].Ratio != 2 || rep.Bench[1].Ratio != 1.5 {
+		t.Fatalf("bench rows %+v, want resnet50 (ratio 2) then resnet50+bf16 (ratio 1.5)", rep.Bench)
+	}
+	if md := renderMarkdown(rep, "t"); !strings.Contains(md, "| resnet50+bf16 | resnet50, batch 0, 0²×0, , bf16 (dmlkit train.precision; PyTorch AMP) |") {
+		t.Errorf("summary lacks the labelled bf16 row:\n%s", md)
+	}
+}

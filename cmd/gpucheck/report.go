@@ -35,6 +35,7 @@ type torchBench struct {
 	RSSMiB      float64 `json:"peak_rss_mib"`
 	FinalLoss   float64 `json:"final_loss"`
 	Params      int64   `json:"params"`
+	Precision   string  `json:"precision,omitempty"` // fp32, or bf16 / fp16 under torch.autocast
 }
 
 // gpuMem is the script's nvidia-smi sampling around one process.
@@ -255,10 +256,13 @@ func mergeParts(dirs []string) (*fullReport, error) {
 	return rep, nil
 }
 
+// caseOrder sorts the bench rows: by case, then fp32 before the other precisions (a row key is
+// "<case>" or "<case>+<precision>", see benchCase.rowKey).
 func caseOrder(c string) string {
+	name, prec, _ := strings.Cut(c, "+")
 	for i, n := range []string{"smallcnn", "resnet50", "vit_b16", "rsk_multistage", "idml_pa"} {
-		if c == n {
-			return strconv.Itoa(i)
+		if name == n {
+			return strconv.Itoa(i) + "+" + prec
 		}
 	}
 	return "9" + c
@@ -444,7 +448,7 @@ func renderMarkdown(r *fullReport, title string) string {
 	}
 	if len(r.Bench) > 0 {
 		p("\n## Training step: dmlkit vs PyTorch on the same machine\n\n")
-		p("Mean step time after the first step (which compiles); both sides copy the batch from host memory each step. Ratio = dmlkit / PyTorch (target ≤ 1.0×). Memory: peak device memory in use during the process (nvidia-smi sampling, minus the idle baseline); PyTorch's own max_memory_allocated beside it; on CPU, peak resident memory.\n\n")
+		p("Mean step time after the first step (which compiles); both sides copy the batch from host memory each step. Rows marked bf16 / fp16 run dmlkit with train.precision and PyTorch under torch.autocast (float32 weights; fp16 with loss scaling). Ratio = dmlkit / PyTorch (target ≤ 1.0×). Memory: peak device memory in use during the process (nvidia-smi sampling, minus the idle baseline); PyTorch's own max_memory_allocated beside it; on CPU, peak resident memory.\n\n")
 		p("| case | parameters | dmlkit ms/step | PyTorch ms/step | ratio | dmlkit first step s | peak memory dmlkit | peak memory PyTorch | device |\n|---|---|---|---|---|---|---|---|---|\n")
 		for _, x := range r.Bench {
 			pc := x.Params
@@ -455,6 +459,9 @@ func renderMarkdown(r *fullReport, title string) string {
 			params += ", " + pc.Loss
 			if pc.IDML {
 				params += fmt.Sprintf(" (ProxyAnchor base; + %d mixup images; %d + %d heads, avg + max pool, AdamW)", pc.Batch, pc.Dim, pc.Dim)
+			}
+			if pc.Precision != "" && pc.Precision != "fp32" {
+				params += ", " + pc.Precision + " (dmlkit train.precision; PyTorch AMP)"
 			}
 			dm, tm, first, ratio, memD, memT, dev := "–", "–", "–", "–", fmtMem(x.MemDmlkit), fmtMem(x.MemTorch), ""
 			if x.Dmlkit != nil {

@@ -3,6 +3,8 @@ package models
 import (
 	"fmt"
 
+	"github.com/gomlx/compute"
+	"github.com/gomlx/compute/dtypes"
 	"github.com/gomlx/compute/shapes"
 	"github.com/gomlx/gomlx/core/tensors"
 
@@ -360,11 +362,22 @@ func MaxPool3s2(x *Node) *Node {
 
 // BatchNorm normalises x over every axis but the last (channels) and applies the affine
 // γ (ones), β (zeros): y = (x − μ)/√(σ² + 1e-5)·γ + β. In training mode μ, σ² are the batch
-// statistics and the running statistics (variables "mean", "var", not trainable) move by
+// statistics and the running statistics (variables "mean", "var", float32, not trainable) move by
 // momentum 0.1 towards μ and the unbiased σ² (PyTorch's convention); otherwise, or with
-// mode.FrozenBN, the running statistics are used. A composite graph: the Go backend has no
-// BatchNorm op.
+// mode.FrozenBN, the running statistics are used. γ and β are float32 variables (master
+// weights). Half-precision x (mixed precision, [IsHalf]) is normalised in float32, as PyTorch's
+// autocast does, and the result converted back to x's dtype.
+//
+// Training-mode normalisation runs on the backend's fused BatchNorm op (XLA's batch-norm-training
+// and batch-norm-grad, which XLA lowers to cuDNN on GPUs) when [UseFusedBatchNorm] says so, and
+// otherwise as a composite graph of reductions and element-wise ops (the Go backend has no
+// BatchNorm op); both give the same outputs, statistics and gradients up to float rounding.
+// Inference and frozen BN always use the composite: it is a per-channel affine map, and GoMLX
+// defines no gradient for the backend's BatchNormForInference, which frozen BN needs in training.
 func BatchNorm(scope *model.Scope, x *Node, mode Mode) *Node {
+	if IsHalf(x.DType()) {
+		return inFloat32(x, func(x *Node) *Node { return BatchNorm(scope, x, mode) })
+	}
 	g := x.Graph()
 	c := x.Shape().Dim(-1)
 	gamma := ConvertDType(Param(scope, "gamma", []int{c}, Fill(1)).NodeValue(g), x.DType())
@@ -380,29 +393,81 @@ func BatchNorm(scope *model.Scope, x *Node, mode Mode) *Node {
 		bshape[i] = 1
 	}
 	bshape[x.Rank()-1] = c
-	var mean, variance *Node
 	if mode.Train && !mode.FrozenBN {
-		mean = ReduceMean(x, axes...)
-		xc := Sub(x, Reshape(mean, bshape...))
-		variance = ReduceMean(Square(xc), axes...)
+		var y, mean, variance *Node
+		if UseFusedBatchNorm(g.Backend()) {
+			// variance is the biased batch variance, as the composite's.
+			y, mean, variance = InternalBatchNormForTraining(x, gamma, beta, bnEps, -1)
+		} else {
+			mean = ReduceMean(x, axes...)
+			xc := Sub(x, Reshape(mean, bshape...))
+			variance = ReduceMean(Square(xc), axes...)
+			y = Mul(xc, Reshape(Inverse(Sqrt(AddScalar(variance, bnEps))), bshape...))
+			y = Add(Mul(y, Reshape(gamma, bshape...)), Reshape(beta, bshape...))
+		}
 		if !mode.NoStatsUpdate {
 			n := x.Shape().Size() / c
-			unbiased := MulScalar(StopGradient(variance), float64(n)/float64(max(n-1, 1)))
 			rm, rv := rmV.NodeValue(g), rvV.NodeValue(g)
-			rmV.SetNodeValue(Add(MulScalar(rm, 1-bnMomentum), MulScalar(ConvertDType(StopGradient(mean), rm.DType()), bnMomentum)))
-			rvV.SetNodeValue(Add(MulScalar(rv, 1-bnMomentum), MulScalar(ConvertDType(unbiased, rv.DType()), bnMomentum)))
+			mean32 := ConvertDType(StopGradient(mean), rm.DType())
+			unbiased := MulScalar(ConvertDType(StopGradient(variance), rv.DType()), float64(n)/float64(max(n-1, 1)))
+			rmV.SetNodeValue(Add(MulScalar(rm, 1-bnMomentum), MulScalar(mean32, bnMomentum)))
+			rvV.SetNodeValue(Add(MulScalar(rv, 1-bnMomentum), MulScalar(unbiased, bnMomentum)))
 		}
-		y := Mul(xc, Reshape(Inverse(Sqrt(AddScalar(variance, bnEps))), bshape...))
-		return Add(Mul(y, Reshape(gamma, bshape...)), Reshape(beta, bshape...))
+		return y
 	}
-	mean = ConvertDType(rmV.NodeValue(g), x.DType())
-	variance = ConvertDType(rvV.NodeValue(g), x.DType())
+	mean := ConvertDType(rmV.NodeValue(g), x.DType())
+	variance := ConvertDType(rvV.NodeValue(g), x.DType())
 	y := Mul(Sub(x, Reshape(mean, bshape...)), Reshape(Inverse(Sqrt(AddScalar(variance, bnEps))), bshape...))
 	return Add(Mul(y, Reshape(gamma, bshape...)), Reshape(beta, bshape...))
 }
 
+// BatchNormKernel selects the implementation of training-mode [BatchNorm].
+type BatchNormKernel int
+
+const (
+	// BatchNormAuto (the default) uses the fused op wherever the backend implements it (XLA) and
+	// the composite graph elsewhere (the Go backend, ONNX Runtime).
+	BatchNormAuto BatchNormKernel = iota
+	// BatchNormComposite always uses the composite graph.
+	BatchNormComposite
+	// BatchNormFused always uses the fused op; building a graph on a backend without it panics.
+	BatchNormFused
+)
+
+// BatchNormImpl is the process-wide [BatchNormKernel] (default BatchNormAuto). Tests and
+// benchmarks set it to compare the two paths on one backend; set it before graphs are built.
+var BatchNormImpl = BatchNormAuto
+
+// HasFusedBatchNorm reports whether backend b implements the fused training BatchNorm op and
+// its gradient (compute.OpTypeBatchNormForTraining and OpTypeBatchNormGradient).
+func HasFusedBatchNorm(b compute.Backend) bool {
+	ops := b.Capabilities().Operations
+	return ops[compute.OpTypeBatchNormForTraining] && ops[compute.OpTypeBatchNormGradient]
+}
+
+// UseFusedBatchNorm is the one place that decides whether training-mode [BatchNorm] on backend
+// b uses the fused op: per [BatchNormImpl], and with BatchNormAuto when [HasFusedBatchNorm].
+// BatchNormFused on a backend without the op panics naming the backend.
+func UseFusedBatchNorm(b compute.Backend) bool {
+	switch BatchNormImpl {
+	case BatchNormComposite:
+		return false
+	case BatchNormFused:
+		if !HasFusedBatchNorm(b) {
+			panic(fmt.Sprintf("models: BatchNormImpl is BatchNormFused but backend %q has no fused BatchNorm op", b.Name()))
+		}
+		return true
+	}
+	return HasFusedBatchNorm(b)
+}
+
 // LayerNorm normalises each row of x [B, D]: (x − mean)/√(var + 1e-5)·γ + β.
+//
+// Half-precision x (mixed precision) is normalised in float32; the result has x's dtype.
 func LayerNorm(scope *model.Scope, x *Node) *Node {
+	if IsHalf(x.DType()) {
+		return inFloat32(x, func(x *Node) *Node { return LayerNorm(scope, x) })
+	}
 	g := x.Graph()
 	d := x.Shape().Dim(-1)
 	gamma := ConvertDType(Param(scope, "gamma", []int{d}, Fill(1)).NodeValue(g), x.DType())
@@ -448,3 +513,15 @@ func Relu(x *Node) *Node {
 }
 
 func scalarLike(x *Node, v float64) *Node { return Scalar(x.Graph(), x.DType(), v) }
+
+// IsHalf reports whether dt is a 16-bit float (bfloat16 or float16): the activation dtype of
+// mixed-precision training, in which the layers keep their float32 variables (master weights)
+// and convert them to the activation dtype where used.
+func IsHalf(dt dtypes.DType) bool { return dt == dtypes.BFloat16 || dt == dtypes.Float16 }
+
+// inFloat32 applies f to x converted to float32 and converts the result back to x's dtype: the
+// normalisations and the attention softmax of half-precision activations run in float32 (their
+// reductions lose too much in 8 or 11 mantissa bits), as under PyTorch's autocast.
+func inFloat32(x *Node, f func(*Node) *Node) *Node {
+	return ConvertDType(f(ConvertDType(x, dtypes.Float32)), x.DType())
+}

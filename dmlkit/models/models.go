@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/gomlx/compute/dtypes"
 	. "github.com/gomlx/gomlx/core/graph"
 	"github.com/gomlx/gomlx/ml/model"
 )
@@ -167,6 +168,12 @@ type Output struct {
 
 // Build applies the network to x ([B, H, W, C] images for image backbones, [B, F] for
 // "features") under scope (variables "backbone/…", "head/…", "projector/…", "unc/…").
+//
+// The network runs in x's dtype: float32, or bfloat16 / float16 for mixed precision (variables
+// stay float32 and are converted where used; normalisations and softmax run in float32). The
+// embeddings (Emb, Unc, LossEmb) of half-precision inputs are float32 — the head's output is converted before
+// the L2 normalisation and the projector — so losses and metrics see float32; Features keep
+// x's dtype.
 func Build(scope *model.Scope, cfg Config, x *Node, mode Mode) Output {
 	var f *Node
 	switch cfg.Backbone {
@@ -191,9 +198,9 @@ func Build(scope *model.Scope, cfg Config, x *Node, mode Mode) Output {
 	if cfg.LayerNorm {
 		h = LayerNorm(scope.At("layer_norm"), h)
 	}
-	out.Emb = head(scope.At("head"), cfg, h, cfg.Dim)
+	out.Emb = toFloat32(head(scope.At("head"), cfg, h, cfg.Dim))
 	if cfg.DualHead {
-		out.Unc = head(scope.At("unc"), cfg, h, cfg.UncWidth())
+		out.Unc = toFloat32(head(scope.At("unc"), cfg, h, cfg.UncWidth()))
 	}
 	if cfg.L2 {
 		out.Emb = NormalizeRows(out.Emb)
@@ -288,4 +295,12 @@ func LoadPretrained(scope *model.Scope, cfg Config) error {
 		return fmt.Errorf("model.pretrained: %s: %w", cfg.Pretrained, err)
 	}
 	return nil
+}
+
+// toFloat32 converts half-precision x to float32 (other dtypes are returned unchanged).
+func toFloat32(x *Node) *Node {
+	if !IsHalf(x.DType()) {
+		return x
+	}
+	return ConvertDType(x, dtypes.Float32)
 }

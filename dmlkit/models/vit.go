@@ -215,12 +215,20 @@ func vitBlock(scope *model.Scope, spec ViTSpec, z *Node) *Node {
 	}
 	q, k, v := part(0), part(1), part(2)
 	scores := MulScalar(Einsum("bqhd,bkhd->bhqk", q, k), 1/math.Sqrt(float64(dh)))
-	att := Einsum("bhqk,bkhd->bqhd", Softmax(scores, -1), v)
+	att := Einsum("bhqk,bkhd->bqhd", softmaxLast(scores), v)
 	flat = Add(flat, vitLinear(scope.At("attn").At("out"), Reshape(att, b*s, d), d))
 
 	h = vitLayerNorm(scope.At("ln_2"), flat)
 	h = vitLinear(scope.At("mlp").At("fc2"), GeluExact(vitLinear(scope.At("mlp").At("fc1"), h, spec.MLP)), d)
 	return Reshape(Add(flat, h), b, s, d)
+}
+
+// softmaxLast is the softmax over the last axis, computed in float32 for half-precision scores.
+func softmaxLast(x *Node) *Node {
+	if IsHalf(x.DType()) {
+		return inFloat32(x, softmaxLast)
+	}
+	return Softmax(x, -1)
 }
 
 // GeluExact is GELU(x) = x·Φ(x) = ½·x·(1 + erf(x/√2)) (PyTorch's nn.GELU() default).
@@ -238,7 +246,11 @@ func vitLinear(scope *model.Scope, x *Node, out int) *Node {
 }
 
 // vitLayerNorm normalises the rows of x [M, D] with ε = 1e-6: (x − μ)/√(σ² + ε)·γ + β.
+// Half-precision x is normalised in float32 ([inFloat32]).
 func vitLayerNorm(scope *model.Scope, x *Node) *Node {
+	if IsHalf(x.DType()) {
+		return inFloat32(x, func(x *Node) *Node { return vitLayerNorm(scope, x) })
+	}
 	g := x.Graph()
 	d := x.Shape().Dim(-1)
 	gamma := ConvertDType(vitParam(scope, "gamma", []int{d}, Fill(1)).NodeValue(g), x.DType())

@@ -15,6 +15,7 @@ package train
 import (
 	"bytes"
 	"fmt"
+	"math"
 	"os"
 	"sort"
 	"strings"
@@ -23,6 +24,7 @@ import (
 	"github.com/dmlkit/dmlkit/dmlkit/data"
 	"github.com/dmlkit/dmlkit/dmlkit/losses"
 	"github.com/dmlkit/dmlkit/dmlkit/models"
+	"github.com/gomlx/compute/dtypes"
 	"gopkg.in/yaml.v3"
 )
 
@@ -43,6 +45,72 @@ type Config struct {
 	Multistage MultistageConfig `yaml:"multistage"`
 	Mixup      MixupConfig      `yaml:"mixup"`
 	Log        LogConfig        `yaml:"log"`
+	// Precision is the activation precision of training (see [Precision]); "" is fp32. Written to
+	// config.resolved.yaml only when set, so fp32 configurations resolve and hash as before.
+	Precision Precision `yaml:"precision,omitempty" doc:"activation precision: fp32 (default), bf16 or fp16 (float32 master weights, losses and metrics)"`
+	// LossScale is the static loss scale of precision fp16 (0: DefaultLossScale); only with fp16.
+	LossScale float64 `yaml:"loss_scale,omitempty" doc:"fp16 static loss scale (0 = 1024); only with precision fp16"`
+}
+
+// Precision is the dtype of the network's activations in training and embedding.
+//
+//   - "fp32" (or ""): float32 throughout.
+//   - "bf16": mixed precision with bfloat16 activations. The inputs are converted to bfloat16 in
+//     the graph and the network runs in bfloat16 (matmul and convolution products accumulate in
+//     float32 on the Go backend and on GPUs); the variables stay float32 (master weights, which
+//     the optimiser updates in float32), BatchNorm/LayerNorm statistics and the attention softmax
+//     are computed in float32, and the embeddings are converted to float32 before the L2
+//     normalisation, so losses, gradients of the loss, metrics and evaluation are float32
+//     ([models.Build]). bfloat16 has float32's exponent range, so no loss scaling is needed.
+//   - "fp16": as bf16 with float16 activations, whose range (6e-5 … 65504, subnormals to 6e-8)
+//     underflows small gradients: the loss is multiplied by LossScale before backprop and the
+//     float32 gradients divided by it (a static scale, not PyTorch GradScaler's dynamic one;
+//     a step whose scaled gradients overflow gives non-finite parameters, which the trainer's
+//     divergence check reports).
+//
+// The backend must support the dtype (compute.Capabilities.DTypes); the Go backend supports both.
+type Precision string
+
+// Values of Precision.
+const (
+	PrecisionFP32 Precision = "fp32"
+	PrecisionBF16 Precision = "bf16"
+	PrecisionFP16 Precision = "fp16"
+)
+
+// DefaultLossScale is the fp16 loss scale when loss_scale is 0.
+const DefaultLossScale = 1024
+
+// DType is the activation dtype of p (Float32 for "" and fp32).
+func (p Precision) DType() dtypes.DType {
+	switch p {
+	case PrecisionBF16:
+		return dtypes.BFloat16
+	case PrecisionFP16:
+		return dtypes.Float16
+	}
+	return dtypes.Float32
+}
+
+// Validate checks p; the error names the field "precision".
+func (p Precision) Validate() error {
+	switch p {
+	case "", PrecisionFP32, PrecisionBF16, PrecisionFP16:
+		return nil
+	}
+	return fmt.Errorf("precision: %q: want fp32, bf16 or fp16", string(p))
+}
+
+// lossScale is the factor the loss is multiplied by before backprop (and the gradients divided
+// by after): LossScale (or DefaultLossScale) with fp16, 1 otherwise.
+func (c *Config) lossScale() float64 {
+	if c.Precision != PrecisionFP16 {
+		return 1
+	}
+	if c.LossScale > 0 {
+		return c.LossScale
+	}
+	return DefaultLossScale
 }
 
 // LogConfig logs the loss's diagnostics (losses.Diagnoser: per-term values, counters such as the
@@ -378,6 +446,14 @@ func (c *Config) Validate() error {
 				}
 			}
 		}
+	}
+	if err := c.Precision.Validate(); err != nil {
+		return err
+	}
+	if ls := c.LossScale; ls < 0 || math.IsNaN(ls) || math.IsInf(ls, 0) {
+		return fmt.Errorf("loss_scale: %g: want a finite value > 0 (0 = %d)", ls, DefaultLossScale)
+	} else if ls > 0 && c.Precision != PrecisionFP16 {
+		return fmt.Errorf("loss_scale: %g: only with precision fp16 (precision is %q)", ls, c.Precision)
 	}
 	if err := c.Optimizer.Validate("optimizer"); err != nil {
 		return err

@@ -30,7 +30,8 @@ type engine struct {
 	embed   *model.Exec // inference embedding (x) → emb
 	embDual *model.Exec // inference (x) → (emb, uncertainty emb); model.dual_head only
 	msEmbed *model.Exec // multistage stage 1: (x) → loss embedding, no stats update
-	msLoss  *model.Exec // stage 2: (E, y) → (loss, ∂L/∂E), accumulates loss-variable grads
+	msLoss  *model.Exec // stage 2: (y, E_0…E_K−1) → (loss, 0·ΣE, ∂L/∂E_0…), accumulates loss-variable grads
+	msCat   *model.Exec // (E_0…E_K−1) → (E [B, D], 0·ΣE): the blockwise stage's input
 	msBack  *model.Exec // stage 3: (x, G) → Σ emb⊙G, accumulates model grads
 	msApply *model.Exec // (lr, t) → optimiser step from accumulators, zeroes them
 	blocks  *blockStage // blockwise stage 2 (multistage.loss_block > 0), see multistage.go
@@ -59,6 +60,9 @@ func newEngine(cfg *Config, b compute.Backend, store *model.Store, nClasses, h, 
 	terms, err := cfg.lossTerms()
 	if err != nil {
 		return nil, err
+	}
+	if dt := cfg.Precision.DType(); !b.Capabilities().DTypes[dt] {
+		return nil, fmt.Errorf("precision: %s needs %s, which backend %q does not support", cfg.Precision, dt, b.Name())
 	}
 	e := &engine{cfg: cfg, backend: b, store: store, terms: terms, nClass: nClasses, h: h, w: w, c: c}
 	models.SetInitSeed(store, cfg.Seed)
@@ -115,7 +119,12 @@ func newEngine(cfg *Config, b compute.Backend, store *model.Store, nClasses, h, 
 		e.embDual = add(mk(e.embedDualGraph))
 	}
 	e.msEmbed = add(mk(e.msEmbedGraph))
-	e.msLoss = add(mk(e.msLossGraph))
+	if e.msLoss, err = model.NewExec(b, store, e.msLossGraph); err != nil {
+		errs = append(errs, err)
+	}
+	if e.msCat, err = model.NewExec(b, store, msConcatGraph); err != nil {
+		errs = append(errs, err)
+	}
 	e.msBack = add(mk(e.msBackGraph))
 	e.msApply = add(mk(e.msApplyGraph))
 	if len(errs) > 0 {
@@ -298,14 +307,40 @@ func (e *engine) lossEmbAndGrads(scope *model.Scope, x, y *Node) (*Node, *Node, 
 // (buildLossDiag); nothing the gradients depend on changes. w are the label sets' slot weights
 // (nil: none).
 func (e *engine) lossEmbGradsDiag(scope *model.Scope, x, y, w *Node, diag bool) (*Node, *Node, []*model.Variable, []*Node, []losses.Diagnostic) {
-	out := models.Build(scope.At(modelScope), e.cfg.Model, x, models.Mode{Train: true})
+	out := e.build(scope, x, models.Mode{Train: true})
 	loss, diags := e.buildLossDiag(scope, out.LossEmb, y, w, diag)
 	vs := e.trainableInGraph(loss.Graph(), "/")
 	nodes := make([]*Node, len(vs))
 	for i, v := range vs {
 		nodes[i] = v.NodeValue(loss.Graph())
 	}
-	return loss, out.LossEmb, vs, Gradient(loss, nodes...), diags
+	return loss, out.LossEmb, vs, e.gradient(loss, nodes...), diags
+}
+
+// build applies the model (variables under modelScope) to x in the configured precision: x is
+// converted in the graph to the activation dtype (Config.Precision), the network runs in it with
+// float32 variables, and its embeddings come out float32 ([models.Build]).
+func (e *engine) build(scope *model.Scope, x *Node, mode models.Mode) models.Output {
+	if dt := e.cfg.Precision.DType(); x.DType() != dt {
+		x = ConvertDType(x, dt)
+	}
+	return models.Build(scope.At(modelScope), e.cfg.Model, x, mode)
+}
+
+// gradient is Gradient(loss, nodes...) with the configured loss scaling: under fp16 the
+// backprop starts from S·loss (S = Config.lossScale), so that small gradients of the float16
+// activations do not underflow, and the (float32) gradients are divided by S again. S = 1
+// otherwise: plain Gradient.
+func (e *engine) gradient(loss *Node, nodes ...*Node) []*Node {
+	sc := e.cfg.lossScale()
+	if sc == 1 {
+		return Gradient(loss, nodes...)
+	}
+	grads := Gradient(MulScalar(loss, sc), nodes...)
+	for i, g := range grads {
+		grads[i] = MulScalar(g, 1/sc)
+	}
+	return grads
 }
 
 // liveVariables makes the graph read variables as parameters: the Go backend otherwise embeds
@@ -372,20 +407,20 @@ func (e *engine) gradsGraph(scope *model.Scope, x, y *Node) []*Node {
 
 func (e *engine) embedGraph(scope *model.Scope, x *Node) *Node {
 	liveVariables(scope, x.Graph())
-	return models.Build(scope.At(modelScope), e.cfg.Model, x, models.Mode{Train: false}).Emb
+	return e.build(scope, x, models.Mode{Train: false}).Emb
 }
 
 // embedDualGraph is embedGraph that also returns IDML's raw uncertainty embedding [B, UncWidth]
 // (model.dual_head): the inputs of testing with the introspective similarity (seed 002 Table 8).
 func (e *engine) embedDualGraph(scope *model.Scope, x *Node) (*Node, *Node) {
 	liveVariables(scope, x.Graph())
-	out := models.Build(scope.At(modelScope), e.cfg.Model, x, models.Mode{Train: false})
+	out := e.build(scope, x, models.Mode{Train: false})
 	return out.Emb, out.Unc
 }
 
 func (e *engine) msEmbedGraph(scope *model.Scope, x *Node) *Node {
 	liveVariables(scope, x.Graph())
-	return StopGradient(models.Build(scope.At(modelScope), e.cfg.Model, x, models.Mode{Train: true, NoStatsUpdate: true}).LossEmb)
+	return StopGradient(e.build(scope, x, models.Mode{Train: true, NoStatsUpdate: true}).LossEmb)
 }
 
 // accVar returns the gradient accumulator of v (zeros when created).
@@ -413,14 +448,43 @@ func (e *engine) accumulate(g *Graph, vs []*model.Variable, grads []*Node) {
 	}
 }
 
-// msLossGraph is stage 2 in one whole-batch graph (multistage.loss_block = 0): the loss on the
-// full batch of embeddings E (a graph input) and G = ∂L/∂E; gradients of the loss's own variables
-// (proxies) are accumulated directly. Its pairwise matrices are B×B; see multistage.go for the
-// blockwise stage.
-func (e *engine) msLossGraph(scope *model.Scope, emb, y *Node) (*Node, *Node) {
-	liveVariables(scope, emb.Graph())
+// msLossGraph is stage 2 in one whole-batch graph (multistage.loss_block = 0), on the device:
+// in = [y, E_0, …, E_{K−1}], the labels and the chunks' loss embeddings from stage 1 (device
+// tensors). It concatenates the chunks, builds the loss on all B embeddings and returns
+// [loss, 0·ΣE, G_0, …, G_{K−1}], G_k = ∂L/∂E_k (the rows of chunk k), so stage 3 takes each G_k
+// where it is; 0·ΣE is NaN when an embedding is not finite (as stepGraph's). Gradients of the
+// loss's own variables (proxies) are accumulated directly. Its pairwise matrices are B×B; see
+// multistage.go for the blockwise stage.
+func (e *engine) msLossGraph(scope *model.Scope, in []*Node) []*Node {
+	y, parts := in[0], in[1:]
+	liveVariables(scope, y.Graph())
+	emb, finite := concatRows(parts)
 	loss := e.buildLoss(scope, emb, y)
-	return loss, e.embGradAccumulating(loss, emb)
+	g := e.embGradAccumulating(loss, emb)
+	outs := []*Node{loss, finite}
+	off := 0
+	for _, p := range parts {
+		r := p.Shape().Dim(0)
+		outs = append(outs, Slice(g, AxisRange(off, off+r)))
+		off += r
+	}
+	return outs
+}
+
+// msConcatGraph concatenates the chunks' embeddings on the device for the blockwise stage:
+// (E_0, …) → (E [B, D], 0·ΣE).
+func msConcatGraph(_ *model.Scope, parts []*Node) []*Node {
+	emb, finite := concatRows(parts)
+	return []*Node{emb, finite}
+}
+
+// concatRows concatenates parts (each [r_k, D]) along the rows and returns it with 0·Σ of it.
+func concatRows(parts []*Node) (*Node, *Node) {
+	emb := parts[0]
+	if len(parts) > 1 {
+		emb = Concatenate(parts, 0)
+	}
+	return emb, ReduceAllSum(MulScalar(emb, 0))
 }
 
 // embGradAccumulating returns ∂loss/∂emb and accumulates the gradients of the loss's own
@@ -441,7 +505,7 @@ func (e *engine) embGradAccumulating(loss, emb *Node) *Node {
 // of Σ emb ⊙ stop_gradient(G_chunk) w.r.t. the model variables is the chunk's share of ∂L/∂θ.
 func (e *engine) msBackGraph(scope *model.Scope, x, gChunk *Node) *Node {
 	liveVariables(scope, x.Graph())
-	out := models.Build(scope.At(modelScope), e.cfg.Model, x, models.Mode{Train: true})
+	out := e.build(scope, x, models.Mode{Train: true})
 	emb := out.LossEmb
 	s := ReduceAllSum(Mul(emb, StopGradient(ConvertDType(gChunk, emb.DType()))))
 	vs := e.trainableInGraph(s.Graph(), "/"+modelScope)
@@ -449,7 +513,7 @@ func (e *engine) msBackGraph(scope *model.Scope, x, gChunk *Node) *Node {
 	for i, v := range vs {
 		nodes[i] = v.NodeValue(s.Graph())
 	}
-	e.accumulate(s.Graph(), vs, Gradient(s, nodes...))
+	e.accumulate(s.Graph(), vs, e.gradient(s, nodes...))
 	return s
 }
 
@@ -539,39 +603,47 @@ func (e *engine) trainStepWeighted(pix []float32, n int, labels []int64, weights
 }
 
 // multistageAccumulate runs stages 1–3 for one batch, leaving ∂L/∂θ in the accumulators.
+//
+// Everything stays on the device between the stages: each chunk's images are transferred once
+// (the tensor keeps its device buffer, which stage 3 reuses), stage 1's embeddings are device
+// tensors that stage 2 takes as inputs, and stage 2 returns ∂L/∂E per chunk as device tensors
+// that stage 3 takes as they are. Only the loss and the finiteness scalar come back to the host
+// (the blockwise stage also brings its per-block ∂L/∂E back to sum them in float64; see
+// lossStage). The step's device tensors are freed when it ends.
 func (e *engine) multistageAccumulate(pix []float32, n int, y *tensors.Tensor) (float64, error) {
 	chunk := e.cfg.Multistage.Chunk
 	size := e.h * e.w * e.c
+	var held []*tensors.Tensor
+	defer func() {
+		for _, t := range held {
+			_ = t.FinalizeAll() // device memory back now, not at the next GC
+		}
+	}()
 	t0 := time.Now()
-	var embs []float32
-	d := 0
+	var xs, embs []*tensors.Tensor
 	for s := 0; s < n; s += chunk {
 		m := min(chunk, n-s)
-		out, err := e.msEmbed.Call(e.imageTensor(pix[s*size:(s+m)*size], m))
+		x := e.imageTensor(pix[s*size:(s+m)*size], m)
+		out, err := e.msEmbed.Call(x)
 		if err != nil {
 			return 0, err
 		}
-		d = out[0].Shape().Dim(1)
-		embs = append(embs, tensors.MustCopyFlatData[float32](out[0])...)
-	}
-	e.embFinite = true
-	for _, v := range embs {
-		if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
-			e.embFinite = false
-			break
-		}
+		xs, embs = append(xs, x), append(embs, out[0])
+		held = append(held, x, out[0])
 	}
 	t1 := time.Now()
-	loss, G, err := e.lossStage(embs, n, d, y)
+	loss, gs, err := e.lossStage(embs, y)
 	if err != nil {
 		return 0, err
 	}
+	held = append(held, gs...)
 	t2 := time.Now()
-	for s := 0; s < n; s += chunk {
-		m := min(chunk, n-s)
-		if _, err := e.msBack.Call(e.imageTensor(pix[s*size:(s+m)*size], m), tensors.FromFlatDataAndDimensions(G[s*d:(s+m)*d], m, d)); err != nil {
+	for k, x := range xs {
+		out, err := e.msBack.Call(x, gs[k])
+		if err != nil {
 			return 0, err
 		}
+		held = append(held, out...)
 	}
 	e.stageTimes = [3]time.Duration{t1.Sub(t0), t2.Sub(t1), time.Since(t2)}
 	return loss, nil

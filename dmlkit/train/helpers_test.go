@@ -6,6 +6,7 @@ import (
 
 	"github.com/dmlkit/dmlkit/dmlkit/backend"
 	"github.com/dmlkit/dmlkit/dmlkit/data"
+	"github.com/gomlx/compute"
 	"github.com/gomlx/gomlx/ml/model"
 )
 
@@ -70,6 +71,12 @@ func testConfig() Config {
 // ([n, h, w, c] row-major) and labels.
 func firstBatch(t *testing.T, cfg *Config, samplerSeed int64) (eng *engine, store *model.Store, pix []float32, labels []int64) {
 	t.Helper()
+	return firstBatchOn(t, backend.MustShared(), cfg, samplerSeed)
+}
+
+// firstBatchOn is firstBatch with the engine on backend b.
+func firstBatchOn(t *testing.T, b compute.Backend, cfg *Config, samplerSeed int64) (eng *engine, store *model.Store, pix []float32, labels []int64) {
+	t.Helper()
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
@@ -80,7 +87,7 @@ func firstBatch(t *testing.T, cfg *Config, samplerSeed int64) (eng *engine, stor
 	tr := split.train
 	h, w, c := tr.Dims()
 	store = model.NewStore()
-	if eng, err = newEngine(cfg, backend.MustShared(), store, len(classesOf(tr)), h, w, c); err != nil {
+	if eng, err = newEngine(cfg, b, store, len(classesOf(tr)), h, w, c); err != nil {
 		t.Fatal(err)
 	}
 	s, err := NewSampler(cfg.Sampler, samplerSeed, tr.Labels(), nil)

@@ -2,6 +2,7 @@ package train
 
 import (
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/dmlkit/dmlkit/dmlkit/losses"
@@ -14,7 +15,7 @@ import (
 
 // Blockwise loss stage of multistage backprop (seed 003, Algorithm 1, lines 10–12).
 //
-// The whole-batch stage 2 (msLossGraph) builds the loss on all B embeddings at once, so its
+// The whole-batch stage 2 (msLossGraph, device-resident: see engine.multistageAccumulate) builds the loss on all B embeddings at once, so its
 // pairwise matrices are B×B (1.5 GB each in float32 for Omniglot's 19,280 background images). With
 // multistage.loss_block = K > 0 and a loss that decomposes over anchors ([losses.Blockwise]) stage 2
 // runs instead in blocks of K anchors, each scored against all B embeddings:
@@ -63,22 +64,42 @@ func (c *Config) validateLossBlock() error {
 	return nil
 }
 
-// lossStage is stage 2: the loss on the B×D embeddings emb (row-major float32) with labels y and
-// G = ∂L/∂E ([B·D] float32); gradients of loss variables are accumulated. It runs the whole-batch
-// graph, or the blockwise stage when multistage.loss_block > 0.
-func (e *engine) lossStage(emb []float32, n, d int, y *tensors.Tensor) (float64, []float32, error) {
-	embT := tensors.FromFlatDataAndDimensions(emb, n, d)
+// lossStage is stage 2 on the chunks' loss embeddings embs (device tensors [r_k, D] from stage 1)
+// with labels y: it returns the loss and G_k = ∂L/∂E_k per chunk, and sets e.embFinite; gradients
+// of loss variables are accumulated. It runs the whole-batch graph (msLossGraph: all on the
+// device), or the blockwise stage when multistage.loss_block > 0: the chunks are concatenated on
+// the device, each block's ∂L/∂E [B, D] comes back to the host and is summed in float64 (the
+// precision the blockwise tests rely on), and the sum goes back as one tensor per chunk.
+func (e *engine) lossStage(embs []*tensors.Tensor, y *tensors.Tensor) (float64, []*tensors.Tensor, error) {
 	if e.cfg.Multistage.LossBlock <= 0 {
-		out, err := e.msLoss.Call(embT, y)
+		args := make([]any, 0, len(embs)+1)
+		args = append(args, y)
+		for _, t := range embs {
+			args = append(args, t)
+		}
+		out, err := e.msLoss.Call(args...)
 		if err != nil {
 			return 0, nil, err
 		}
-		return scalarValue(out[0]), tensors.MustCopyFlatData[float32](out[1]), nil
+		e.embFinite = isFinite(scalarValue(out[1]))
+		return scalarValue(out[0]), out[2:], nil
 	}
 	bs, err := e.blockStage()
 	if err != nil {
 		return 0, nil, err
 	}
+	args := make([]any, len(embs))
+	for i, t := range embs {
+		args[i] = t
+	}
+	cat, err := e.msCat.Call(args...)
+	if err != nil {
+		return 0, nil, err
+	}
+	embT := cat[0]
+	defer func() { _ = embT.FinalizeAll() }()
+	e.embFinite = isFinite(scalarValue(cat[1]))
+	n, d := embT.Shape().Dim(0), embT.Shape().Dim(1)
 	k := e.cfg.Multistage.LossBlock
 	queries := func(s int) *tensors.Tensor {
 		q := make([]int32, min(k, n-s))
@@ -111,14 +132,25 @@ func (e *engine) lossStage(emb []float32, n, d int, y *tensors.Tensor) (float64,
 		for i, v := range tensors.MustCopyFlatData[float32](out[1]) {
 			acc[i] += float64(v)
 		}
+		_ = out[1].FinalizeAll()
 	}
-	G := make([]float32, n*d)
-	for i, v := range acc {
-		G[i] = float32(v)
+	gs := make([]*tensors.Tensor, len(embs))
+	row := 0
+	for i, t := range embs {
+		r := t.Shape().Dim(0)
+		g := make([]float32, r*d)
+		for j := range g {
+			g[j] = float32(acc[row*d+j])
+		}
+		gs[i] = tensors.FromFlatDataAndDimensions(g, r, d)
+		row += r
 	}
 	bs.passTimes = [2]time.Duration{t1.Sub(t0), time.Since(t1)}
-	return loss, G, nil
+	return loss, gs, nil
 }
+
+// isFinite reports whether v is neither NaN nor ±Inf.
+func isFinite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
 
 // blockStage returns the compiled blockwise graphs, creating them on first use.
 func (e *engine) blockStage() (*blockStage, error) {
