@@ -256,12 +256,21 @@ func configDiff(arm, tune map[string]any, tuned map[string]bool) []string {
 	return out
 }
 
-// diffText renders at most two diffs and the count of the others.
+// diffText renders at most two diffs and the count of the others. Where the loss itself differs,
+// its options (loss.set.*) follow from it and are counted, not listed.
 func diffText(diffs []string) string {
-	if len(diffs) <= 2 {
-		return strings.Join(diffs, "; ")
+	shown := diffs
+	if slices.ContainsFunc(diffs, func(d string) bool { return strings.HasPrefix(d, "loss.name:") }) {
+		shown = slices.DeleteFunc(slices.Clone(diffs), func(d string) bool { return strings.HasPrefix(d, "loss.set.") })
 	}
-	return strings.Join(diffs[:2], "; ") + fmt.Sprintf(" and %d more", len(diffs)-2)
+	if len(shown) > 2 {
+		shown = shown[:2]
+	}
+	s := strings.Join(shown, "; ")
+	if rest := len(diffs) - len(shown); rest > 0 {
+		s += fmt.Sprintf(" and %d more", rest)
+	}
+	return s
 }
 
 // armFacts computes an arm's facts from its records.
