@@ -56,8 +56,11 @@ type ClaimSet struct {
 	Where    map[string]any `yaml:"where"`
 	Budget   string         `yaml:"budget"`    // default budget unit of the claims (default "epochs")
 	MinTrain *float64       `yaml:"min_train"` // default training floor (default [DefaultMinTrain])
-	Claims   []ClaimSpec    `yaml:"-"`         // after "for" expansion
-	Path     string         `yaml:"-"`         // the file it was read from
+	// Weak lists baselines that stay far below their known level after an honest effort: every
+	// claim with an arm whose records all match one's where is marked "weak baseline" in its row.
+	Weak   []WeakBaseline `yaml:"weak"`
+	Claims []ClaimSpec    `yaml:"-"` // after "for" expansion
+	Path   string         `yaml:"-"` // the file it was read from
 }
 
 // Claim kinds.
@@ -117,6 +120,12 @@ type ClaimSpec struct {
 	Forms []ClaimForm `yaml:"forms"`
 }
 
+// WeakBaseline is a baseline below its level (see [ClaimSet.Weak]).
+type WeakBaseline struct {
+	Where  map[string]any `yaml:"where"`
+	Reason string         `yaml:"reason"` // what it reaches against what, e.g. "SoftTriple 37 % R@1, the other losses 62-72 %"
+}
+
 // ClaimForm is one form of a claim: where adds to every arm's where, base and treatment to those
 // arms' only.
 type ClaimForm struct {
@@ -171,6 +180,7 @@ func ParseClaims(data []byte, name string) (*ClaimSet, error) {
 		Where    map[string]any   `yaml:"where"`
 		Budget   string           `yaml:"budget"`
 		MinTrain *float64         `yaml:"min_train"`
+		Weak     []WeakBaseline   `yaml:"weak"`
 		Claims   []map[string]any `yaml:"claims"`
 	}
 	dec := yaml.NewDecoder(bytes.NewReader(data))
@@ -181,7 +191,14 @@ func ParseClaims(data []byte, name string) (*ClaimSet, error) {
 		}
 		return nil, fmt.Errorf("experiments: %s: %w", name, err)
 	}
-	cs := &ClaimSet{Paper: raw.Paper, Scale: raw.Scale, Where: asMap(normalize(raw.Where)), Budget: raw.Budget, MinTrain: raw.MinTrain}
+	cs := &ClaimSet{Paper: raw.Paper, Scale: raw.Scale, Where: asMap(normalize(raw.Where)), Budget: raw.Budget, MinTrain: raw.MinTrain, Weak: raw.Weak}
+	for i := range cs.Weak {
+		w := &cs.Weak[i]
+		w.Where = asMap(normalize(w.Where))
+		if len(w.Where) == 0 || strings.TrimSpace(w.Reason) == "" {
+			return nil, fmt.Errorf("experiments: %s: field \"weak[%d]\": want a where and a reason (what the baseline reaches against what)", name, i)
+		}
+	}
 	if cs.Paper == "" {
 		return nil, fmt.Errorf("experiments: %s: field \"paper\": missing", name)
 	}

@@ -15,6 +15,16 @@ type ClaimsReport struct {
 	Verdicts []ClaimVerdict
 }
 
+// WeakBaseline reports whether an arm of the verdict is a baseline below its level ([ClaimSet.Weak]).
+func (v *ClaimVerdict) WeakBaseline() bool {
+	for _, f := range v.Facts {
+		if f.Weak != "" {
+			return true
+		}
+	}
+	return false
+}
+
 // CauseCounts returns how many verdicts each cause decided ([ClaimVerdict.Cause]).
 func (r *ClaimsReport) CauseCounts() map[string]int {
 	out := map[string]int{}
@@ -147,7 +157,11 @@ func (r *ClaimsReport) Markdown() string {
 			effect = append(effect, mdEscape(pre+f.effectText()))
 			seeds = append(seeds, mdEscape(pre+f.seedsText()))
 			comp = append(comp, mdEscape(pre+f.ComparabilityNote()))
-			verdict = append(verdict, mdEscape(pre)+"**"+f.Verdict+"** ("+mdEscape(f.Reason)+")")
+			vs := mdEscape(pre) + "**" + f.Verdict + "** (" + mdEscape(f.Reason) + ")"
+			if f.WeakBaseline() {
+				vs += " — weak baseline"
+			}
+			verdict = append(verdict, vs)
 		}
 		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
 			mdEscape(v.Claim.ID), mdEscape(v.Claim.Paper), mdEscape(v.Claim.Source), mdEscape(v.kindLabel()),

@@ -80,6 +80,7 @@ type ArmFacts struct {
 	LossSeeds int     // seeds with a logged loss of ≥ 2 points
 	LossFell  int     // of those, seeds whose loss fell below its first logged value
 	N         int     // records the facts come from
+	Weak      string  // the reason, when the arm is a baseline below its level ([ClaimSet.Weak])
 }
 
 // trained reports whether the arm has training evidence: train R@1 or a logged loss.
@@ -271,6 +272,23 @@ func diffText(diffs []string) string {
 		s += fmt.Sprintf(" and %d more", rest)
 	}
 	return s
+}
+
+// weakFor returns the reason of the first weak baseline all of recs match ("" if none or no recs).
+func weakFor(weak []WeakBaseline, recs []*Record) string {
+	for _, w := range weak {
+		all := len(recs) > 0
+		for _, r := range recs {
+			if !matchRecord(r, w.Where) {
+				all = false
+				break
+			}
+		}
+		if all {
+			return w.Reason
+		}
+	}
+	return ""
 }
 
 // armFacts computes an arm's facts from its records.
@@ -559,6 +577,11 @@ func (v *ClaimVerdict) ComparabilityNote() string {
 	}
 	if v.Claim.Deliberate != "" {
 		parts[0] += " (deliberate)"
+	}
+	for _, f := range v.Facts {
+		if f.Weak != "" {
+			parts = append(parts, "weak baseline: "+f.Label+" ("+f.Weak+")")
+		}
 	}
 	var edges []string
 	for _, f := range v.Facts {

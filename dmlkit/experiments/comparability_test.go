@@ -163,6 +163,9 @@ func TestComparabilityRules(t *testing.T) {
 				}
 			},
 			verdict: VerdictHeld, cause: CauseInterval},
+		{name: "a weak baseline is marked, the verdict stands", claim: better("a", "b", nil),
+			set:     &ClaimSet{Paper: "toy", Weak: []WeakBaseline{{Where: map[string]any{"loss.name": "a"}, Reason: "a reaches 10 % where others reach 60 %"}}},
+			verdict: VerdictHeld, cause: CauseInterval, note: "weak baseline: A (a reaches 10 % where others reach 60 %)"},
 		{name: "an arm below half the best arm's train R@1", claim: better("a", "b", nil),
 			edit: func(arm string, _ int64, r *Record) {
 				if arm == "a" {

@@ -592,7 +592,11 @@ func (v *ClaimVerdict) judge(arms []armValues, set *ClaimSet, scale string, reco
 				recs = append(recs, a.recs[s])
 			}
 		}
-		v.Facts = append(v.Facts, armFacts(a.label, recs, prov))
+		f := armFacts(a.label, recs, prov)
+		if set != nil {
+			f.Weak = weakFor(set.Weak, recs)
+		}
+		v.Facts = append(v.Facts, f)
 	}
 	v.applyRules(v.budget, minTrain)
 }
