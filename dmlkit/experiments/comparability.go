@@ -547,7 +547,7 @@ func compactRuns(xs []string) []string {
 // ComparabilityNote is the compact note of a verdict row: tuning, budget and training of the arms,
 // e.g. "own tuning · 2 epochs · train R@1 0.55–0.71".
 func (v *ClaimVerdict) ComparabilityNote() string {
-	if len(v.Facts) == 0 {
+	if len(v.Facts) == 0 || len(v.Seeds) == 0 {
 		return "—"
 	}
 	var parts []string
