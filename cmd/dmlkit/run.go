@@ -191,12 +191,22 @@ func loadSpec(arg string) (*experiments.Spec, error) {
 	return nil, fmt.Errorf("spec %s does not exist", arg)
 }
 
-// defaultScale is small when the spec defines it, else the only scale, else none.
+// defaultScale is the scale --scale names, which the spec must define (a typo would otherwise
+// select no record, and tables and figures would overwrite the committed ones with "not drawn"
+// before anything is written); without the flag, small when the spec defines it, else the only
+// scale, else none.
 func defaultScale(s *experiments.Spec, flagValue string) (string, error) {
+	names := s.ScaleNames()
 	if flagValue != "" {
+		if _, ok := s.Scales[flagValue]; !ok {
+			defined := "none"
+			if len(names) > 0 {
+				defined = strings.Join(names, ", ")
+			}
+			return "", fmt.Errorf("--scale: unknown scale %q (%s defines: %s)", flagValue, s.Path, defined)
+		}
 		return flagValue, nil
 	}
-	names := s.ScaleNames()
 	switch {
 	case len(names) == 0:
 		return "", nil
