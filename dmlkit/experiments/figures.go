@@ -322,8 +322,15 @@ func BuildFigure(f FigureSpec, recs []Record, st plots.Style) (plots.Figure, err
 }
 
 // BuildFigureWith turns the (already selected) records into the figure f describes, with the texts
-// of the labels map: a *plots.Chart, or for embedding2d a *plots.EmbeddingFigure.
+// of the labels map: a *plots.Chart, or for embedding2d a *plots.EmbeddingFigure. A point (curve,
+// cell, bar, panel; see pointKeys) with two records of one seed is an error ([Group.CheckSeeds]):
+// it would average, or pool, mixed configurations as if they were seeds.
 func BuildFigureWith(f FigureSpec, recs []Record, st plots.Style, lm LabelMap) (plots.Figure, error) {
+	for _, g := range GroupBy(recs, pointKeys(f)) {
+		if err := g.CheckSeeds(); err != nil {
+			return nil, fmt.Errorf("point %w", err)
+		}
+	}
 	factor := f.Factor
 	if factor == 0 {
 		factor = 1

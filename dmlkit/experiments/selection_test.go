@@ -42,7 +42,7 @@ func TestSelection(t *testing.T) {
 		if err := spec.check(); err != nil {
 			t.Fatal(err)
 		}
-		tab := BuildTable(spec, recs, nil)
+		tab := mustBuildTable(t, spec, recs, nil)
 		got := tab.Selected
 		if got == nil || got.Row < 0 || got.Values[0] != tc.want || got.Candidates != tc.candidates {
 			t.Errorf("%+v: selected %+v, want m = %g among %d", tc.sel, got, tc.want, tc.candidates)

@@ -96,10 +96,17 @@ type Cell struct {
 	Cite   int // 1-based index into Table.Sources, 0: none
 }
 
-// BuildTable aggregates records (already filtered by scale) into the table t describes.
-func BuildTable(t TableSpec, records []Record, refs []Reference) *Table {
+// BuildTable aggregates records (already filtered by scale) into the table t describes. A row
+// with two records of one seed is an error ([Group.CheckSeeds]): its mean ± std would not be one
+// over seeds.
+func BuildTable(t TableSpec, records []Record, refs []Reference) (*Table, error) {
 	recs := Select(records, "", t.Where)
 	groups := GroupBy(recs, t.Rows)
+	for _, g := range groups {
+		if err := g.CheckSeeds(); err != nil {
+			return nil, fmt.Errorf("table %q: row %w", t.Name, err)
+		}
+	}
 	factor := t.Factor
 	if factor == 0 {
 		factor = 1
@@ -186,7 +193,7 @@ func BuildTable(t TableSpec, records []Record, refs []Reference) *Table {
 			tab.Rows[sel.Row][0].Text += " (selected)"
 		}
 	}
-	return tab
+	return tab, nil
 }
 
 func (t *Table) factor() float64 {
@@ -362,7 +369,13 @@ func RenderTables(s *Spec, records []Record, scale, outDir string) []TableResult
 			out = append(out, res)
 			continue
 		}
-		res.Table = BuildTable(t, recs, s.Reference)
+		tab, err := BuildTable(t, recs, s.Reference)
+		if err != nil {
+			res.Err = err
+			out = append(out, res)
+			continue
+		}
+		res.Table = tab
 		md := filepath.Join(outDir, t.Name+".md")
 		tex := filepath.Join(outDir, t.Name+".tex")
 		if err := writeFileAtomic(md, []byte(res.Table.Markdown())); err != nil {
