@@ -76,6 +76,9 @@ func makeFigures(spec *experiments.Spec, scale string, recs []experiments.Record
 		fmt.Fprintf(stdout, "%s declares no figures\n", spec.Path)
 		return nil
 	}
+	if err := experiments.CheckSelections(spec, recs); err != nil {
+		return err
+	}
 	if out == "" {
 		out = figuresDir(spec)
 	}

@@ -1,10 +1,13 @@
 package main
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/dmlkit/dmlkit/dmlkit/experiments"
 )
 
 // TestTablesFiguresRejectUnknownScale: `tables`/`figures --scale smal` (a typo) exit non-zero
@@ -38,6 +41,42 @@ func TestTablesFiguresRejectUnknownScale(t *testing.T) {
 	for p, text := range committed {
 		if b, err := os.ReadFile(p); err != nil || string(b) != text {
 			t.Errorf("%s rewritten: %q (%v)", p, b, err)
+		}
+	}
+}
+
+// TestTablesRefuseTypos: `tables` exits non-zero, naming the file, the field and the name, for a
+// claims.yaml where key no record and no spec configuration has and for a table metric no record
+// has; before, the claim read "inconclusive (no records)" and the column was empty, with exit 0.
+func TestTablesRefuseTypos(t *testing.T) {
+	t.Setenv("GOMLX_BACKEND", "go")
+	toyExperiments(t)
+	experiments.SetRunner(func(ctx context.Context, r experiments.RunSpec, progress func(string)) (*experiments.Outcome, error) {
+		return &experiments.Outcome{Metrics: map[string]float64{"R@1": 0.5 + float64(r.Seed)/100}}, nil
+	})
+	for _, tc := range []struct {
+		name, spec, claims, want string
+	}{
+		{"claims where key", cliSpec, `paper: toy
+claims:
+  - {id: c1, paper: "rsk beats contrastive", source: "Table 1", kind: better, metric: R@1, direction: higher,
+     base: {label: contrastive, where: {loss.name: contrastive}}, treatment: {label: rsk, where: {loss.nam: rsk}}}
+`, `claims.yaml: claims[0] (id "c1"): field "treatment.where": key "loss.nam": no configuration of the spec and no stored record has it (did you mean "loss.name"?)`},
+		{"table metric", strings.Replace(cliSpec, "metrics: [R@1]", "metrics: [R@1, R@one]", 1), "",
+			`table "main": field "metrics[1]": metric "R@one": none of the stored records has it`},
+	} {
+		_, spec := writeSpec(t, tc.spec)
+		if tc.claims != "" {
+			if err := os.WriteFile(filepath.Join(filepath.Dir(spec), "claims.yaml"), []byte(tc.claims), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if code, _, stderr := runCLI("run", spec, "--scale", "smoke", "--workers", "1", "--quiet"); code != 0 {
+			t.Fatalf("%s: run: exit %d: %s", tc.name, code, stderr)
+		}
+		code, _, stderr := runCLI("tables", spec, "--scale", "smoke", "--quiet")
+		if code == 0 || !strings.Contains(stderr, tc.want) {
+			t.Errorf("%s: tables: exit %d, stderr %q\nwant: %s", tc.name, code, stderr, tc.want)
 		}
 	}
 }
