@@ -15,6 +15,7 @@ package train
 import (
 	"bytes"
 	"fmt"
+	"math"
 	"os"
 	"sort"
 	"strings"
@@ -422,6 +423,17 @@ func (c *Config) Validate() error {
 	for i, f := range c.Eval.Verify.FARs {
 		if !(f > 0 && f < 1) {
 			return fmt.Errorf("eval.verify.fars[%d]: %g: want 0 < FAR < 1", i, f)
+		}
+		// A FAR below 1/negatives cannot be resolved (no negative may be accepted): its TAR would
+		// be left out of the record without a word.
+		for _, n := range []struct {
+			field string
+			count int
+		}{{"negatives", c.Eval.Verify.Negatives}, {"hard_negatives", c.Eval.Verify.HardNegatives}} {
+			if n.count > 0 && f*float64(n.count) < 1 {
+				return fmt.Errorf("eval.verify.fars[%d]: %g is below 1/eval.verify.%s (1/%d): the TAR at it cannot be resolved; raise %s to ≥ %.0f or drop the FAR",
+					i, f, n.field, n.count, n.field, math.Ceil(1/f))
+			}
 		}
 	}
 	if c.Eval.ISM {

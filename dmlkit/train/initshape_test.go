@@ -57,3 +57,25 @@ func firstLine(s string) string {
 	}
 	return s
 }
+
+// TestVerifyFARBelowOneOverNegatives: an explicit eval.verify.fars entry below 1/negatives (or
+// 1/hard_negatives) is refused naming the entry, the count and the count it needs; before, its
+// TAR was left out of the record without a word. At 1/negatives exactly it is accepted.
+func TestVerifyFARBelowOneOverNegatives(t *testing.T) {
+	for _, tc := range []struct {
+		v    VerifyProtocol
+		want string
+	}{
+		{VerifyProtocol{Negatives: 10000, FARs: []float64{1e-2, 1e-4}}, ""},
+		{VerifyProtocol{Negatives: 2000, FARs: []float64{1e-2, 1e-4}}, "eval.verify.fars[1]: 0.0001 is below 1/eval.verify.negatives (1/2000): the TAR at it cannot be resolved; raise negatives to ≥ 10000"},
+		{VerifyProtocol{Negatives: 10000, HardNegatives: 500, FARs: []float64{1e-3}}, "eval.verify.fars[0]: 0.001 is below 1/eval.verify.hard_negatives (1/500)"},
+		{VerifyProtocol{Negatives: 2000}, ""}, // the default FARs: the unreachable ones are documented as left out
+	} {
+		c := testConfig()
+		c.Eval.Verify = tc.v
+		err := c.Validate()
+		if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
+			t.Errorf("%+v: %v, want %q", tc.v, err, tc.want)
+		}
+	}
+}
