@@ -81,3 +81,24 @@ func TestTablesAndFiguresRefuseTwoRecordsOfOneSeed(t *testing.T) {
 		}
 	}
 }
+
+// TestTableListsFailedRuns: a run stored as failed (diverged) that the table's where selects is
+// left out of its row and named below the table, in Markdown and LaTeX; before, the row showed
+// one seed fewer without a word.
+func TestTableListsFailedRuns(t *testing.T) {
+	recs := seedRecords(false)
+	recs[2].Metrics, recs[2].Failed, recs[2].FailedStep = nil, "diverged: loss is NaN", 120
+	s := &Spec{Paper: "toy", Tables: []TableSpec{{Name: "main", Rows: []string{"loss.name"}, Metrics: []string{"R@1"}, Labels: map[string]string{"loss.name": "loss"}}}}
+	res := RenderTables(s, recs, "small", t.TempDir())
+	if len(res) != 1 || res[0].Err != nil {
+		t.Fatalf("%+v", res)
+	}
+	md, tex := res[0].Table.Markdown(), res[0].Table.LaTeX("")
+	const want = "Left out: 1 run stored as failed — loss rsk, seed 2 (aaa2; step 120: diverged: loss is NaN)."
+	if !strings.Contains(md, "| rsk | 0.51 ± 0.01 | 2 |") || !strings.Contains(md, want) {
+		t.Errorf("markdown:\n%s\nwant the row over seeds 0, 1 and the line %q", md, want)
+	}
+	if !strings.Contains(tex, `\footnotesize Left out: 1 run stored as failed`) {
+		t.Errorf("LaTeX without the failed run:\n%s", tex)
+	}
+}
