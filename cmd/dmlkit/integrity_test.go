@@ -80,3 +80,31 @@ claims:
 		}
 	}
 }
+
+// TestFlagsNothingSilentlyDropped: `run --index` without `--of`, `eval --k 1,,2` and
+// `train --resume --out` a directory that does not exist are errors naming the flag and the
+// value; before, the first ran every run, the second dropped the empty entry and the third
+// trained from scratch without a word.
+func TestFlagsNothingSilentlyDropped(t *testing.T) {
+	toyExperiments(t)
+	_, spec := writeSpec(t, cliSpec)
+	dir := t.TempDir()
+	e, l := writeCircle(t, dir)
+	missing := filepath.Join(dir, "no-such-run")
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"run", spec, "--scale", "smoke", "--index", "2", "--dry-run"}, "--index 2 without --of"},
+		{[]string{"eval", "--emb", e, "--labels", l, "--k", "1,,2"}, `--k: "1,,2": entry 2 is empty`},
+		{[]string{"train", "--config", exampleConfig, "--quiet", "--out", missing, "--resume"}, "--resume --out " + missing + ": no such run directory"},
+	} {
+		code, _, stderr := runCLI(tc.args...)
+		if code == 0 || !strings.Contains(stderr, tc.want) {
+			t.Errorf("%v: exit %d, stderr %q; want %q", tc.args, code, stderr, tc.want)
+		}
+	}
+	if _, err := os.Stat(missing); err == nil {
+		t.Errorf("train --resume created %s", missing)
+	}
+}

@@ -107,7 +107,10 @@ func (o *sweepFlags) check() error {
 	if *o.of < 0 {
 		return fmt.Errorf("--of %d: want a number of shards ≥ 1 (0 or 1: no sharding)", *o.of)
 	}
-	if *o.of > 1 && *o.index >= *o.of {
+	if *o.index >= 0 && *o.of == 0 {
+		return fmt.Errorf("--index %d without --of: give the number of shards (--of N), or leave --index out to run every run", *o.index)
+	}
+	if *o.of >= 1 && *o.index >= *o.of {
 		return fmt.Errorf("--index %d: want a shard in [0, %d) for --of %d", *o.index, *o.of, *o.of)
 	}
 	if *o.workers < 1 {
