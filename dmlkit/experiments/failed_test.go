@@ -3,6 +3,7 @@ package experiments
 import (
 	"context"
 	"errors"
+	"math"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -82,5 +83,36 @@ func TestVerdictCountsFailedRecords(t *testing.T) {
 	}
 	if eff, err := CompareSettings(recs, "arm", "B", "T", "m", false); err != nil || len(eff.Seeds) != 3 {
 		t.Fatalf("CompareSettings used the failed record: %+v, %v", eff, err)
+	}
+}
+
+// TestNonFiniteMetricStoredAsFailed: a run whose outcome has a NaN or infinite metric (the
+// uncertainty under a noise level of 1e300) is stored as failed, naming the metrics, and the
+// sweep fails; before, the record was stored with the NaN and the sweep exited 0.
+func TestNonFiniteMetricStoredAsFailed(t *testing.T) {
+	s := mustParse(t, specYAML)
+	plan, _ := s.Resolve("small")
+	store := NewStore(t.TempDir())
+	var calls atomic.Int64
+	good := fakeRunner(&calls)
+	bad := plan.Runs[2].Hash
+	runner := func(ctx context.Context, r RunSpec, p func(string)) (*Outcome, error) {
+		out, err := good(ctx, r, p)
+		if r.Hash == bad {
+			out.Metrics["unc/norm_test_noise_1e+300"] = math.NaN()
+			out.Metrics["unc/norm_test_noise_1e+200"] = math.Inf(1)
+		}
+		return out, err
+	}
+	opt := SweepOptions{Scale: "small", ExecOptions: ExecOptions{Runner: runner, Store: store, WorkDir: t.TempDir(), Workers: 1}}
+	_, sum, err := RunSweep(bg(), s, opt)
+	if err == nil || sum.StoredFailed != 1 || !strings.Contains(err.Error(), "non-finite metrics: unc/norm_test_noise_1e+200 = +Inf, unc/norm_test_noise_1e+300 = NaN") {
+		t.Fatalf("sweep: %v, %+v", err, sum)
+	}
+	recs, _, _ := store.Load()
+	for _, r := range recs {
+		if r.Hash == bad && (r.Failed == "" || len(r.Metrics) != 0) {
+			t.Errorf("record of the NaN run: failed %q, metrics %v", r.Failed, r.Metrics)
+		}
 	}
 }
