@@ -62,7 +62,7 @@ func loadRecords(spec *experiments.Spec, results string, stderr io.Writer) ([]ex
 		return nil, err
 	}
 	for _, b := range rep.Bad {
-		fmt.Fprintf(stderr, "warning: skipped unreadable record %s\n", b)
+		fmt.Fprintf(stderr, "warning: skipped unreadable record %s (not counted as stored: a sweep runs it again)\n", b)
 	}
 	for _, d := range rep.Duplicates {
 		fmt.Fprintf(stderr, "warning: skipped duplicate record %s\n", d)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -106,5 +107,38 @@ func TestFlagsNothingSilentlyDropped(t *testing.T) {
 	}
 	if _, err := os.Stat(missing); err == nil {
 		t.Errorf("train --resume created %s", missing)
+	}
+}
+
+// TestRunWarnsOfTruncatedRecord: a results line cut short (kill -9, disk full) is not a stored
+// run: `run` runs it again and says so with the warning `tables` prints, naming the file and
+// line; before, it reran it without a word.
+func TestRunWarnsOfTruncatedRecord(t *testing.T) {
+	t.Setenv("GOMLX_BACKEND", "go")
+	toyExperiments(t)
+	experiments.SetRunner(func(ctx context.Context, r experiments.RunSpec, progress func(string)) (*experiments.Outcome, error) {
+		return &experiments.Outcome{Metrics: map[string]float64{"R@1": 0.5}}, nil
+	})
+	root, spec := writeSpec(t, cliSpec)
+	results := filepath.Join(root, "res")
+	args := []string{"run", spec, "--scale", "smoke", "--results", results, "--workers", "1", "--quiet"}
+	if code, _, stderr := runCLI(args...); code != 0 {
+		t.Fatalf("run: exit %d: %s", code, stderr)
+	}
+	file := filepath.Join(results, "smoke.jsonl")
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.SplitAfter(strings.TrimSuffix(string(b), "\n"), "\n")
+	last := lines[len(lines)-1]
+	cut := strings.Join(lines[:len(lines)-1], "") + last[:len(last)/2]
+	if err := os.WriteFile(file, []byte(cut), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, stderr := runCLI(args...)
+	want := fmt.Sprintf("warning: skipped unreadable record %s:%d:", file, len(lines))
+	if code != 0 || !strings.Contains(stderr, want) || !strings.Contains(stdout, "1 ran") {
+		t.Errorf("rerun: exit %d, stdout %q, stderr %q; want the run again and %q", code, stdout, stderr, want)
 	}
 }

@@ -53,7 +53,7 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 		return emitJob(spec, o, *emit, *shards, *out, stdout)
 	}
 	if *dry {
-		return dryRun(spec, o, stdout)
+		return dryRun(spec, o, stdout, stderr)
 	}
 	_, err = sweep(spec, o, stdout, stderr)
 	return err
@@ -297,6 +297,11 @@ func sweep(spec *experiments.Spec, o *sweepFlags, stdout, stderr io.Writer) (*ex
 	if err != nil {
 		return nil, err
 	}
+	// The warnings `tables` prints for unreadable (e.g. truncated) result lines: their runs are
+	// not stored, so the sweep runs them again — say so rather than rerun them silently.
+	if _, err := loadRecords(spec, *o.results, stderr); err != nil {
+		return nil, err
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	quiet := *o.quiet
@@ -392,7 +397,7 @@ func provenance(results string, allowDirty bool) (map[string]any, error) {
 	return env, nil
 }
 
-func dryRun(spec *experiments.Spec, o *sweepFlags, stdout io.Writer) error {
+func dryRun(spec *experiments.Spec, o *sweepFlags, stdout, stderr io.Writer) error {
 	scale, err := defaultScale(spec, *o.scale)
 	if err != nil {
 		return err
@@ -401,7 +406,7 @@ func dryRun(spec *experiments.Spec, o *sweepFlags, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	recs, _, err := experiments.NewStore(resultsDir(spec, *o.results)).Load()
+	recs, err := loadRecords(spec, *o.results, stderr)
 	if err != nil {
 		return err
 	}

@@ -16,8 +16,9 @@ import (
 //   - a scale (the set's or a claim's) that the spec does not define;
 //   - a where key or value (the set's, a claim's, an arm's) and a sweep key or value that no
 //     configuration of the spec and no stored record has ([Vocabulary]);
-//   - a metric (the claim's or an arm's) that no stored record has while the claim selects
-//     records (a claim written before its runs stays "no records yet");
+//   - a metric (the claim's or an arm's) that no stored record has and no table, figure, tuning
+//     step or reference of the spec names, while the claim selects records (a claim written
+//     before its runs stays "no records yet");
 //   - a selected record whose metric is NaN (the interval would be NaN and read as
 //     "includes 0"): the error names the record.
 //
@@ -102,7 +103,7 @@ func CheckClaims(cs *ClaimSet, s *Spec, records []Record, scale string) error {
 		}
 		for _, field := range slices.Sorted(maps.Keys(metrics)) {
 			m := metrics[field]
-			at(field, v.CheckMetric(m, len(recs)))
+			at(field, v.CheckMetric(m, len(recs), 0))
 			for _, r := range recs {
 				if x, ok := r.Metrics[m]; ok && math.IsNaN(x) {
 					at(field, fmt.Errorf("metric %q is NaN in record %s (seed %d, scale %s): a claim's interval cannot include it; mark the run failed or narrow the where", m, r.Hash, r.Seed, r.Scale))

@@ -18,7 +18,11 @@ import (
 type Vocabulary struct {
 	keys    map[string]map[string]bool // dotted key (and every dotted prefix) → FormatValue of its values
 	metrics map[string]bool            // metric and series names of the stored records
-	seedKey string
+	// mentions counts the items of the spec (each table with its labels, figure, tuning step,
+	// reference, and the spec's labels map) that name a metric or series: a metric some runs
+	// produce only at some scales (say, timings) is known from another item naming it.
+	mentions map[string]int
+	seedKey  string
 }
 
 // pseudoKeys are the record fields [Record.Value] addresses besides the configuration.
@@ -72,6 +76,7 @@ func NewVocabulary(s *Spec, records []Record) *Vocabulary {
 			v.addValues(k, vals)
 		}
 	}
+	v.mentions = specMentions(s)
 	for i := range records {
 		r := &records[i]
 		v.addConfig("", r.Config)
@@ -86,6 +91,41 @@ func NewVocabulary(s *Spec, records []Record) *Vocabulary {
 		}
 	}
 	return v
+}
+
+// specMentions counts, for every name, the items of s that name it as a metric, series or label.
+func specMentions(s *Spec) map[string]int {
+	out := map[string]int{}
+	item := func(names ...string) {
+		seen := map[string]bool{}
+		for _, n := range names {
+			if n != "" && !seen[n] {
+				seen[n] = true
+				out[n]++
+			}
+		}
+	}
+	for _, t := range s.AllTables() {
+		names := slices.Clone(t.Metrics)
+		for k := range t.Labels {
+			names = append(names, k)
+		}
+		if t.Select != nil {
+			names = append(names, t.Select.Metric, t.Select.Guard)
+		}
+		item(names...)
+	}
+	for _, f := range s.Figures {
+		item(append([]string{f.X, f.Y, f.Metric, f.XSeries}, f.Series...)...)
+	}
+	for _, t := range s.Tune {
+		item(t.Select.Metric, t.Select.Guard)
+	}
+	for _, r := range s.Reference {
+		item(r.Metric)
+	}
+	item(s.Labels.Keys...)
+	return out
 }
 
 // addConfig adds the leaves of cfg (keys may be dotted or nested) under prefix.
@@ -162,11 +202,12 @@ func (v *Vocabulary) CheckWhere(where map[string]any) error {
 	return errors.Join(errs...)
 }
 
-// CheckMetric returns an error when metric is named over a non-empty selection of records and no
-// stored record has it: then it is a typo, not a metric still to be computed (a selection that
-// is empty is a result not run yet, where any metric may be named).
-func (v *Vocabulary) CheckMetric(metric string, selected int) error {
-	if metric == "" || selected == 0 || v.metrics[metric] {
+// CheckMetric returns an error when metric is named over a non-empty selection of records, no
+// stored record has it and no item of the spec names it besides the self items asking (1 for a
+// table or figure of the spec, 0 for a claim): then it is a typo, not a metric still to be
+// computed (a selection that is empty is a result not run yet, where any metric may be named).
+func (v *Vocabulary) CheckMetric(metric string, selected, self int) error {
+	if metric == "" || selected == 0 || v.metrics[metric] || v.mentions[metric] > self {
 		return nil
 	}
 	return fmt.Errorf("metric %q: none of the stored records has it (%d selected)%s", metric, selected, suggest(metric, slices.Collect(maps.Keys(v.metrics))))
@@ -229,7 +270,7 @@ func CheckSelections(s *Spec, records []Record) error {
 		}
 		n := len(Select(records, t.Scale, t.Where))
 		for i, m := range t.Metrics {
-			at(what, fmt.Sprintf("metrics[%d]", i), v.CheckMetric(m, n))
+			at(what, fmt.Sprintf("metrics[%d]", i), v.CheckMetric(m, n, 1))
 		}
 	}
 	for _, f := range s.Figures {
@@ -251,7 +292,7 @@ func CheckSelections(s *Spec, records []Record) error {
 			if isKey {
 				at(what, field, v.CheckKey(name))
 			} else {
-				at(what, field, v.CheckMetric(name, n))
+				at(what, field, v.CheckMetric(name, n, 1))
 			}
 		}
 		switch f.Kind {
@@ -294,7 +335,7 @@ func CheckSelections(s *Spec, records []Record) error {
 		if err := v.CheckWhere(r.Match); err != nil {
 			errs = append(errs, fmt.Errorf("%s: field \"match\": %w", what, err))
 		}
-		if err := v.CheckMetric(r.Metric, len(Select(records, "", r.Match))); err != nil {
+		if err := v.CheckMetric(r.Metric, len(Select(records, "", r.Match)), 1); err != nil {
 			errs = append(errs, fmt.Errorf("%s: field \"metric\": %w", what, err))
 		}
 	}

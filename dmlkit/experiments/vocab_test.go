@@ -38,6 +38,7 @@ func TestCheckSelections(t *testing.T) {
 	}{
 		{"good", `tables: [{name: t, rows: [loss.name], metrics: [R@1], where: {loss.margin: 0.5}}]`, ""},
 		{"run not made yet", `tables: [{name: t, rows: [loss.name], metrics: [MAP@R], where: {loss.name: tcm}}]`, ""},
+		{"metric named by another table", `tables: [{name: t, rows: [loss.name], metrics: [time/loss_ms]}, {name: u, rows: [loss.name], metrics: [time/loss_ms]}]`, ""},
 		{"where key", `tables: [{name: t, rows: [loss.name], metrics: [R@1], where: {loss.nam: rsk}}]`,
 			`test.yaml: table "t": field "where": key "loss.nam": no configuration of the spec and no stored record has it (did you mean "loss.name"?)`},
 		{"where value", `tables: [{name: t, rows: [loss.name], metrics: [R@1], where: {loss.name: [rsk, rks]}}]`,
