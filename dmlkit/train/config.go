@@ -14,9 +14,12 @@ package train
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
+	"io"
 	"math"
 	"os"
+	"reflect"
 	"sort"
 	"strings"
 
@@ -577,6 +580,17 @@ func LoadConfig(path string) (Config, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(b))
 	dec.KnownFields(true)
 	if err := dec.Decode(&cfg); err != nil {
+		if errors.Is(err, io.EOF) {
+			return cfg, fmt.Errorf("train: %s: the file is empty (want a YAML mapping of run settings, e.g. data: {name: mnist})", path)
+		}
+		// The decoder's type errors name Go types ("cannot unmarshal !!map into
+		// []data.Degradation"): name the field and what it wants instead.
+		var doc yaml.Node
+		if yaml.Unmarshal(b, &doc) == nil {
+			if e := config.ExplainYAML(&doc, reflect.TypeOf(cfg)); e != nil {
+				return cfg, fmt.Errorf("train: %s: %w", path, e)
+			}
+		}
 		return cfg, fmt.Errorf("train: %s: %w", path, err)
 	}
 	return cfg, nil
