@@ -331,6 +331,14 @@ func BuildFigureWith(f FigureSpec, recs []Record, st plots.Style, lm LabelMap) (
 			return nil, fmt.Errorf("point %w", err)
 		}
 	}
+	// A NaN metric would reach the plotter as "NaN data point", naming nothing.
+	for _, m := range scalarMetrics(f) {
+		for _, r := range recs {
+			if v, ok := r.Metrics[m]; ok && math.IsNaN(v) {
+				return nil, fmt.Errorf("metric %q is NaN in record %s (seed %d, scale %s): mark the run failed or narrow the where", m, r.Hash, r.Seed, r.Scale)
+			}
+		}
+	}
 	factor := f.Factor
 	if factor == 0 {
 		factor = 1
@@ -929,6 +937,23 @@ func paretoPointsWith(f FigureSpec, recs []Record, factor float64, lm LabelMap) 
 		}
 	}
 	return pts, opt, nil
+}
+
+// scalarMetrics are the record metrics figure f draws (not its series).
+func scalarMetrics(f FigureSpec) []string {
+	switch f.Kind {
+	case "line":
+		if len(f.Series) == 0 {
+			return []string{f.Y}
+		}
+	case "bar":
+		return []string{f.Y}
+	case "heatmap":
+		return []string{f.Metric}
+	case "pareto":
+		return []string{f.X, f.Y}
+	}
+	return nil
 }
 
 // pointKeys are the keys whose values make one point (curve, cell, bar) of figure f: the records

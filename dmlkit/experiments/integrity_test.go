@@ -2,6 +2,7 @@ package experiments
 
 import (
 	"errors"
+	"math"
 	"strings"
 	"testing"
 
@@ -100,5 +101,16 @@ func TestTableListsFailedRuns(t *testing.T) {
 	}
 	if !strings.Contains(tex, `\footnotesize Left out: 1 run stored as failed`) {
 		t.Errorf("LaTeX without the failed run:\n%s", tex)
+	}
+}
+
+// TestFigureNaNMetricNamed: a NaN metric a figure draws is an error naming the record and the
+// metric (before: the plotter's "NaN data point").
+func TestFigureNaNMetricNamed(t *testing.T) {
+	recs := seedRecords(false)
+	recs[1].Metrics["R@1"] = math.NaN()
+	_, err := BuildFigure(FigureSpec{Name: "bars", Kind: "bar", X: "loss.name", Y: "R@1"}, recs, plots.DefaultStyle())
+	if want := `metric "R@1" is NaN in record aaa1 (seed 1, scale small)`; err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("%v, want %q", err, want)
 	}
 }

@@ -496,7 +496,7 @@ func (s *Spec) resolve(scale string, sel map[string]map[string]any, done map[str
 			}
 			h, err := Hash(cfg)
 			if err != nil {
-				return nil, err
+				return nil, fmt.Errorf("experiments: %s: scale %q, run %s: %w", s.name(), scale, Run{Params: pt, Seed: seed}.Label(), err)
 			}
 			r := Run{Index: index, Hash: h, Seed: seed, Params: pt, Config: cfg, Tune: p.tune}
 			index++

@@ -129,3 +129,18 @@ func TestCheckClaims(t *testing.T) {
 		}
 	}
 }
+
+// TestNaNInSpecValueNamed: a NaN or infinite value in a spec's configuration is an error naming
+// the spec, the run and the field (before: "json: unsupported value: NaN").
+func TestNaNInSpecValueNamed(t *testing.T) {
+	for _, tc := range []struct{ value, want string }{
+		{".nan", `test.yaml: scale "", run seed=0: experiments: field "loss.set.margin": NaN is not a value a configuration can hold`},
+		{"[0.1, -.inf]", `field "loss.set.margin[1]": -Inf is not a value`},
+	} {
+		s := mustParse(t, "paper: toy\nbase: {loss: {name: a, set: {margin: "+tc.value+"}}}\n")
+		s.Path = "test.yaml"
+		if _, err := s.PlanWith("", nil); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want %q", tc.value, err, tc.want)
+		}
+	}
+}
