@@ -3,6 +3,7 @@ package experiments
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"strings"
 	"sync/atomic"
@@ -114,5 +115,30 @@ func TestNonFiniteMetricStoredAsFailed(t *testing.T) {
 		if r.Hash == bad && (r.Failed == "" || len(r.Metrics) != 0) {
 			t.Errorf("record of the NaN run: failed %q, metrics %v", r.Failed, r.Metrics)
 		}
+	}
+}
+
+// TestStoreRefusesEditedConfig: a record whose config no longer hashes to its hash (edited by
+// hand) is reported as unreadable, naming the file, line, field and both hashes, and is not
+// loaded; before, it was accepted as the stored run of its hash.
+func TestStoreRefusesEditedConfig(t *testing.T) {
+	st := NewStore(t.TempDir())
+	cfg := map[string]any{"loss": map[string]any{"name": "rsk", "margin": 0.5}, "seed": 0}
+	h, _ := Hash(cfg)
+	for _, m := range []float64{0.5, 0.2} {
+		c := Clone(cfg)
+		c["loss"].(map[string]any)["margin"] = m // the second record: margin edited after the run
+		if err := st.Append(&Record{Hash: h, Scale: "small", Config: c, Metrics: Metrics{"R@1": m}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	edited, _ := Hash(map[string]any{"loss": map[string]any{"name": "rsk", "margin": 0.2}, "seed": 0})
+	recs, rep, err := st.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := fmt.Sprintf(`small.jsonl:2: record %s: field "config" does not match field "hash" (its config hashes to %s; edited by hand?)`, h, edited)
+	if len(recs) != 1 || recs[0].Metrics["R@1"] != 0.5 || len(rep.Bad) != 1 || !strings.Contains(rep.Bad[0], want) {
+		t.Errorf("%d records, bad %q; want 1 record and %q", len(recs), rep.Bad, want)
 	}
 }

@@ -306,7 +306,8 @@ func TestRunRefMissingSourceDirectory(t *testing.T) {
 	s := mustParse(t, refSpec)
 	tmp := t.TempDir()
 	st := NewStore(filepath.Join(tmp, "results"))
-	if err := st.Append(&Record{Hash: preHash(t, 0), Seed: 0, Metrics: Metrics{"R@1": 0.5}}); err != nil {
+	pre := map[string]any{"loss": map[string]any{"name": "a"}, "data": map[string]any{"classes": []any{10, 20}}, "name": "pre", "seed": 0}
+	if err := st.Append(&Record{Hash: preHash(t, 0), Seed: 0, Config: pre, Metrics: Metrics{"R@1": 0.5}}); err != nil {
 		t.Fatal(err)
 	}
 	recs, _, _ := st.Load()
