@@ -251,8 +251,8 @@ func editDistance(a, b string) int {
 }
 
 // CheckSelections checks the tables, figures and references of s against the vocabulary of s and
-// its stored records ([Vocabulary]): their where and match keys and values, row, group and axis
-// keys, and the metrics of those that select records. Errors name the spec (or paper.yaml), the
+// its stored records ([Vocabulary]): their scales, where and match keys and values, row, group and
+// axis keys, and the metrics of those that select records. Errors name the spec (or paper.yaml), the
 // table, figure or reference, the field and the value.
 func CheckSelections(s *Spec, records []Record) error {
 	v := NewVocabulary(s, records)
@@ -262,8 +262,15 @@ func CheckSelections(s *Spec, records []Record) error {
 			errs = append(errs, fmt.Errorf("%s: %s: field %q: %w", s.name(), what, field, err))
 		}
 	}
+	checkScale := func(sc string) error {
+		if _, ok := s.Scales[sc]; sc == "" || ok {
+			return nil
+		}
+		return fmt.Errorf("%q is not a scale of the spec (defined: %s)%s", sc, strings.Join(s.ScaleNames(), ", "), suggest(sc, s.ScaleNames()))
+	}
 	for _, t := range s.AllTables() {
 		what := fmt.Sprintf("table %q", t.Name)
+		at(what, "scale", checkScale(t.Scale))
 		at(what, "where", v.CheckWhere(t.Where))
 		for i, k := range t.Rows {
 			at(what, fmt.Sprintf("rows[%d]", i), v.CheckKey(k))
@@ -275,6 +282,7 @@ func CheckSelections(s *Spec, records []Record) error {
 	}
 	for _, f := range s.Figures {
 		what := fmt.Sprintf("figure %q", f.Name)
+		at(what, "scale", checkScale(f.Scale))
 		at(what, "where", v.CheckWhere(f.Where))
 		for i, k := range f.Group {
 			at(what, fmt.Sprintf("group[%d]", i), v.CheckKey(k))
