@@ -257,10 +257,13 @@ func readVector(path, what string, n int) ([]int64, error) {
 
 func parseInts(s, flagName string) ([]int, error) {
 	var out []int
-	for _, f := range strings.Split(s, ",") {
+	if strings.TrimSpace(s) == "" {
+		return nil, nil
+	}
+	for i, f := range strings.Split(s, ",") {
 		f = strings.TrimSpace(f)
 		if f == "" {
-			continue
+			return nil, fmt.Errorf("--%s: %q: entry %d is empty", flagName, s, i+1)
 		}
 		v, err := strconv.Atoi(f)
 		if err != nil || v < 1 {

@@ -52,7 +52,7 @@ func loadRecords(spec *experiments.Spec, scale, results string, stderr io.Writer
 		return nil, err
 	}
 	for _, b := range rep.Bad {
-		fmt.Fprintf(stderr, "warning: skipped unreadable record %s\n", b)
+		fmt.Fprintf(stderr, "warning: skipped unreadable record %s (not counted as stored: a sweep runs it again)\n", b)
 	}
 	for _, d := range rep.Duplicates {
 		fmt.Fprintf(stderr, "warning: skipped duplicate record %s\n", d)
@@ -68,6 +68,9 @@ func makeFigures(spec *experiments.Spec, scale string, recs []experiments.Record
 	if len(spec.Figures) == 0 {
 		fmt.Fprintf(stdout, "%s declares no figures\n", spec.Path)
 		return nil
+	}
+	if err := experiments.CheckSelections(spec, recs); err != nil {
+		return err
 	}
 	if out == "" {
 		out = figuresDir(spec, scale)

@@ -53,7 +53,7 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 		return emitJob(spec, o, *emit, *shards, *out, stdout)
 	}
 	if *dry {
-		return dryRun(spec, o, stdout)
+		return dryRun(spec, o, stdout, stderr)
 	}
 	_, err = sweep(spec, o, stdout, stderr)
 	return err
@@ -111,7 +111,10 @@ func (o *sweepFlags) check() error {
 	if *o.of < 0 {
 		return fmt.Errorf("--of %d: want a number of shards ≥ 1 (0 or 1: no sharding)", *o.of)
 	}
-	if *o.of > 1 && *o.index >= *o.of {
+	if *o.index >= 0 && *o.of == 0 {
+		return fmt.Errorf("--index %d without --of: give the number of shards (--of N), or leave --index out to run every run", *o.index)
+	}
+	if *o.of >= 1 && *o.index >= *o.of {
 		return fmt.Errorf("--index %d: want a shard in [0, %d) for --of %d", *o.index, *o.of, *o.of)
 	}
 	if *o.workers < 1 {
@@ -195,12 +198,22 @@ func loadSpec(arg string) (*experiments.Spec, error) {
 	return nil, fmt.Errorf("spec %s does not exist", arg)
 }
 
-// defaultScale is small when the spec defines it, else the only scale, else none.
+// defaultScale is the scale --scale names, which the spec must define (a typo would otherwise
+// select no record, and tables and figures would overwrite the committed ones with "not drawn"
+// before anything is written); without the flag, small when the spec defines it, else the only
+// scale, else none.
 func defaultScale(s *experiments.Spec, flagValue string) (string, error) {
+	names := s.ScaleNames()
 	if flagValue != "" {
+		if _, ok := s.Scales[flagValue]; !ok {
+			defined := "none"
+			if len(names) > 0 {
+				defined = strings.Join(names, ", ")
+			}
+			return "", fmt.Errorf("--scale: unknown scale %q (%s defines: %s)", flagValue, s.Path, defined)
+		}
 		return flagValue, nil
 	}
-	names := s.ScaleNames()
 	switch {
 	case len(names) == 0:
 		return "", nil
@@ -279,6 +292,11 @@ func sweep(spec *experiments.Spec, o *sweepFlags, stdout, stderr io.Writer) (*ex
 	}
 	env, err := provenance(resultsDir(spec, scale, *o.results), *o.allowDirty)
 	if err != nil {
+		return nil, err
+	}
+	// The warnings `tables` prints for unreadable (e.g. truncated) result lines: their runs are
+	// not stored, so the sweep runs them again — say so rather than rerun them silently.
+	if _, err := loadRecords(spec, scale, *o.results, stderr); err != nil {
 		return nil, err
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -380,7 +398,7 @@ func provenance(results string, allowDirty bool) (map[string]any, error) {
 	return env, nil
 }
 
-func dryRun(spec *experiments.Spec, o *sweepFlags, stdout io.Writer) error {
+func dryRun(spec *experiments.Spec, o *sweepFlags, stdout, stderr io.Writer) error {
 	scale, err := defaultScale(spec, *o.scale)
 	if err != nil {
 		return err
@@ -389,7 +407,7 @@ func dryRun(spec *experiments.Spec, o *sweepFlags, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	recs, _, err := experiments.NewStore(resultsDir(spec, scale, *o.results)).Load()
+	recs, err := loadRecords(spec, scale, *o.results, stderr)
 	if err != nil {
 		return err
 	}

@@ -61,6 +61,11 @@ func makeClaims(spec *experiments.Spec, scale string, recs []experiments.Record,
 	if err != nil {
 		return err
 	}
+	// Typos (paper, scale, where keys and values, metrics) and NaN metrics are refused here, by
+	// experiments.CheckClaims, rather than read as claims not run yet.
+	if err := experiments.CheckClaims(cs, spec, recs, scale); err != nil {
+		return err
+	}
 	// The paper's README block is refreshed only when the claims go to the paper's own tables
 	// directory: a run with --out elsewhere (e.g. a test at smoke scale) leaves the README alone.
 	// Likewise at a scratch scale (see scratchDir): the README's block shows the committed scale.
@@ -113,6 +118,11 @@ func makeTables(spec *experiments.Spec, scale string, recs []experiments.Record,
 	if len(spec.Tables) == 0 && len(spec.Tune) == 0 {
 		fmt.Fprintf(stdout, "%s declares no tables\n", spec.Path)
 		return nil
+	}
+	// A where key, row key, value or metric that nothing has is a typo: refused before anything
+	// is written, not rendered as an empty table.
+	if err := experiments.CheckSelections(spec, recs); err != nil {
+		return err
 	}
 	if out == "" {
 		out = tablesDir(spec, scale)

@@ -87,6 +87,17 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintln(stderr, "train: --out DIR is required")
 		return errUsage
 	}
+	if *resume {
+		// --resume names a run to continue: a directory that does not exist (a typo) would
+		// silently train from scratch.
+		st, err := os.Stat(*out)
+		if err != nil || !st.IsDir() {
+			return fmt.Errorf("train: --resume --out %s: no such run directory (nothing to resume; leave out --resume to start a new run)", *out)
+		}
+		if ck, err := train.LatestCheckpoint(*out); err == nil && ck == "" {
+			fmt.Fprintf(stderr, "train: --resume: %s holds no checkpoint yet; starting from step 0\n", *out)
+		}
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	bar := &progressBar{w: stderr, quiet: *quiet}

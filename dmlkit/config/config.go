@@ -15,6 +15,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"gopkg.in/yaml.v3"
 )
 
 // Set assigns value to the field of the struct pointed to by dst that key addresses.
@@ -129,6 +131,22 @@ func setPath(v reflect.Value, path []string, full string, value any) error {
 			}
 			if fv.Kind() == reflect.Map && fv.Type().Key().Kind() == reflect.String {
 				return setMapPath(fv, path[1:], full, value)
+			}
+			if fv.Kind() == reflect.Slice {
+				// A list given as a group of fields (e.g. eval.degrade: {kind: noise, level: 0.1}
+				// in a spec, flattened to eval.degrade.kind): say what the list holds.
+				list := strings.TrimSuffix(full, "."+strings.Join(path[1:], "."))
+				what := "a list"
+				if et := fv.Type().Elem(); et.Kind() == reflect.Struct {
+					var names []string
+					for j := 0; j < et.NumField(); j++ {
+						if n, ok := fieldKey(et.Field(j)); ok {
+							names = append(names, n)
+						}
+					}
+					what = fmt.Sprintf("a list of {%s}", strings.Join(names, ", "))
+				}
+				return fmt.Errorf("config: field %q: %s, given as a group of fields (%s): write it as a list, e.g. [{…}]", list, what, full)
 			}
 			if fv.Kind() != reflect.Struct {
 				return fmt.Errorf("config: field %q: %q is not a group of fields", full, path[0])
@@ -362,7 +380,33 @@ func assignString(fv reflect.Value, s string) error {
 		fv.SetFloat(f)
 		return nil
 	case reflect.Slice:
-		s = strings.TrimSuffix(strings.TrimPrefix(s, "["), "]")
+		if open, closed := strings.HasPrefix(s, "["), strings.HasSuffix(s, "]"); open != closed {
+			return fmt.Errorf("malformed list %q: unbalanced brackets", s)
+		} else if open {
+			// A YAML flow sequence: its elements may be lists or maps (a list of groups of
+			// fields, e.g. [{kind: noise, level: 0.1}]), which a split on commas would cut apart.
+			var l []any
+			if err := yaml.Unmarshal([]byte(s), &l); err != nil {
+				return fmt.Errorf("malformed list %q: %v", s, err)
+			}
+			out := reflect.MakeSlice(fv.Type(), len(l), len(l))
+			for i, e := range l {
+				var err error
+				switch e.(type) {
+				case map[string]any, []any:
+					err = assign(out.Index(i), e)
+				case nil:
+					err = fmt.Errorf("null")
+				default: // a scalar: parsed for the element's type as a string would be
+					err = assignString(out.Index(i), scalarText(e))
+				}
+				if err != nil {
+					return fmt.Errorf("element %d: %w", i, err)
+				}
+			}
+			fv.Set(out)
+			return nil
+		}
 		var parts []string
 		if strings.TrimSpace(s) != "" {
 			parts = strings.Split(s, ",")
@@ -380,4 +424,112 @@ func assignString(fv reflect.Value, s string) error {
 		return nil
 	}
 	return fmt.Errorf("cannot set a %s from the string %q", fv.Type(), s)
+}
+
+// scalarText writes a YAML scalar back as text (numbers in their shortest form).
+func scalarText(v any) string {
+	switch x := v.(type) {
+	case string:
+		return x
+	case float64:
+		return strconv.FormatFloat(x, 'g', -1, 64)
+	}
+	return fmt.Sprint(v)
+}
+
+// ExplainYAML looks for the first value of a YAML document that cannot decode into a value of
+// type t for its shape — a mapping where t has a list or a plain value, a list where it has a
+// group of fields or a plain value, a group where it has a plain value — and returns an error
+// naming its dotted field, line and what the field wants (e.g. `field "eval.degrade" (line 2): a
+// list of {kind, level}, given as a mapping`), or nil. A decoder's own type errors name only Go
+// types; call ExplainYAML when decoding failed.
+func ExplainYAML(doc *yaml.Node, t reflect.Type) error {
+	if doc.Kind == yaml.DocumentNode && len(doc.Content) == 1 {
+		doc = doc.Content[0]
+	}
+	return explain(doc, t, "")
+}
+
+func explain(n *yaml.Node, t reflect.Type, path string) error {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if n.Kind == yaml.AliasNode && n.Alias != nil {
+		n = n.Alias
+	}
+	if n.Kind == yaml.ScalarNode && n.Tag == "!!null" {
+		return nil
+	}
+	shape := map[yaml.Kind]string{yaml.MappingNode: "a mapping", yaml.SequenceNode: "a list", yaml.ScalarNode: "a plain value"}[n.Kind]
+	bad := func(want string) error {
+		field := path
+		if field == "" {
+			field = "(top level)"
+		}
+		return fmt.Errorf("field %q (line %d): %s, given as %s", field, n.Line, want, shape)
+	}
+	if t.Implements(reflect.TypeFor[yaml.Unmarshaler]()) || reflect.PointerTo(t).Implements(reflect.TypeFor[yaml.Unmarshaler]()) {
+		return nil // decodes itself
+	}
+	join := func(k string) string {
+		if path == "" {
+			return k
+		}
+		return path + "." + k
+	}
+	switch t.Kind() {
+	case reflect.Struct:
+		if n.Kind != yaml.MappingNode {
+			return bad("a group of fields")
+		}
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			key := n.Content[i].Value
+			for j := 0; j < t.NumField(); j++ {
+				sf := t.Field(j)
+				if name, ok := fieldKey(sf); ok && name == key {
+					if err := explain(n.Content[i+1], sf.Type, join(key)); err != nil {
+						return err
+					}
+				} else if ok && sf.Anonymous && strings.Contains(sf.Tag.Get("yaml"), "inline") {
+					if err := explain(&yaml.Node{Kind: yaml.MappingNode, Content: n.Content[i : i+2], Line: n.Line}, sf.Type, path); err != nil {
+						return err
+					}
+				}
+			}
+		}
+	case reflect.Slice, reflect.Array:
+		if n.Kind != yaml.SequenceNode {
+			want := "a list"
+			if et := t.Elem(); et.Kind() == reflect.Struct {
+				var names []string
+				for j := 0; j < et.NumField(); j++ {
+					if name, ok := fieldKey(et.Field(j)); ok {
+						names = append(names, name)
+					}
+				}
+				want = fmt.Sprintf("a list of {%s}", strings.Join(names, ", "))
+			}
+			return bad(want)
+		}
+		for i, e := range n.Content {
+			if err := explain(e, t.Elem(), fmt.Sprintf("%s[%d]", path, i)); err != nil {
+				return err
+			}
+		}
+	case reflect.Map:
+		if n.Kind != yaml.MappingNode {
+			return bad("a mapping")
+		}
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			if err := explain(n.Content[i+1], t.Elem(), join(n.Content[i].Value)); err != nil {
+				return err
+			}
+		}
+	case reflect.Interface:
+	default:
+		if n.Kind != yaml.ScalarNode {
+			return bad("a plain value (" + t.Kind().String() + ")")
+		}
+	}
+	return nil
 }

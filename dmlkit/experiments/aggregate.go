@@ -1,6 +1,7 @@
 package experiments
 
 import (
+	"fmt"
 	"math"
 	"sort"
 	"strconv"
@@ -49,6 +50,51 @@ func (g *Group) Seeds() []int64 {
 	for i, r := range g.Records {
 		out[i] = r.Seed
 	}
+	return out
+}
+
+// CheckSeeds returns an error when two records of the group have the same seed: the group then
+// mixes configurations (say, tuning runs on another class split that a where without the split key
+// also catches), and a mean ± std over its records is not one over seeds. The error names the
+// group, the seed, both records' hashes and the configuration keys in which they differ.
+func (g *Group) CheckSeeds() error {
+	first := map[int64]*Record{}
+	for _, r := range g.Records {
+		prev, dup := first[r.Seed]
+		if !dup {
+			first[r.Seed] = r
+			continue
+		}
+		what := ""
+		if diff := configDiff(prev.Config, r.Config); len(diff) > 0 {
+			if len(diff) > 3 {
+				diff = append(diff[:3], "…")
+			}
+			what = ", which differ in " + strings.Join(diff, ", ")
+		} else if prev.Scale != r.Scale {
+			what = fmt.Sprintf(", of scales %q and %q", prev.Scale, r.Scale)
+		}
+		return fmt.Errorf("group %q has two records of seed %d (%s and %s%s): narrow its where", g.Label(), r.Seed, prev.Hash, r.Hash, what)
+	}
+	return nil
+}
+
+// configDiff lists, sorted, the dotted keys whose values differ between configurations a and b
+// (a key set in only one of them included).
+func configDiff(a, b map[string]any) []string {
+	fa, fb := Flatten(a), Flatten(b)
+	var out []string
+	for k, v := range fa {
+		if w, ok := fb[k]; !ok || !ValueEqual(v, w) {
+			out = append(out, k)
+		}
+	}
+	for k := range fb {
+		if _, ok := fa[k]; !ok {
+			out = append(out, k)
+		}
+	}
+	sort.Strings(out)
 	return out
 }
 

@@ -156,6 +156,9 @@ func CanonicalJSON(cfg map[string]any) ([]byte, error) {
 // its canonical JSON. Two runs with equal hashes are the same experiment (the seed is part of the
 // configuration), which is what makes sweeps resumable.
 func Hash(cfg map[string]any) (string, error) {
+	if k, v, ok := nonFinite(cfg); ok {
+		return "", fmt.Errorf("experiments: field %q: %v is not a value a configuration can hold (want a finite number)", k, v)
+	}
 	b, err := CanonicalJSON(cfg)
 	if err != nil {
 		return "", fmt.Errorf("experiments: hashing config: %w", err)
@@ -213,4 +216,38 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	sort.Strings(ks)
 	return ks
+}
+
+// nonFinite returns the dotted key (with [i] for list elements) and value of the first NaN or
+// infinite number in cfg, in key order.
+func nonFinite(cfg map[string]any) (string, float64, bool) {
+	var walk func(path string, v any) (string, float64, bool)
+	walk = func(path string, v any) (string, float64, bool) {
+		switch x := v.(type) {
+		case float64:
+			if math.IsNaN(x) || math.IsInf(x, 0) {
+				return path, x, true
+			}
+		case float32:
+			return walk(path, float64(x))
+		case map[string]any:
+			for _, k := range sortedKeys(x) {
+				p := k
+				if path != "" {
+					p = path + "." + k
+				}
+				if k, f, ok := walk(p, x[k]); ok {
+					return k, f, true
+				}
+			}
+		case []any:
+			for i, e := range x {
+				if k, f, ok := walk(fmt.Sprintf("%s[%d]", path, i), e); ok {
+					return k, f, true
+				}
+			}
+		}
+		return "", 0, false
+	}
+	return walk("", cfg)
 }

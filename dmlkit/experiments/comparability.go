@@ -204,7 +204,7 @@ func (p *provenance) tuning(r *Record) (kind string, steps []string, diffs []str
 				runLen = x
 			}
 		}
-		for _, d := range configDiff(arm, resolvedFlat(tr.Config), tuned) {
+		for _, d := range tuningDiff(arm, resolvedFlat(tr.Config), tuned) {
 			if !slices.Contains(diffs, d) {
 				diffs = append(diffs, d)
 			}
@@ -218,9 +218,9 @@ func (p *provenance) tuning(r *Record) (kind string, steps []string, diffs []str
 	return kind, steps, diffs, runs, keyRuns, runLen, edge
 }
 
-// configDiff lists, sorted, how the tuning run's flattened configuration differs from the arm's
+// tuningDiff lists, sorted, how the tuning run's flattened configuration differs from the arm's
 // outside the tuned and ignored keys: "k: tuned at v, this arm w" (v or w "unset").
-func configDiff(arm, tune map[string]any, tuned map[string]bool) []string {
+func tuningDiff(arm, tune map[string]any, tuned map[string]bool) []string {
 	keys := map[string]bool{}
 	for k := range arm {
 		keys[k] = true

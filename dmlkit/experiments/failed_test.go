@@ -3,6 +3,8 @@ package experiments
 import (
 	"context"
 	"errors"
+	"fmt"
+	"math"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -82,5 +84,61 @@ func TestVerdictCountsFailedRecords(t *testing.T) {
 	}
 	if eff, err := CompareSettings(recs, "arm", "B", "T", "m", false); err != nil || len(eff.Seeds) != 3 {
 		t.Fatalf("CompareSettings used the failed record: %+v, %v", eff, err)
+	}
+}
+
+// TestNonFiniteMetricStoredAsFailed: a run whose outcome has a NaN or infinite metric (the
+// uncertainty under a noise level of 1e300) is stored as failed, naming the metrics, and the
+// sweep fails; before, the record was stored with the NaN and the sweep exited 0.
+func TestNonFiniteMetricStoredAsFailed(t *testing.T) {
+	s := mustParse(t, specYAML)
+	plan, _ := s.Resolve("small")
+	store := NewStore(t.TempDir())
+	var calls atomic.Int64
+	good := fakeRunner(&calls)
+	bad := plan.Runs[2].Hash
+	runner := func(ctx context.Context, r RunSpec, p func(string)) (*Outcome, error) {
+		out, err := good(ctx, r, p)
+		if r.Hash == bad {
+			out.Metrics["unc/norm_test_noise_1e+300"] = math.NaN()
+			out.Metrics["unc/norm_test_noise_1e+200"] = math.Inf(1)
+		}
+		return out, err
+	}
+	opt := SweepOptions{Scale: "small", ExecOptions: ExecOptions{Runner: runner, Store: store, WorkDir: t.TempDir(), Workers: 1}}
+	_, sum, err := RunSweep(bg(), s, opt)
+	if err == nil || sum.StoredFailed != 1 || !strings.Contains(err.Error(), "non-finite metrics: unc/norm_test_noise_1e+200 = +Inf, unc/norm_test_noise_1e+300 = NaN") {
+		t.Fatalf("sweep: %v, %+v", err, sum)
+	}
+	recs, _, _ := store.Load()
+	for _, r := range recs {
+		if r.Hash == bad && (r.Failed == "" || len(r.Metrics) != 0) {
+			t.Errorf("record of the NaN run: failed %q, metrics %v", r.Failed, r.Metrics)
+		}
+	}
+}
+
+// TestStoreRefusesEditedConfig: a record whose config no longer hashes to its hash (edited by
+// hand) is reported as unreadable, naming the file, line, field and both hashes, and is not
+// loaded; before, it was accepted as the stored run of its hash.
+func TestStoreRefusesEditedConfig(t *testing.T) {
+	st := NewStore(t.TempDir())
+	cfg := map[string]any{"loss": map[string]any{"name": "rsk", "margin": 0.5}, "seed": 0}
+	h, _ := Hash(cfg)
+	for _, m := range []float64{0.5, 0.2} {
+		c := Clone(cfg)
+		c["loss"].(map[string]any)["margin"] = m // the second record: margin edited after the run
+		if err := st.Append(&Record{Hash: h, Scale: "small", Config: c, Metrics: Metrics{"R@1": m}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	edited, _ := Hash(map[string]any{"loss": map[string]any{"name": "rsk", "margin": 0.2}, "seed": 0})
+	recs, rep, err := st.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := fmt.Sprintf(`small.jsonl:2: record %s: field "config" does not match field "hash" (its config hashes to %s; edited by hand?)`, h, edited)
+	if len(recs) != 1 || recs[0].Metrics["R@1"] != 0.5 || len(rep.Bad) != 1 || !strings.Contains(rep.Bad[0], want) {
+		t.Errorf("%d records, bad %q; want 1 record and %q", len(recs), rep.Bad, want)
 	}
 }

@@ -322,8 +322,23 @@ func BuildFigure(f FigureSpec, recs []Record, st plots.Style) (plots.Figure, err
 }
 
 // BuildFigureWith turns the (already selected) records into the figure f describes, with the texts
-// of the labels map: a *plots.Chart, or for embedding2d a *plots.EmbeddingFigure.
+// of the labels map: a *plots.Chart, or for embedding2d a *plots.EmbeddingFigure. A point (curve,
+// cell, bar, panel; see pointKeys) with two records of one seed is an error ([Group.CheckSeeds]):
+// it would average, or pool, mixed configurations as if they were seeds.
 func BuildFigureWith(f FigureSpec, recs []Record, st plots.Style, lm LabelMap) (plots.Figure, error) {
+	for _, g := range GroupBy(recs, pointKeys(f)) {
+		if err := g.CheckSeeds(); err != nil {
+			return nil, fmt.Errorf("point %w", err)
+		}
+	}
+	// A NaN metric would reach the plotter as "NaN data point", naming nothing.
+	for _, m := range scalarMetrics(f) {
+		for _, r := range recs {
+			if v, ok := r.Metrics[m]; ok && math.IsNaN(v) {
+				return nil, fmt.Errorf("metric %q is NaN in record %s (seed %d, scale %s): mark the run failed or narrow the where", m, r.Hash, r.Seed, r.Scale)
+			}
+		}
+	}
 	factor := f.Factor
 	if factor == 0 {
 		factor = 1
@@ -922,6 +937,23 @@ func paretoPointsWith(f FigureSpec, recs []Record, factor float64, lm LabelMap) 
 		}
 	}
 	return pts, opt, nil
+}
+
+// scalarMetrics are the record metrics figure f draws (not its series).
+func scalarMetrics(f FigureSpec) []string {
+	switch f.Kind {
+	case "line":
+		if len(f.Series) == 0 {
+			return []string{f.Y}
+		}
+	case "bar":
+		return []string{f.Y}
+	case "heatmap":
+		return []string{f.Metric}
+	case "pareto":
+		return []string{f.X, f.Y}
+	}
+	return nil
 }
 
 // pointKeys are the keys whose values make one point (curve, cell, bar) of figure f: the records

@@ -163,12 +163,12 @@ func TestLogXAndHighlight(t *testing.T) {
 	s := mustParse(t, `
 paper: toy
 figures:
-  - {name: sweep, kind: line, x: batch, y: R@1, log_x: true}
+  - {name: sweep, kind: line, x: batch, y: R@1, log_x: true, where: {m: 0.1}}
   - {name: grid, kind: heatmap, x: batch, y: m, metric: R@1, highlight: {batch: 32, m: 0.2}}
   - {name: nogrid, kind: heatmap, x: batch, y: m, metric: R@1, highlight: {batch: 48, m: 0.2}}
 `)
 	st := plots.DefaultStyle()
-	fig, err := BuildFigure(s.Figures[0], recs, st)
+	fig, err := BuildFigure(s.Figures[0], Select(recs, "", s.Figures[0].Where), st)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -195,8 +195,8 @@ func TestLogY(t *testing.T) {
 	var recs []Record
 	for _, b := range []int{16, 32, 64} {
 		// two seeds: 0.01 and 0.19 at batch 16 (mean 0.1, SE 0.08), 1 and 1 elsewhere
-		for _, v := range map[int][]float64{16: {0.01, 0.19}, 32: {1, 1}, 64: {1, 1}}[b] {
-			recs = append(recs, Record{Scale: "small", Config: map[string]any{"batch": b}, Metrics: Metrics{"u": v}})
+		for seed, v := range map[int][]float64{16: {0.01, 0.19}, 32: {1, 1}, 64: {1, 1}}[b] {
+			recs = append(recs, Record{Scale: "small", Seed: int64(seed), Config: map[string]any{"batch": b}, Metrics: Metrics{"u": v}})
 		}
 	}
 	s := mustParse(t, `

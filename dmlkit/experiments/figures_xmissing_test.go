@@ -65,7 +65,7 @@ func TestTableValueLabels(t *testing.T) {
 	}
 	ts := TableSpec{Name: "t", Rows: []string{"loss", "noise"}, Metrics: []string{"R@1"},
 		Labels: map[string]string{"noise=null": "0 (clean)", "loss=a": "Loss A", "b": "not used"}}
-	tab := BuildTable(ts, recs, nil)
+	tab := mustBuildTable(t, ts, recs, nil)
 	var got []string
 	for _, r := range tab.Rows {
 		got = append(got, r[0].Text+"|"+r[1].Text)

@@ -110,7 +110,7 @@ const oldOpisByLoss = `
 paper: tcm
 figures:
   - {name: opis_by_loss, kind: bar, x: loss.set.expr, y: OPIS, factor: 1000, ylabel: "OPIS x1e-3",
-     where: {data.name: omniglot, sampler.batch_size: 128, model.channels: [[16, 32, 64]], loss.set.options: null}}
+     where: {data.name: omniglot, data.val_classes: null, eval.every_steps: null, sampler.batch_size: 128, model.channels: [[16, 32, 64]], loss.set.options: null}}
 `
 
 // TestLayoutFlagsOldOpisByLoss: the checker fails the old opis_by_loss figure (drawn from the

@@ -98,7 +98,7 @@ func tableFixture() (TableSpec, []Reference) {
 
 func TestTableMarkdownAndLaTeX(t *testing.T) {
 	spec, refs := tableFixture()
-	tab := BuildTable(spec, fixtureRecords(), refs)
+	tab := mustBuildTable(t, spec, fixtureRecords(), refs)
 	wantMD := "**Toy results**\n\n" +
 		"| loss | margin | R@1 | R@1 (paper) | seeds |\n" +
 		"|:---|:---|---:|---:|---:|\n" +
@@ -165,7 +165,9 @@ func TestStoreRoundTripAndConcurrentAppends(t *testing.T) {
 			defer wg.Done()
 			for i := 0; i < each; i++ {
 				r := rec
-				r.Hash = string(rune('a'+w)) + strings.Repeat("x", i+1)
+				r.Config = Clone(rec.Config)
+				r.Config["writer"], r.Config["i"] = w, i
+				r.Hash, _ = Hash(r.Config)
 				if err := st.Append(&r); err != nil {
 					t.Error(err)
 				}
@@ -184,8 +186,8 @@ func TestStoreRoundTripAndConcurrentAppends(t *testing.T) {
 	if !math.IsNaN(got.Metrics["loss"]) || !math.IsInf(got.Metrics["grad"], 1) || !math.IsInf(got.Series["x"][0], -1) || got.Metrics["R@1"] != 0.5 {
 		t.Errorf("round trip: metrics %v series x %v", got.Metrics, got.Series["x"])
 	}
-	if h, _ := Hash(got.Config); h != rec.Hash {
-		t.Errorf("config read back hashes to %s, want %s", h, rec.Hash)
+	if h, _ := Hash(got.Config); h != got.Hash {
+		t.Errorf("config read back hashes to %s, want %s", h, got.Hash)
 	}
 	// Each line is one JSON object.
 	b, _ := os.ReadFile(st.File("small"))
@@ -203,13 +205,13 @@ func TestFiguresRenderFromFixtureRecords(t *testing.T) {
 	s := mustParse(t, `
 paper: toy
 figures:
-  - {name: curve, kind: line, series: [val_r1], group: [loss.name], title: "R@1"}
+  - {name: curve, kind: line, series: [val_r1], group: [loss.name], title: "R@1", where: {loss.margin: 0.2}}
   - {name: by_margin, kind: line, x: loss.margin, y: R@1, group: [loss.name], factor: 100}
   - {name: front, kind: pareto, x: R@1, y: OPIS, group: [loss.name, loss.margin], hue: loss.name}
   - {name: grid, kind: heatmap, x: loss.margin, y: loss.name, metric: R@1}
-  - {name: dists, kind: histogram, series: [dist_pos, dist_neg], bins: 8}
-  - {name: utility, kind: utility, series: [per_class], group: [loss.name]}
-  - {name: emb, kind: density2d, series: [emb_x, emb_y], bins: 10, where: {loss.name: rsk}}
+  - {name: dists, kind: histogram, series: [dist_pos, dist_neg], bins: 8, where: {loss.name: contrastive}}
+  - {name: utility, kind: utility, series: [per_class], group: [loss.name], where: {loss.margin: 0.2}}
+  - {name: emb, kind: density2d, series: [emb_x, emb_y], bins: 10, where: {loss.name: rsk, loss.margin: 0.2}}
   - {name: bars, kind: bar, x: loss.margin, y: R@1, hue: loss.name}
   - {name: empty, kind: bar, x: loss.margin, y: R@1, where: {loss.name: zzz}}
 `)
@@ -377,11 +379,11 @@ func TestTableScopedReferences(t *testing.T) {
 	spec, refs := tableFixture()
 	refs = append(refs, Reference{Match: map[string]any{"loss.name": "rsk", "loss.margin": 0.5}, Metric: "R@1", Value: 83.9,
 		Source: "seed 000 Table 9 (ViT-B/16)", Tables: []string{"t9"}})
-	if got := BuildTable(spec, fixtureRecords(), refs).Markdown(); strings.Contains(got, "83.90") || !strings.Contains(got, "| rsk | 0.5 | 65.00 | 70.50 [1] | 1 |") {
+	if got := mustBuildTable(t, spec, fixtureRecords(), refs).Markdown(); strings.Contains(got, "83.90") || !strings.Contains(got, "| rsk | 0.5 | 65.00 | 70.50 [1] | 1 |") {
 		t.Errorf("unscoped table uses the scoped reference:\n%s", got)
 	}
 	spec.Name = "t9"
-	got := BuildTable(spec, fixtureRecords(), refs).Markdown()
+	got := mustBuildTable(t, spec, fixtureRecords(), refs).Markdown()
 	if !strings.Contains(got, "| rsk | 0.5 | 65.00 | 83.90 [1] | 1 |") || !strings.Contains(got, "| rsk | 0.2 | **71.00 ± 1.41** | — | 2 |") {
 		t.Errorf("scoped table:\n%s", got)
 	}

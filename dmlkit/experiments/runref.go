@@ -134,6 +134,7 @@ func (c candidate) matches(terms map[string]string, seedKey string, seed int64) 
 // wait for a tuning step (their configurations without the selection). Selectors that match no
 // run or several are errors.
 func (s *Spec) resolveRefs(plan *Plan, held []heldRun, waiting []candidate, done map[string]string, seedKey string, byHash map[string]string) error {
+	var waitsOn map[string][]refEdge // held run → the held runs its references name (last round)
 	for {
 		var cands []candidate
 		for i := range plan.Runs {
@@ -149,6 +150,7 @@ func (s *Spec) resolveRefs(plan *Plan, held []heldRun, waiting []candidate, done
 		}
 		var next []heldRun
 		var planned []Run
+		waitsOn = map[string][]refEdge{}
 		for i, h := range held {
 			cfg := Clone(h.run.Config)
 			h.waits = nil
@@ -177,6 +179,9 @@ func (s *Spec) resolveRefs(plan *Plan, held []heldRun, waiting []candidate, done
 				src := hits[0]
 				if src.run == nil {
 					h.waits = append(h.waits, "the run "+src.label+" (not planned yet)")
+					if src.heldIdx >= 0 {
+						waitsOn[h.run.Label()] = append(waitsOn[h.run.Label()], refEdge{to: src.label, key: ref.key, sel: ref.sel})
+					}
 					continue
 				}
 				failure, stored := done[src.run.Hash]
@@ -213,6 +218,9 @@ func (s *Spec) resolveRefs(plan *Plan, held []heldRun, waiting []candidate, done
 			break
 		}
 	}
+	if cyc := refCycle(waitsOn); cyc != "" {
+		return fmt.Errorf("experiments: %s: scale %q: runs wait for each other through \"run:\" references and can never start: %s", s.name(), plan.Scale, cyc)
+	}
 	sort.SliceStable(plan.Runs, func(a, b int) bool { return plan.Runs[a].Index < plan.Runs[b].Index })
 	plan.held = nil
 	for _, h := range held {
@@ -226,6 +234,58 @@ func (s *Spec) resolveRefs(plan *Plan, held []heldRun, waiting []candidate, done
 			Reason: "waits for " + strings.Join(h.waits, ", ") + " to be stored (it starts from that run)"})
 	}
 	return nil
+}
+
+// refEdge is a "run:" reference of a held run to another held run: the source's label, and the
+// field and selector naming it.
+type refEdge struct{ to, key, sel string }
+
+// refCycle returns a cycle of held runs that name each other ("A: model.init_from "run:b" → B:
+// model.init_from "run:a" → A"), or "" when there is none: such runs wait for ever.
+func refCycle(edges map[string][]refEdge) string {
+	const (
+		unseen = iota
+		onPath
+		finished
+	)
+	state := map[string]int{}
+	var path []string
+	var steps []refEdge
+	var found string
+	var visit func(n string) bool
+	visit = func(n string) bool {
+		state[n] = onPath
+		path = append(path, n)
+		for _, e := range edges[n] {
+			steps = append(steps, e)
+			switch state[e.to] {
+			case onPath:
+				start := slices.Index(path, e.to)
+				var b strings.Builder
+				for i := start; i < len(path); i++ {
+					st := steps[len(steps)-len(path)+i]
+					fmt.Fprintf(&b, "%s: %s %q → ", path[i], st.key, st.sel)
+				}
+				b.WriteString(e.to)
+				found = b.String()
+				return true
+			case unseen:
+				if visit(e.to) {
+					return true
+				}
+			}
+			steps = steps[:len(steps)-1]
+		}
+		path = path[:len(path)-1]
+		state[n] = finished
+		return false
+	}
+	for _, n := range sortedKeys(edges) {
+		if state[n] == unseen && visit(n) {
+			return found
+		}
+	}
+	return ""
 }
 
 // runPaths returns cfg with every resolved reference "run:<hash>" replaced by the absolute path of

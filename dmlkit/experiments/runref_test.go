@@ -306,7 +306,8 @@ func TestRunRefMissingSourceDirectory(t *testing.T) {
 	s := mustParse(t, refSpec)
 	tmp := t.TempDir()
 	st := NewStore(filepath.Join(tmp, "results"))
-	if err := st.Append(&Record{Hash: preHash(t, 0), Seed: 0, Metrics: Metrics{"R@1": 0.5}}); err != nil {
+	pre := map[string]any{"loss": map[string]any{"name": "a"}, "data": map[string]any{"classes": []any{10, 20}}, "name": "pre", "seed": 0}
+	if err := st.Append(&Record{Hash: preHash(t, 0), Seed: 0, Config: pre, Metrics: Metrics{"R@1": 0.5}}); err != nil {
 		t.Fatal(err)
 	}
 	recs, _, _ := st.Load()
@@ -325,5 +326,27 @@ func TestRunRefMissingSourceDirectory(t *testing.T) {
 	want := fmt.Sprintf(`field "model.init_from": run:%s: the source run's directory %s does not exist here`, preHash(t, 0), filepath.Join(tmp, "runs", "default", preHash(t, 0)))
 	if err == nil || sum.Ran != 0 || !strings.Contains(sum.Failed[0], want) {
 		t.Errorf("error %v, summary %+v; want %q", err, sum, want)
+	}
+}
+
+// TestRunRefCycle: runs whose "run:" references name each other (directly, or a → b → c → a)
+// can never start: planning is an error naming the runs, fields and selectors of the cycle;
+// before, they stayed pending for ever and the sweep exited 0 "waiting" for them. A chain without
+// a cycle still waits.
+func TestRunRefCycle(t *testing.T) {
+	for _, c := range []struct{ list, want string }{
+		{`[{name: a, model.init_from: "run:b"}, {name: b, model.init_from: "run:a"}]`,
+			`scale "": runs wait for each other through "run:" references and can never start: model.init_from=run:a name=b seed=0: model.init_from "run:a" → model.init_from=run:b name=a seed=0: model.init_from "run:b" → model.init_from=run:a name=b seed=0`},
+		{`[{name: a, model.init_from: "run:c"}, {name: b, model.init_from: "run:a"}, {name: c, model.init_from: "run:b"}]`,
+			`can never start: model.init_from=run:a name=b seed=0: model.init_from "run:a" → model.init_from=run:c name=a seed=0: model.init_from "run:c" → model.init_from=run:b name=c seed=0: model.init_from "run:b" → model.init_from=run:a name=b seed=0`},
+		{`[{name: a}, {name: b, model.init_from: "run:a"}, {name: c, model.init_from: "run:b"}]`, ""},
+	} {
+		p, err := mustParse(t, "paper: toy\nbase: {loss: {name: a}}\nsweep:\n  list: "+c.list+"\n  seeds: [0]\n").PlanWith("", nil)
+		switch {
+		case c.want == "" && (err != nil || len(p.Pending) != 2):
+			t.Errorf("%s: error %v, pending %v: want 2 pending", c.list, err, p)
+		case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
+			t.Errorf("%s: error %v\nwant: %s", c.list, err, c.want)
+		}
 	}
 }

@@ -39,6 +39,10 @@ func (s *Selection) check() error {
 	if s.Within > 0 && s.Guard == "" {
 		return &fieldError{Path: "within", Msg: "set without a guard metric"}
 	}
+	if s.Guard != "" && s.Within == 0 {
+		// Within 0 keeps only the rows of the best guard: the guard would become the criterion.
+		return &fieldError{Path: "within", Msg: fmt.Sprintf("missing (> 0) with guard %q: within 0 keeps only the rows of the best %s, making the guard the criterion instead of %s", s.Guard, s.Guard, s.Metric)}
+	}
 	return nil
 }
 

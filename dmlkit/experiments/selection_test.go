@@ -42,7 +42,7 @@ func TestSelection(t *testing.T) {
 		if err := spec.check(); err != nil {
 			t.Fatal(err)
 		}
-		tab := BuildTable(spec, recs, nil)
+		tab := mustBuildTable(t, spec, recs, nil)
 		got := tab.Selected
 		if got == nil || got.Row < 0 || got.Values[0] != tc.want || got.Candidates != tc.candidates {
 			t.Errorf("%+v: selected %+v, want m = %g among %d", tc.sel, got, tc.want, tc.candidates)
@@ -87,7 +87,10 @@ func TestSelectionNonNumericEdge(t *testing.T) {
 		if err := spec.check(); err != nil {
 			t.Fatal(err)
 		}
-		tab := BuildTable(spec, recs, nil)
+		tab, err := BuildTable(spec, recs, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
 		if got := len(tab.Selected.Edge) == 1; got != tc.edge {
 			t.Errorf("%s: edge %v, want %v (selected %v)", tc.name, tab.Selected.Edge, tc.edge, tab.Selected.Values)
 		}

@@ -60,6 +60,20 @@ type Reference struct {
 	// only those (e.g. Table 9's ViT-B/16 RS@k row beside the same runs that Table 2 compares with
 	// its ResNet-50 row); the others use the unscoped ones.
 	Tables []string `yaml:"tables"`
+
+	// File is the file the reference was read from when it is not the spec (paper.yaml), and
+	// Index its position in that file's list.
+	File  string `yaml:"-"`
+	Index int    `yaml:"-"`
+}
+
+// index is the reference's position in its file: Index for one read from paper.yaml, else i (its
+// position in the spec's list, which the spec's own references start).
+func (r *Reference) index(i int) int {
+	if r.File != "" {
+		return r.Index
+	}
+	return i
 }
 
 // Launch holds what --emit needs to run the sweep in a cluster.
@@ -115,6 +129,7 @@ func Load(path string) (*Spec, error) {
 			if r.Metric == "" || r.Source == "" {
 				return nil, fmt.Errorf("experiments: %s: field \"reference[%d]\": metric and source are required", pp, i)
 			}
+			paper.Reference[i].File, paper.Reference[i].Index = pp, i
 		}
 		s.Reference = append(s.Reference, paper.Reference...)
 	}
@@ -489,7 +504,7 @@ func (s *Spec) resolve(scale string, sel map[string]map[string]any, done map[str
 			}
 			h, err := Hash(cfg)
 			if err != nil {
-				return nil, err
+				return nil, fmt.Errorf("experiments: %s: scale %q, run %s: %w", s.name(), scale, Run{Params: pt, Seed: seed}.Label(), err)
 			}
 			r := Run{Index: index, Hash: h, Seed: seed, Params: pt, Config: cfg, Tune: p.tune, Tuned: p.tuned, Taken: p.taken}
 			index++

@@ -310,6 +310,14 @@ func readRecords(path string, rep *LoadReport) ([]lineRecord, error) {
 				rep.Bad = append(rep.Bad, fmt.Sprintf("%s:%d: %v", path, n, jerr))
 			} else if r.Hash == "" {
 				rep.Bad = append(rep.Bad, fmt.Sprintf("%s:%d: record without a hash", path, n))
+			} else if h, herr := Hash(r.Config); herr != nil || h != r.Hash {
+				// An edited configuration (or hash) would be reported under results it did not
+				// produce, and count as the stored run of a configuration it is not.
+				why := fmt.Sprintf("its config hashes to %s", h)
+				if herr != nil {
+					why = herr.Error()
+				}
+				rep.Bad = append(rep.Bad, fmt.Sprintf("%s:%d: record %s: field \"config\" does not match field \"hash\" (%s; edited by hand?)", path, n, r.Hash, why))
 			} else {
 				out = append(out, lineRecord{r, n})
 			}

@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"strings"
 	"sync"
 	"time"
 )
@@ -281,6 +283,18 @@ func executeOne(ctx context.Context, plan *Plan, r Run, dir string, opt ExecOpti
 	if err := ctx.Err(); err != nil {
 		// Cancelled while finishing: do not record a result that may be partial.
 		return nil, err
+	}
+	// A NaN or infinite metric (say, the uncertainty of images under a noise level of 1e300)
+	// would be averaged into tables and claims as a number: the run is stored as failed, naming
+	// the metrics, as a rerun would give them again.
+	var bad []string
+	for _, k := range sortedKeys(out.Metrics) {
+		if v := out.Metrics[k]; math.IsNaN(v) || math.IsInf(v, 0) {
+			bad = append(bad, fmt.Sprintf("%s = %v", k, v))
+		}
+	}
+	if len(bad) > 0 {
+		return nil, &RunFailure{Err: fmt.Errorf("non-finite metrics: %s", strings.Join(bad, ", "))}
 	}
 	return &Record{
 		Hash:    r.Hash,

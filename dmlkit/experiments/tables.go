@@ -83,6 +83,10 @@ type Table struct {
 	// Selected is the row Spec.Select chose (nil without Spec.Select); that row's first cell is
 	// marked "(selected)".
 	Selected *SelectedRow
+	// Failed describes the runs the table's where selects that are stored as failed (diverged):
+	// left out of the rows, they are listed below the table so that a missing seed or row is
+	// explained.
+	Failed []string
 }
 
 // Cell is one table entry. Text cells carry Text; number cells carry Mean (and Std when HasStd).
@@ -96,15 +100,39 @@ type Cell struct {
 	Cite   int // 1-based index into Table.Sources, 0: none
 }
 
-// BuildTable aggregates records (already filtered by scale) into the table t describes.
-func BuildTable(t TableSpec, records []Record, refs []Reference) *Table {
+// BuildTable aggregates records (already filtered by scale) into the table t describes. A row
+// with two records of one seed is an error ([Group.CheckSeeds]): its mean ± std would not be one
+// over seeds.
+func BuildTable(t TableSpec, records []Record, refs []Reference) (*Table, error) {
 	recs := Select(records, "", t.Where)
 	groups := GroupBy(recs, t.Rows)
+	for _, g := range groups {
+		if err := g.CheckSeeds(); err != nil {
+			return nil, fmt.Errorf("table %q: row %w", t.Name, err)
+		}
+	}
+	var failed []string
+	for _, r := range selectRecords(records, "", t.Where, true) {
+		if r.Failed == "" {
+			continue
+		}
+		var parts []string
+		for _, k := range t.Rows {
+			v, _ := r.Value(k)
+			parts = append(parts, t.label(k)+" "+t.valueText(k, v))
+		}
+		parts = append(parts, fmt.Sprintf("seed %d", r.Seed))
+		what := r.Failed
+		if r.FailedStep > 0 {
+			what = fmt.Sprintf("step %d: %s", r.FailedStep, r.Failed)
+		}
+		failed = append(failed, fmt.Sprintf("%s (%s; %s)", strings.Join(parts, ", "), r.Hash, what))
+	}
 	factor := t.Factor
 	if factor == 0 {
 		factor = 1
 	}
-	tab := &Table{Spec: t, Records: len(recs)}
+	tab := &Table{Spec: t, Records: len(recs), Failed: failed}
 	refs = refsForTable(refs, t.Name)
 	for _, k := range t.Rows {
 		tab.Header = append(tab.Header, t.label(k))
@@ -186,7 +214,16 @@ func BuildTable(t TableSpec, records []Record, refs []Reference) *Table {
 			tab.Rows[sel.Row][0].Text += " (selected)"
 		}
 	}
-	return tab
+	return tab, nil
+}
+
+// failedLine is the note below a table that lists its runs stored as failed.
+func (t *Table) failedLine() string {
+	runs := "runs"
+	if len(t.Failed) == 1 {
+		runs = "run"
+	}
+	return fmt.Sprintf("Left out: %d %s stored as failed — %s.", len(t.Failed), runs, strings.Join(t.Failed, "; "))
 }
 
 func (t *Table) factor() float64 {
@@ -256,6 +293,9 @@ func (t *Table) Markdown() string {
 	if t.Selected != nil {
 		b.WriteString("\n" + selectionLine(*t.Spec.Select, *t.Selected, t.Spec.label, t.factor(), d, false) + "\n")
 	}
+	if len(t.Failed) > 0 {
+		b.WriteString("\n" + mdEscape(t.failedLine()) + "\n")
+	}
 	if len(t.Sources) > 0 {
 		b.WriteString("\nPaper numbers:\n")
 		for i, s := range t.Sources {
@@ -316,6 +356,9 @@ func (t *Table) LaTeX(label string) string {
 	if t.Selected != nil {
 		b.WriteString("\\par\\smallskip\\footnotesize " + selectionLine(*t.Spec.Select, *t.Selected, t.Spec.label, t.factor(), d, true) + "\n")
 	}
+	if len(t.Failed) > 0 {
+		b.WriteString("\\par\\smallskip\\footnotesize " + texEscape(t.failedLine()) + "\n")
+	}
 	if len(t.Sources) > 0 {
 		b.WriteString("\\par\\smallskip\\footnotesize Paper numbers: ")
 		for i, s := range t.Sources {
@@ -355,14 +398,24 @@ func RenderTables(s *Spec, records []Record, scale, outDir string) []TableResult
 	plans := map[string]*Plan{} // resolved once per scale for all tuning tables
 	for _, t := range s.AllTables() {
 		res := TableResult{Name: t.Name}
-		recs, sc := selectFor(records, t.Scale, scale, t.Where)
-		recs = s.tuneRunsOnly(t.Name, sc, records, recs, plans)
+		sc := scale
+		if t.Scale != "" {
+			sc = t.Scale
+		}
+		// With the failed runs: BuildTable leaves them out of the rows and lists them.
+		recs := s.tuneRunsOnly(t.Name, sc, records, selectRecords(records, sc, t.Where, true), plans)
 		if len(recs) == 0 {
 			res.Err = fmt.Errorf("table %q: %w (scale %q)", t.Name, ErrNoRecords, sc)
 			out = append(out, res)
 			continue
 		}
-		res.Table = BuildTable(t, recs, s.Reference)
+		tab, err := BuildTable(t, recs, s.Reference)
+		if err != nil {
+			res.Err = err
+			out = append(out, res)
+			continue
+		}
+		res.Table = tab
 		md := filepath.Join(outDir, t.Name+".md")
 		tex := filepath.Join(outDir, t.Name+".tex")
 		if err := writeFileAtomic(md, []byte(res.Table.Markdown())); err != nil {

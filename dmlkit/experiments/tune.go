@@ -283,6 +283,9 @@ func (s *Spec) PlanWith(scale string, records []Record) (*Plan, error) {
 		}
 		changed := false
 		for _, st := range s.Selections(p, records) {
+			if err := s.selectionMissing(st, p, records); err != nil {
+				return nil, err
+			}
 			if st.Values != nil && sel[st.Name] == nil {
 				sel[st.Name] = st.Values
 				changed = true
@@ -296,6 +299,43 @@ func (s *Spec) PlanWith(scale string, records []Record) (*Plan, error) {
 		}
 	}
 	return nil, fmt.Errorf("experiments: %s: tuning steps did not settle", s.name())
+}
+
+// selectionMissing returns an error when every run of tuning step st is stored and none of
+// those not marked failed has the metric (or guard) its rule selects by: the step would wait for
+// its selection for ever. Runs stored as failed (which a retry may replace) are not an error.
+func (s *Spec) selectionMissing(st Selected, p *Plan, records []Record) error {
+	if st.Values != nil || st.Want == 0 || st.Runs < st.Want {
+		return nil
+	}
+	t := s.tune(st.Name)
+	hashes := map[string]bool{}
+	for _, r := range p.Runs {
+		if r.Tune == t.Name {
+			hashes[r.Hash] = true
+		}
+	}
+	var ok []Record
+	have := map[string]bool{}
+	for _, r := range records {
+		if r.Scale == p.Scale && hashes[r.Hash] && r.Failed == "" {
+			ok = append(ok, r)
+			for m := range r.Metrics {
+				have[m] = true
+			}
+		}
+	}
+	if len(ok) == 0 {
+		return nil
+	}
+	idx := slices.IndexFunc(s.Tune, func(x TuneSpec) bool { return x.Name == t.Name })
+	for _, f := range []struct{ field, metric string }{{"select.metric", t.Select.Metric}, {"select.guard", t.Select.Guard}} {
+		if f.metric != "" && !have[f.metric] {
+			return fmt.Errorf("experiments: %s: tune[%d] (%q): field %q: %q: none of the step's %d stored runs of scale %q has it%s",
+				s.name(), idx, t.Name, f.field, f.metric, len(ok), p.Scale, suggest(f.metric, slices.Collect(maps.Keys(have))))
+		}
+	}
+	return nil
 }
 
 // Selections applies each planned tuning step's rule to its stored records (those of the plan's

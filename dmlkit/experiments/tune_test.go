@@ -119,7 +119,7 @@ func TestTunePlanWith(t *testing.T) {
 	if len(tabs) != 2 || tabs[0].Name != "tune_lr" || tabs[0].Select.Metric != "val/acc" {
 		t.Fatalf("tune tables %+v", tabs)
 	}
-	tab := BuildTable(tabs[0], recs, nil)
+	tab := mustBuildTable(t, tabs[0], recs, nil)
 	if tab.Selected == nil || FormatValue(tab.Selected.Values) != "[0.3]" {
 		t.Errorf("tune_lr selects %+v", tab.Selected)
 	}

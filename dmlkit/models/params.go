@@ -35,6 +35,7 @@ import (
 	"hash/fnv"
 	"math"
 	"math/rand/v2"
+	"slices"
 
 	"github.com/gomlx/compute/dtypes"
 	"github.com/gomlx/gomlx/core/tensors"
@@ -85,10 +86,36 @@ func Fill(c float32) Init {
 	}
 }
 
+// SourceParam is the store parameter (a string) saying where the variables that exist before the
+// model is built were taken from, e.g. "model.init_from runs/a"; a [ShapeError] names it.
+const SourceParam = "dmlkit_variables_from"
+
+// ShapeError is the panic value of [Param] when the variable already exists (taken from a stored
+// run or pretrained weights before the graph was built) with another shape than the model needs.
+type ShapeError struct {
+	Path       string
+	Have, Want []int
+	Source     string // where the variable came from (the store's SourceParam), "" when unknown
+}
+
+func (e *ShapeError) Error() string {
+	from := ""
+	if e.Source != "" {
+		from = " from " + e.Source
+	}
+	return fmt.Sprintf("variable %s%s has shape %v, the model needs %v", e.Path, from, e.Have, e.Want)
+}
+
 // Param returns the float32 variable name in scope, creating it with init if it does not exist.
-// Its initial value depends only on the store's init seed and the variable's full path.
+// Its initial value depends only on the store's init seed and the variable's full path. A
+// variable that exists with other dimensions panics with a *[ShapeError].
 func Param(scope *model.Scope, name string, dims []int, init Init) *model.Variable {
 	if v := scope.GetVariable(name); v != nil {
+		if have := v.Shape().Dimensions; !slices.Equal(have, dims) {
+			src, _ := scope.GetParam(SourceParam)
+			s, _ := src.(string)
+			panic(&ShapeError{Path: scope.Scope() + "/" + name, Have: slices.Clone(have), Want: slices.Clone(dims), Source: s})
+		}
 		return v
 	}
 	seed, _ := scope.GetParam(InitSeedParam)

@@ -169,7 +169,11 @@ func (p *Paper) TablesMarkdown(names ...string) ([]string, error) {
 		if rs := spec.TableRecords(t, p.ShownScale(), recs); len(rs) == 0 {
 			out = append(out, fmt.Sprintf("*Table `%s` (%s): no stored %s-scale records yet.*", name, t.Caption, p.ShownScale()))
 		} else {
-			out = append(out, experiments.BuildTable(t, rs, spec.Reference).Markdown())
+			tab, err := experiments.BuildTable(t, rs, spec.Reference)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", filepath.Join(p.Dir(), "spec.yaml"), err)
+			}
+			out = append(out, tab.Markdown())
 		}
 	}
 	return out, nil

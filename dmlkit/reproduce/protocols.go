@@ -43,8 +43,9 @@ var rocFPRs = func() []float64 {
 //     "verify/n_pos", "verify/n_neg", "verify/fa@FAR=…" (the number of false accepts a FAR allows,
 //     ⌊FAR·n_neg⌋: a TAR resting on fewer than 10 is noisy) and the ROC as the series
 //     "verify/roc_fpr", "verify/roc_tpr" (TPR at each of rocFPRs); with eval.verify.hard_negatives
-//     and coarse labels, the same keys under "verify_hard/" for the positives against
-//     same-coarse-label negatives.
+//     (which needs coarse labels), the same keys under "verify_hard/" for the positives against
+//     same-coarse-label negatives. A count of negatives beyond the distinct pairs of the test set
+//     ([NegativePairCount]) is an error.
 //   - eval.rerank (k > 0): "rerank/R@k" for k in eval.ks (and 1), "rerank/MAP@R", "rerank/Recall@k",
 //     "rerank/R-Precision" after seed 004's contextual re-ranking (App. I.5, Table 10;
 //     metrics.ContextualRerank with K = eval.rerank.k, β = eval.rerank.beta or the paper's 0.1,
@@ -100,12 +101,25 @@ func protocolMetrics(ev train.EvalConfig, seed int64, emb []float32, n, d int, l
 		}
 	}
 	if v := ev.Verify; v.Negatives > 0 {
+		// Pairs are drawn one by one until the count is reached: a count beyond the distinct pairs
+		// the test set has would not sample anything new (and one of 10⁹ ran out of memory).
+		if most := NegativePairCount(labels, nil); int64(v.Negatives) > most {
+			return fmt.Errorf("eval.verify.negatives: %d is more than the %d distinct negative pairs of the %d test images", v.Negatives, most, n)
+		}
+		if v.HardNegatives > 0 {
+			if coarse == nil {
+				return fmt.Errorf("eval.verify.hard_negatives: %d needs coarse test labels (Omniglot alphabets); the test set has none", v.HardNegatives)
+			}
+			if most := NegativePairCount(labels, coarse); int64(v.HardNegatives) > most {
+				return fmt.Errorf("eval.verify.hard_negatives: %d is more than the %d distinct same-coarse-label negative pairs of the %d test images", v.HardNegatives, most, n)
+			}
+		}
 		pos := PositivePairs(labels, v.MaxPositives, protocolSeed)
 		neg := NegativePairs(labels, nil, v.Negatives, protocolSeed+1)
 		if err := verifySet("verify", emb, n, d, pos, neg, v.FARs, m, series); err != nil {
 			return fmt.Errorf("eval.verify: %w", err)
 		}
-		if v.HardNegatives > 0 && coarse != nil {
+		if v.HardNegatives > 0 {
 			hard := NegativePairs(labels, coarse, v.HardNegatives, protocolSeed+2)
 			if err := verifySet("verify_hard", emb, n, d, pos, hard, v.FARs, m, series); err != nil {
 				return fmt.Errorf("eval.verify (hard negatives): %w", err)
@@ -294,6 +308,32 @@ func PositivePairs(labels []int64, max int, seed uint64) []metrics.VerifyPair {
 		out = sel
 	}
 	return out
+}
+
+// NegativePairCount is the number of distinct unordered pairs of rows with different labels, and
+// with coarse non-nil the same coarse label: the most negative pairs [NegativePairs] can draw
+// without repeating itself.
+func NegativePairCount(labels, coarse []int64) int64 {
+	pairs := func(k int64) int64 { return k * (k - 1) / 2 }
+	type key struct{ coarse, label int64 }
+	byCoarse := map[int64]int64{}
+	byLabel := map[key]int64{}
+	for i, l := range labels {
+		var c int64
+		if coarse != nil {
+			c = coarse[i]
+		}
+		byCoarse[c]++
+		byLabel[key{c, l}]++
+	}
+	var total int64
+	for _, k := range byCoarse {
+		total += pairs(k)
+	}
+	for _, k := range byLabel {
+		total -= pairs(k)
+	}
+	return total
 }
 
 // NegativePairs draws count pairs (i, j), i ≠ j, of different labels uniformly with seed (with

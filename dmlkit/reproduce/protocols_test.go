@@ -3,6 +3,7 @@ package reproduce
 import (
 	"math"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/dmlkit/dmlkit/dmlkit/metrics"
@@ -257,5 +258,80 @@ func TestHierarchicalProtocol(t *testing.T) {
 	ev.FullMAP = false
 	if err := protocolMetrics(ev, 0, emb, 6, 2, labels, nil, none, map[string][]float64{}); err != nil || len(none) != 0 {
 		t.Errorf("without coarse labels: %v %v", none, err)
+	}
+}
+
+// TestNegativePairCount: labels {5,5,9,5,9,4} have C(6,2) = 15 pairs, of which 3 (label 5) + 1
+// (label 9) share a label: 11 negatives. With coarse {0,0,0,0,0,1}, coarse group 0 (rows 0–4) has
+// C(5,2) = 10 pairs less 3 + 1 same-label ones: 6; row 5 is alone: 0.
+func TestNegativePairCount(t *testing.T) {
+	labels := []int64{5, 5, 9, 5, 9, 4}
+	for _, tc := range []struct {
+		coarse []int64
+		want   int64
+	}{
+		{nil, 11},
+		{[]int64{0, 0, 0, 0, 0, 1}, 6},
+		{[]int64{0, 1, 2, 3, 4, 5}, 0},
+	} {
+		if got := NegativePairCount(labels, tc.coarse); got != tc.want {
+			t.Errorf("coarse %v: %d negative pairs, want %d", tc.coarse, got, tc.want)
+		}
+	}
+}
+
+// TestVerifyCountsBounded: eval.verify.negatives beyond the test set's distinct negative pairs
+// (12 images in 3 classes of 4: C(12,2) − 3·C(4,2) = 66 − 18 = 48) and hard_negatives without
+// coarse labels or beyond the distinct same-coarse ones are errors naming the field and the
+// bound; before, 1000 was drawn with repeats (10⁹ hung, growing memory) and hard negatives
+// without coarse labels were silently left out.
+func TestVerifyCountsBounded(t *testing.T) {
+	emb := make([]float32, 24)
+	var labels []int64
+	for i := range 12 {
+		emb[2*i], emb[2*i+1] = float32(i%3), 1
+		labels = append(labels, int64(i%3))
+	}
+	// Coarse: classes 0 and 1 share group 0 (8 rows, C(8,2) − 2·6 = 16 hard pairs), class 2 alone.
+	coarse := make([]int64, 12)
+	for i, l := range labels {
+		coarse[i] = l / 2
+	}
+	for _, tc := range []struct {
+		v      train.VerifyProtocol
+		coarse []int64
+		want   string // "" = no error
+	}{
+		{train.VerifyProtocol{Negatives: 48}, nil, ""},
+		{train.VerifyProtocol{Negatives: 49}, nil, "eval.verify.negatives: 49 is more than the 48 distinct negative pairs of the 12 test images"},
+		{train.VerifyProtocol{Negatives: 1000000000}, nil, "eval.verify.negatives: 1000000000 is more than the 48 distinct"},
+		{train.VerifyProtocol{Negatives: 40, HardNegatives: 10}, nil, "eval.verify.hard_negatives: 10 needs coarse test labels"},
+		{train.VerifyProtocol{Negatives: 40, HardNegatives: 16}, coarse, ""},
+		{train.VerifyProtocol{Negatives: 40, HardNegatives: 17}, coarse, "eval.verify.hard_negatives: 17 is more than the 16 distinct same-coarse-label negative pairs"},
+	} {
+		tc.v.FARs = []float64{0.1}
+		err := protocolMetrics(train.EvalConfig{Verify: tc.v}, 0, emb, 12, 2, labels, tc.coarse, map[string]float64{}, map[string][]float64{})
+		if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
+			t.Errorf("%+v (coarse %v): error %v, want %q", tc.v, tc.coarse != nil, err, tc.want)
+		}
+	}
+}
+
+// TestValidateHardNegativesNeedCoarse: eval.verify.hard_negatives on a dataset without coarse
+// labels is refused before training, naming the field, the value and data.name; Omniglot (its
+// alphabets) is accepted.
+func TestValidateHardNegativesNeedCoarse(t *testing.T) {
+	for _, tc := range []struct {
+		data, want string
+	}{
+		{"omniglot", ""},
+		{"mnist", `eval.verify.hard_negatives: 500: data.name "mnist" has no coarse labels`},
+	} {
+		cfg := map[string]any{"data": map[string]any{"name": tc.data}, "loss": map[string]any{"name": "contrastive"},
+			"eval": map[string]any{"verify": map[string]any{"negatives": 1000, "hard_negatives": 500}}}
+		err := ValidateTrainConfig(cfg)
+		if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
+			t.Errorf("%s: %v, want %q", tc.data, err, tc.want)
+		}
 	}
 }

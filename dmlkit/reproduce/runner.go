@@ -108,7 +108,15 @@ func ValidateTrainConfig(cfg map[string]any) error {
 	if err != nil {
 		return err
 	}
-	return c.Validate()
+	if err := c.Validate(); err != nil {
+		return err
+	}
+	// Hard verification negatives need coarse test labels (testCoarse): refused before training
+	// rather than left out of the record afterwards.
+	if h := c.Eval.Verify.HardNegatives; h > 0 && c.Eval.Verify.Negatives > 0 && testCoarse(c.Data.Name, []int64{0}) == nil {
+		return fmt.Errorf("eval.verify.hard_negatives: %d: data.name %q has no coarse labels (only omniglot's alphabets)", h, c.Data.Name)
+	}
+	return nil
 }
 
 // opisOptions are the OPIS settings of every run: the paper's protocol for its large open-set

@@ -2,7 +2,9 @@ package train
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"encoding/gob"
+	"encoding/hex"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -46,6 +48,13 @@ type checkpointFile struct {
 	Vars    []savedVar
 }
 
+// checkpointVersion 3 files end with checksumTag and the hex SHA-256 of the gob payload before
+// it (and a newline): a flipped bit would otherwise resume into a different model without a
+// word. Version 2 files (no checksum) are still read.
+const checkpointVersion = 3
+
+const checksumTag = "\ndmlkit-sha256:"
+
 const checkpointDir = "checkpoints"
 
 func checkpointName(step int) string { return fmt.Sprintf("ckpt-%09d.gob", step) }
@@ -58,7 +67,7 @@ func saveCheckpoint(dir string, store *model.Store, st State, keep int) error {
 	if err := os.MkdirAll(cd, 0o755); err != nil {
 		return fmt.Errorf("train: checkpoint: %w", err)
 	}
-	cf := checkpointFile{Version: 2, State: st}
+	cf := checkpointFile{Version: checkpointVersion, State: st}
 	for v := range store.IterVariables() {
 		if strings.HasPrefix(v.Path(), "/"+accScope+"/") {
 			continue // accumulators are zero between steps
@@ -90,6 +99,8 @@ func saveCheckpoint(dir string, store *model.Store, st State, keep int) error {
 	if err := gob.NewEncoder(&buf).Encode(&cf); err != nil {
 		return fmt.Errorf("train: checkpoint %s: %w", final, err)
 	}
+	sum := sha256.Sum256(buf.Bytes())
+	buf.WriteString(checksumTag + hex.EncodeToString(sum[:]) + "\n")
 	if err := atomicfile.WriteFile(final, buf.Bytes(), 0o644); err != nil {
 		return fmt.Errorf("train: checkpoint: %w", err)
 	}
@@ -125,17 +136,26 @@ func LatestCheckpoint(dir string) (string, error) {
 // loadCheckpoint creates (or overwrites) the store's variables from a checkpoint file and returns
 // the saved state. Call it before any graph is built so the model picks the saved values up.
 func loadCheckpoint(path string, store *model.Store) (State, error) {
-	f, err := os.Open(path)
+	b, err := os.ReadFile(path)
 	if err != nil {
 		return State{}, fmt.Errorf("train: %w", err)
 	}
-	defer f.Close()
+	payload, recorded, hasSum := splitChecksum(b)
+	if hasSum {
+		if got := sha256.Sum256(payload); hex.EncodeToString(got[:]) != recorded {
+			return State{}, fmt.Errorf("train: checkpoint %s: checksum mismatch (the file's SHA-256 is %s, it records %s): the file is corrupt; resume from an earlier checkpoint or start again",
+				path, hex.EncodeToString(got[:]), recorded)
+		}
+	}
 	var cf checkpointFile
-	if err := gob.NewDecoder(f).Decode(&cf); err != nil {
+	if err := gob.NewDecoder(bytes.NewReader(payload)).Decode(&cf); err != nil {
 		return State{}, fmt.Errorf("train: checkpoint %s: %w", path, err)
 	}
-	if cf.Version != 2 {
-		return State{}, fmt.Errorf("train: checkpoint %s: version %d, want 2", path, cf.Version)
+	switch {
+	case cf.Version == checkpointVersion && !hasSum:
+		return State{}, fmt.Errorf("train: checkpoint %s: version %d without its checksum trailer: the file is truncated or corrupt", path, cf.Version)
+	case cf.Version != 2 && cf.Version != checkpointVersion:
+		return State{}, fmt.Errorf("train: checkpoint %s: version %d, want 2 or %d", path, cf.Version, checkpointVersion)
 	}
 	for _, sv := range cf.Vars {
 		var t *tensors.Tensor
@@ -169,4 +189,15 @@ func loadCheckpoint(path string, store *model.Store) (State, error) {
 		v.SetTrainable(sv.Trainable)
 	}
 	return cf.State, nil
+}
+
+// splitChecksum splits a checkpoint file into its payload and the hex checksum its trailer
+// records; ok is false when the file has no well-formed trailer.
+func splitChecksum(b []byte) (payload []byte, sum string, ok bool) {
+	const hexLen = 2 * sha256.Size
+	n := len(checksumTag) + hexLen + 1
+	if len(b) < n || b[len(b)-1] != '\n' || string(b[len(b)-n:len(b)-n+len(checksumTag)]) != checksumTag {
+		return b, "", false
+	}
+	return b[:len(b)-n], string(b[len(b)-hexLen-1 : len(b)-1]), true
 }

@@ -14,9 +14,12 @@ package train
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
+	"io"
 	"math"
 	"os"
+	"reflect"
 	"sort"
 	"strings"
 
@@ -499,6 +502,17 @@ func (c *Config) Validate() error {
 		if !(f > 0 && f < 1) {
 			return fmt.Errorf("eval.verify.fars[%d]: %g: want 0 < FAR < 1", i, f)
 		}
+		// A FAR below 1/negatives cannot be resolved (no negative may be accepted): its TAR would
+		// be left out of the record without a word.
+		for _, n := range []struct {
+			field string
+			count int
+		}{{"negatives", c.Eval.Verify.Negatives}, {"hard_negatives", c.Eval.Verify.HardNegatives}} {
+			if n.count > 0 && f*float64(n.count) < 1 {
+				return fmt.Errorf("eval.verify.fars[%d]: %g is below 1/eval.verify.%s (1/%d): the TAR at it cannot be resolved; raise %s to ≥ %.0f or drop the FAR",
+					i, f, n.field, n.count, n.field, math.Ceil(1/f))
+			}
+		}
 	}
 	if c.Eval.ISM {
 		if !c.Model.DualHead {
@@ -641,6 +655,17 @@ func LoadConfig(path string) (Config, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(b))
 	dec.KnownFields(true)
 	if err := dec.Decode(&cfg); err != nil {
+		if errors.Is(err, io.EOF) {
+			return cfg, fmt.Errorf("train: %s: the file is empty (want a YAML mapping of run settings, e.g. data: {name: mnist})", path)
+		}
+		// The decoder's type errors name Go types ("cannot unmarshal !!map into
+		// []data.Degradation"): name the field and what it wants instead.
+		var doc yaml.Node
+		if yaml.Unmarshal(b, &doc) == nil {
+			if e := config.ExplainYAML(&doc, reflect.TypeOf(cfg)); e != nil {
+				return cfg, fmt.Errorf("train: %s: %w", path, e)
+			}
+		}
 		return cfg, fmt.Errorf("train: %s: %w", path, err)
 	}
 	return cfg, nil

@@ -80,5 +80,8 @@ func initFromRun(store *model.Store, cfg models.Config) error {
 	if n == 0 {
 		return fmt.Errorf("model.init_from: %s has no variables under %s (not a run of a model with a backbone?)", path, prefix)
 	}
+	// Variables created here take the stored run's shapes before the graph exists: models.Param
+	// refuses one the model needs in another shape, naming this source.
+	store.SetParam("/"+models.SourceParam, "model.init_from "+cfg.InitFrom)
 	return nil
 }

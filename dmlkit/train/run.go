@@ -3,8 +3,8 @@ package train
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
-	"github.com/dmlkit/dmlkit/dmlkit/data"
 	"maps"
 	"math"
 	"math/rand/v2"
@@ -15,8 +15,10 @@ import (
 	"time"
 
 	"github.com/dmlkit/dmlkit/dmlkit/backend"
+	"github.com/dmlkit/dmlkit/dmlkit/data"
 	"github.com/dmlkit/dmlkit/dmlkit/evaluate"
 	"github.com/dmlkit/dmlkit/dmlkit/metrics"
+	"github.com/dmlkit/dmlkit/dmlkit/models"
 	"github.com/dmlkit/dmlkit/dmlkit/npy"
 	"github.com/gomlx/compute"
 	"github.com/gomlx/compute/dtypes"
@@ -261,6 +263,12 @@ func RunWithOptions(ctx context.Context, cfg Config, outDir string, opt Options)
 		}
 	}
 	if err != nil {
+		// A variable taken from model.init_from in another shape than the model's: the error
+		// names it, both shapes and the source, not the graph compilation that noticed.
+		var se *models.ShapeError
+		if errors.As(err, &se) {
+			return nil, fmt.Errorf("train: %w", se)
+		}
 		return nil, err
 	}
 	return r.res, nil
