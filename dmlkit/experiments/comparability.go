@@ -564,7 +564,15 @@ func (v *ClaimVerdict) ComparabilityNote() string {
 		case TuningNone:
 			parts = append(parts, "fixed settings")
 		case TuningBorrowed:
-			parts = append(parts, "borrowed tuning ("+diffText(v.Facts[0].Differs)+")")
+			sigs := map[string]bool{}
+			for _, f := range v.Facts {
+				sigs[strings.Join(f.Differs, "|")] = true
+			}
+			if len(sigs) == 1 {
+				parts = append(parts, "borrowed tuning, alike ("+diffText(v.Facts[0].Differs)+")")
+			} else {
+				parts = append(parts, "borrowed tuning, differently")
+			}
 		default:
 			parts = append(parts, "tuning "+v.Facts[0].Tuning)
 		}

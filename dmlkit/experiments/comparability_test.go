@@ -141,7 +141,7 @@ func TestComparabilityRules(t *testing.T) {
 		{name: "one arm tuned, the other at fixed values", claim: better("c", "b", nil),
 			verdict: VerdictInconclusive, cause: CauseUnequal, reason: "tuned: B; fixed values: A"},
 		{name: "both arms at a condition neither tuning saw, borrowed alike", claim: better("a", "b", noise),
-			verdict: VerdictHeld, cause: CauseInterval, note: "borrowed tuning (data.noise: tuned at unset, this arm 0.2)"},
+			verdict: VerdictHeld, cause: CauseInterval, note: "borrowed tuning, alike (data.noise: tuned at unset, this arm 0.2)"},
 		{name: "unequal epochs", claim: better("a", "b", nil),
 			edit: func(arm string, _ int64, r *Record) {
 				if arm == "b" {

@@ -63,6 +63,7 @@ func loadPaper(t *testing.T, specPath string) (*Spec, []Record, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	recs, _ = DropSuperseded(s, recs) // as `dmlkit figures` does
 	scale := ""
 	if _, ok := s.Scales["small"]; ok {
 		scale = "small"
