@@ -1,7 +1,9 @@
 package main
 
 import (
+	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -49,6 +51,33 @@ func mustLoadSpec(t *testing.T, path string) *experiments.Spec {
 // tuning runs) — nothing pending, every planned run stored once, no stray record of another
 // configuration — and every record carries the commit it was produced from and a clean tree, so
 // every verdict uses it. With noFailed, no record may be marked failed.
+// readSuperseded reads results/superseded.txt: one line per stored record that is no longer a run
+// of the spec ("<hash> <why>"; # comments), kept in the store as history and left out of tables,
+// figures and verdicts (experiments.DropSuperseded). A missing file lists none.
+func readSuperseded(t *testing.T, path string) map[string]string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	for i, line := range strings.Split(string(b), "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		hash, why, _ := strings.Cut(line, " ")
+		if len(hash) != 16 || strings.TrimSpace(why) == "" {
+			t.Errorf("%s:%d: want \"<16-hex hash> <why it was superseded>\", got %q", path, i+1, line)
+		}
+		out[hash] = strings.TrimSpace(why)
+	}
+	return out
+}
+
 func checkStoredResultsMatchSpec(t *testing.T, s *experiments.Spec, specPath string, noFailed bool) {
 	t.Helper()
 	recs, rep, err := experiments.NewStore(filepath.Join(filepath.Dir(specPath), "results")).Load()
@@ -69,6 +98,7 @@ func checkStoredResultsMatchSpec(t *testing.T, s *experiments.Spec, specPath str
 	for _, r := range p.Runs {
 		planned[r.Hash] = true
 	}
+	superseded := readSuperseded(t, filepath.Join(filepath.Dir(specPath), "results", "superseded.txt"))
 	stored := map[string]bool{}
 	for i := range recs {
 		r := &recs[i]
@@ -76,8 +106,11 @@ func checkStoredResultsMatchSpec(t *testing.T, s *experiments.Spec, specPath str
 			continue
 		}
 		stored[r.Hash] = true
-		if !planned[r.Hash] {
-			t.Errorf("record %s (seed %d) is not a run of the spec", r.Hash, r.Seed)
+		switch _, marked := superseded[r.Hash]; {
+		case !planned[r.Hash] && !marked:
+			t.Errorf("record %s (seed %d) is not a run of the spec, nor marked superseded in results/superseded.txt", r.Hash, r.Seed)
+		case planned[r.Hash] && marked:
+			t.Errorf("record %s (seed %d) is marked superseded but is a run of the spec", r.Hash, r.Seed)
 		}
 		if c, _ := r.Env["git_commit"].(string); len(c) != 40 || r.Dirty() {
 			t.Errorf("record %s: commit %q, dirty %v", r.Hash, c, r.Dirty())
