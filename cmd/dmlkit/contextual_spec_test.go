@@ -77,3 +77,10 @@ func TestContextualSmokeEndToEnd(t *testing.T) {
 		t.Fatalf("tables: code %d: %s", code, stderr)
 	}
 }
+
+// TestContextualStoredResultsMatchSpec: the committed small-scale store is the spec's plan, every
+// record from a clean tree; the 30 λ × γ tuning runs at the margins selected before the margin
+// grid grew are marked in results/superseded.txt.
+func TestContextualStoredResultsMatchSpec(t *testing.T) {
+	checkStoredResultsMatchSpec(t, mustLoadSpec(t, ctxSpecPath), ctxSpecPath, false)
+}
