@@ -386,3 +386,45 @@ func TestComparabilityInteractionPairs(t *testing.T) {
 		t.Errorf("cause %s (%s), facts %+v", v.Cause, v.Reason, v.Facts)
 	}
 }
+
+// ChangesMarkdown lists the claims whose verdict the rules changed (not a change of cause alone);
+// SummaryMarkdown counts per paper by cause, with the interval-alone verdicts and the totals.
+func TestChangesAndSummary(t *testing.T) {
+	mk := func(id, raw, verdict, cause, reason string) ClaimVerdict {
+		return ClaimVerdict{Claim: ClaimSpec{ID: id, Source: "Table 1"}, Raw: raw, Verdict: verdict, Cause: cause, Reason: reason}
+	}
+	a := &ClaimsReport{Paper: "a", Scale: "small", Verdicts: []ClaimVerdict{
+		mk("x1", VerdictHeld, VerdictHeld, CauseInterval, "interval on the claimed side"),
+		mk("x2", VerdictContradicted, VerdictInconclusive, CauseUnequal, "unequal comparison (B: borrowed tuning (k: tuned at 1, this arm 2)); the interval alone: contradicted"),
+		mk("x3", VerdictInconclusive, VerdictInconclusive, CauseUnequal, "unequal comparison (epochs 2 vs 4)"),
+		mk("x4", VerdictHeld, VerdictInconclusive, CauseUntrained, "A did not train (its loss fell in 0 of 3 seeds); the interval alone: held"),
+	}}
+	a.Verdicts[0].Facts = []ArmFacts{{Label: "A", Weak: "A is weak"}}
+	b := &ClaimsReport{Paper: "b", Scale: "small", Verdicts: []ClaimVerdict{
+		mk("y1", VerdictContradicted, VerdictContradicted, CauseInterval, "interval on the opposite side"),
+		mk("y2", VerdictInconclusive, VerdictInconclusive, CauseNoRecords, "no records for A"),
+	}}
+	md := a.ChangesMarkdown()
+	for _, want := range []string{
+		"The interval rule alone gives 2 held, 1 contradicted, 1 inconclusive; with the comparability and training rules 1 held, 0 contradicted, 3 inconclusive (2 verdicts changed).",
+		"| x2 | Table 1 | contradicted | inconclusive | unequal comparison: B: borrowed tuning (k: tuned at 1, this arm 2) |",
+		"| x4 | Table 1 | held | inconclusive | an arm did not train: A did not train (its loss fell in 0 of 3 seeds) |",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("ChangesMarkdown lacks %q:\n%s", want, md)
+		}
+	}
+	if strings.Contains(md, "| x3 |") || strings.Contains(md, "| x1 |") {
+		t.Errorf("ChangesMarkdown lists a claim whose verdict did not change:\n%s", md)
+	}
+	sum := SummaryMarkdown([]*ClaimsReport{a, b})
+	for _, want := range []string{
+		"| a | small | 4 | 1 | 0 | 0 | 2 | 1 | 0 | 1 | 2 / 1 / 1 |",
+		"| b | small | 2 | 0 | 1 | 0 | 0 | 0 | 1 | 0 | 0 / 1 / 1 |",
+		"| **all** |  | 6 | 1 | 1 | 0 | 2 | 1 | 1 | 1 | 2 / 2 / 2 |",
+	} {
+		if !strings.Contains(sum, want) {
+			t.Errorf("SummaryMarkdown lacks %q:\n%s", want, sum)
+		}
+	}
+}

@@ -6,7 +6,7 @@ import (
 )
 
 // ChangesMarkdown is the table "What changed and why" of a paper's README: every claim whose
-// verdict the comparability and training rules changed, with the verdict the interval alone gives
+// verdict (held, contradicted, inconclusive) the comparability and training rules changed, with the verdict the interval alone gives
 // ([ClaimVerdict.Raw]: the verdict before those rules, on the same records), the new verdict and
 // the cause. Claims with forms list each form that changed.
 func (r *ClaimsReport) ChangesMarkdown() string {
@@ -18,7 +18,7 @@ func (r *ClaimsReport) ChangesMarkdown() string {
 			forms = []ClaimVerdict{v}
 		}
 		for _, f := range forms {
-			if f.Raw == f.Verdict && f.Cause == CauseInterval || f.Cause == CauseNoRecords {
+			if f.Raw == f.Verdict {
 				continue
 			}
 			id := v.Claim.ID
@@ -27,6 +27,9 @@ func (r *ClaimsReport) ChangesMarkdown() string {
 			}
 			cause := map[string]string{CauseUnequal: "unequal comparison", CauseUntrained: "an arm did not train"}[f.Cause]
 			why, _, _ := strings.Cut(f.Reason, "; the interval alone: ")
+			if inner, ok := strings.CutPrefix(why, "unequal comparison ("); ok {
+				why = strings.TrimSuffix(inner, ")")
+			}
 			rows = append(rows, fmt.Sprintf("| %s | %s | %s | %s | %s: %s |", mdEscape(id), mdEscape(v.Claim.Source), f.Raw, f.Verdict, cause, mdEscape(why)))
 		}
 	}
