@@ -83,7 +83,7 @@ type ArmFacts struct {
 	Weak      string  // the reason, when the arm is a baseline below its level ([ClaimSet.Weak])
 }
 
-// trained reports whether the arm has training evidence: train R@1 or a logged loss.
+// recorded reports whether the arm has training evidence: train R@1 or a logged loss.
 func (f *ArmFacts) recorded() bool { return !math.IsNaN(f.TrainR1) || f.LossSeeds > 0 }
 
 // provenance maps the records of one scale to their planned runs: the context the tuning rule needs.
@@ -366,7 +366,7 @@ func lossFell(r *Record) (fell, ok bool) {
 	return false, false
 }
 
-// rules applies the comparability and training rules to a verdict whose interval rule has run.
+// applyRules applies the comparability and training rules to a verdict whose interval rule has run.
 func (v *ClaimVerdict) applyRules(budget string, minTrain *float64) {
 	v.Raw, v.RawReason = v.Verdict, v.Reason
 	v.Cause = CauseInterval

@@ -45,8 +45,8 @@ type ClaimOptions struct {
 	// default; see [Record.Dirty]). Verdicts computed so are marked provisional.
 	IncludeDirty bool
 	// Spec is the paper's spec: with it the tuning rule knows which tuning steps each record's
-	// values came from ([ArmFacts]); without it every arm's tuning is unknown and no verdict is
-	// held or contradicted unless the claim declares its tuning deliberate.
+	// values came from ([ArmFacts]) and records that are no longer runs of the spec are left out;
+	// without it the tuning rule is not applied (the comparability note says "tuning not checked").
 	Spec *Spec
 
 	prov map[string]*provenance // per scale, shared by the claims of one Evaluate
