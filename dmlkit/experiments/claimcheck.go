@@ -14,7 +14,7 @@ import (
 // result not run yet. It refuses
 //   - a paper field other than the spec's paper (the directory's name);
 //   - a scale (the set's or a claim's) that the spec does not define;
-//   - a where key or value (the set's, a claim's, an arm's) and a sweep key or value that no
+//   - a where key or value (the set's, a claim's, an arm's, a form's, a weak baseline's) and a sweep key or value that no
 //     configuration of the spec and no stored record has ([Vocabulary]);
 //   - a metric (the claim's or an arm's) that no stored record has and no table, figure, tuning
 //     step or reference of the spec names, while the claim selects records (a claim written
@@ -46,6 +46,11 @@ func CheckClaims(cs *ClaimSet, s *Spec, records []Record, scale string) error {
 	if err := v.CheckWhere(cs.Where); err != nil {
 		errs = append(errs, fmt.Errorf("%s: field \"where\": %w", file, err))
 	}
+	for i, w := range cs.Weak {
+		if err := v.CheckWhere(w.Where); err != nil {
+			errs = append(errs, fmt.Errorf("%s: field \"weak[%d].where\": %w", file, i, err))
+		}
+	}
 	for i, c := range cs.Claims {
 		what := fmt.Sprintf("claims[%d] (id %q): ", i, c.ID)
 		at := func(field string, err error) {
@@ -66,6 +71,11 @@ func CheckClaims(cs *ClaimSet, s *Spec, records []Record, scale string) error {
 			if a := arms[name]; a != nil {
 				at(name+".where", v.CheckWhere(a.Where))
 			}
+		}
+		for j, f := range c.Forms {
+			at(fmt.Sprintf("forms[%d].where", j), v.CheckWhere(f.Where))
+			at(fmt.Sprintf("forms[%d].base", j), v.CheckWhere(f.Base))
+			at(fmt.Sprintf("forms[%d].treatment", j), v.CheckWhere(f.Treatment))
 		}
 		if c.Sweep != nil {
 			if err := v.CheckKey(c.Sweep.Key); err != nil {

@@ -109,6 +109,10 @@ func TestCheckClaims(t *testing.T) {
 			`claims.yaml: claims[0] (id "c"): field "where": key "loss.margn": no configuration of the spec and no stored record has it (did you mean "loss.margin"?)`},
 		{"metric", "paper: toy\n", mk("R@one", "rsk", ""), false,
 			`claims.yaml: claims[0] (id "c"): field "metric": metric "R@one": none of the stored records has it (4 selected)`},
+		{"form where key", "paper: toy\n", mk("R@1", "rsk", ", forms: [{label: one, treatment: {loss.margn: 0.5}}, {label: two, treatment: {loss.margin: 0.5}}]"), false,
+			`claims.yaml: claims[0] (id "c"): field "forms[0].treatment": key "loss.margn": no configuration of the spec and no stored record has it`},
+		{"weak where key", "paper: toy\nweak: [{where: {loss.nam: rsk}, reason: weak}]\n", mk("R@1", "rsk", ""), false,
+			`claims.yaml: field "weak[0].where": key "loss.nam"`},
 		{"NaN", "paper: toy\n", mk("R@1", "rsk", ""), true,
 			`claims.yaml: claims[0] (id "c"): field "metric": metric "R@1" is NaN in record rsk1 (seed 1, scale small)`},
 	} {
