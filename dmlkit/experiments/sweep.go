@@ -324,8 +324,8 @@ type SweepOptions struct {
 	// runs instead of returning with them pending: while another shard of the sweep is running
 	// and not itself waiting ([Store.OtherShardsRunning]), the store is read again every
 	// PendingPoll (default 30 s) and the points resolved meanwhile run in this shard. When every
-	// other shard has ended or waits too, no stored run can change any more and the points still
-	// pending are returned in Summary.Pending (a later sweep, e.g. the job submitted again, runs
+	// other shard has ended or waits too at two polls in a row (the store read again between), no
+	// stored run can change any more and the points still pending are returned in Summary.Pending (a later sweep, e.g. the job submitted again, runs
 	// them). A cluster job's shards need it: the runs after a tuning step are spread over all
 	// shards.
 	WaitPending bool
@@ -361,6 +361,7 @@ func RunSweep(ctx context.Context, s *Spec, opt SweepOptions) (*Plan, *Summary, 
 	var plan *Plan
 	ran := map[string]bool{}
 	var runErr error // the first round's failure, reported after the last round
+	quiet := 0       // WaitPending: consecutive polls that found every other shard ended or waiting
 	for round := 0; ; round++ {
 		recs, _, err := opt.Store.Load()
 		if err != nil {
@@ -394,8 +395,16 @@ func RunSweep(ctx context.Context, s *Spec, opt SweepOptions) (*Plan, *Summary, 
 			}
 			lock.setWaiting(true)
 			running := opt.Store.OtherShardsRunning(opt.Index, opt.Of)
+			// Every other shard has ended or waits too: nothing can change any more — unless one of
+			// them is between storing its last run and reading the store again. So this shard ends
+			// only after it has seen that twice, a poll apart, with the store read again between.
 			if running == 0 {
-				break
+				quiet++
+				if quiet >= 2 {
+					break
+				}
+			} else {
+				quiet = 0
 			}
 			if opt.PendingWaiting != nil {
 				opt.PendingWaiting(len(plan.Pending), running)
@@ -413,6 +422,7 @@ func RunSweep(ctx context.Context, s *Spec, opt SweepOptions) (*Plan, *Summary, 
 			continue
 		}
 		lock.setWaiting(false)
+		quiet = 0
 		sum, err := Execute(ctx, plan, todo, opt.ExecOptions)
 		if sum != nil {
 			total.Total += sum.Total
