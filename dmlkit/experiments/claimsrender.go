@@ -36,8 +36,13 @@ func (r *ClaimsReport) CauseCounts() map[string]int {
 
 // Counts returns how many verdicts are held, contradicted and inconclusive.
 func (r *ClaimsReport) Counts() (held, contradicted, inconclusive int) {
-	for _, v := range r.Verdicts {
-		switch v.Verdict {
+	return countVerdicts(r.Verdicts, func(v ClaimVerdict) string { return v.Verdict })
+}
+
+// countVerdicts counts the verdicts that verdict(v) reads as held, contradicted and otherwise.
+func countVerdicts(vs []ClaimVerdict, verdict func(ClaimVerdict) string) (held, contradicted, inconclusive int) {
+	for _, v := range vs {
+		switch verdict(v) {
 		case VerdictHeld:
 			held++
 		case VerdictContradicted:
@@ -320,38 +325,41 @@ const (
 // README) with content, so a README's verdict table is generated, not typed. It returns
 // whether the file changed; a file without the markers is an error naming it.
 func UpdateMarked(path, name, content string) (bool, error) {
-	b, err := os.ReadFile(path)
+	s, i, j, err := markedBlock(path, name)
 	if err != nil {
-		return false, fmt.Errorf("experiments: %w", err)
+		return false, err
 	}
-	begin, end := fmt.Sprintf(markBegin, name), fmt.Sprintf(markEnd, name)
-	s := string(b)
-	i := strings.Index(s, begin)
-	j := strings.Index(s, end)
-	if i < 0 || j < i {
-		return false, fmt.Errorf("experiments: %s: no block %q (want the lines %s … %s)", path, name, begin, end)
-	}
-	out := s[:i+len(begin)] + "\n" + strings.TrimRight(content, "\n") + "\n" + s[j:]
+	out := s[:i] + "\n" + strings.TrimRight(content, "\n") + "\n" + s[j:]
 	if out == s {
 		return false, nil
 	}
 	return true, writeFileAtomic(path, []byte(out))
 }
 
+// markedBlock reads the file at path and finds block name: the text between s[:i] (ending with
+// the begin marker) and s[j:] (starting with the end marker).
+func markedBlock(path, name string) (s string, i, j int, err error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", 0, 0, fmt.Errorf("experiments: %w", err)
+	}
+	begin, end := fmt.Sprintf(markBegin, name), fmt.Sprintf(markEnd, name)
+	s = string(b)
+	i, j = strings.Index(s, begin), strings.Index(s, end)
+	if i < 0 || j < i {
+		return "", 0, 0, fmt.Errorf("experiments: %s: no block %q (want the lines %s … %s)", path, name, begin, end)
+	}
+	return s, i + len(begin), j, nil
+}
+
 // MarkedIs reports whether block name of the file at path holds content (as [UpdateMarked] would
 // write it).
 func MarkedIs(path, name, content string) (bool, error) {
-	b, err := os.ReadFile(path)
+	s, i, j, err := markedBlock(path, name)
 	if err != nil {
-		return false, fmt.Errorf("experiments: %w", err)
+		return false, err
 	}
-	begin, end := fmt.Sprintf(markBegin, name), fmt.Sprintf(markEnd, name)
-	s := string(b)
-	i, j := strings.Index(s, begin), strings.Index(s, end)
-	if i < 0 || j < i {
-		return false, fmt.Errorf("experiments: %s: no block %q (want the lines %s … %s)", path, name, begin, end)
-	}
-	return s[i+len(begin):j] == "\n"+strings.TrimRight(content, "\n")+"\n", nil
+	return s[i:j] == "\n"+strings.TrimRight(content, "\n")+"\n", nil
 }
 
 // RenderClaims evaluates cs on records and writes claims.md and claims.tex into outDir; when the

@@ -48,17 +48,7 @@ func (r *ClaimsReport) ChangesMarkdown() string {
 // RawCounts returns how many verdicts the interval rule alone gives as held, contradicted and
 // inconclusive (the verdicts before the comparability and training rules).
 func (r *ClaimsReport) RawCounts() (held, contradicted, inconclusive int) {
-	for _, v := range r.Verdicts {
-		switch v.Raw {
-		case VerdictHeld:
-			held++
-		case VerdictContradicted:
-			contradicted++
-		default:
-			inconclusive++
-		}
-	}
-	return
+	return countVerdicts(r.Verdicts, func(v ClaimVerdict) string { return v.Raw })
 }
 
 // SummaryMarkdown is the cross-paper summary of reports (one per paper, in order): per paper the
