@@ -94,12 +94,14 @@ type provenance struct {
 	tuneOf  map[string][]Run // tuning step → its planned runs
 	recs    map[string]*Record
 	sel     map[string]Selected
+	flat    map[string]map[string]any // run hash → resolvedFlat of its configuration, computed once
 }
 
 // newProvenance plans the scale with the stored records ([Spec.PlanWith]); when the plan cannot be
 // made, every arm's tuning is unknown.
 func newProvenance(s *Spec, scale string, records []Record) *provenance {
-	p := &provenance{spec: s, runs: map[string]Run{}, tuneOf: map[string][]Run{}, recs: map[string]*Record{}, sel: map[string]Selected{}}
+	p := &provenance{spec: s, runs: map[string]Run{}, tuneOf: map[string][]Run{}, recs: map[string]*Record{}, sel: map[string]Selected{},
+		flat: map[string]map[string]any{}}
 	plan, err := s.PlanWith(scale, records)
 	if err != nil {
 		return p
@@ -120,6 +122,18 @@ func newProvenance(s *Spec, scale string, records []Record) *provenance {
 		p.sel[st.Name] = st
 	}
 	return p
+}
+
+// resolved returns the run's configuration with the trainer's defaults as dotted keys
+// (resolvedFlat), computed once per run: every seed of every arm of every claim compares with the
+// same few tuning runs.
+func (p *provenance) resolved(r Run) map[string]any {
+	if f, ok := p.flat[r.Hash]; ok {
+		return f
+	}
+	f := resolvedFlat(r.Config)
+	p.flat[r.Hash] = f
+	return f
 }
 
 // inPlan reports whether a record's hash is a run of the spec's current plan.
@@ -192,7 +206,7 @@ func (p *provenance) tuning(r *Record) (kind string, steps []string, diffs []str
 			}
 		}
 	}
-	arm := resolvedFlat(run.Config)
+	arm := p.resolved(run)
 	for _, n := range run.Tuned {
 		trs := p.tuneOf[n]
 		if len(trs) == 0 {
@@ -204,7 +218,7 @@ func (p *provenance) tuning(r *Record) (kind string, steps []string, diffs []str
 				runLen = x
 			}
 		}
-		for _, d := range tuningDiff(arm, resolvedFlat(tr.Config), tuned) {
+		for _, d := range tuningDiff(arm, p.resolved(tr), tuned) {
 			if !slices.Contains(diffs, d) {
 				diffs = append(diffs, d)
 			}
