@@ -40,7 +40,7 @@ func runSummary(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	md, err := crossPaperSummary(filepath.Join(dir, "reproductions"), stderr)
+	md, err := crossPaperSummary(filepath.Join(dir, "reproductions"), nil, stderr)
 	if err != nil {
 		return err
 	}
@@ -94,8 +94,9 @@ func reproductionsRoot(root string) (string, error) {
 
 // crossPaperSummary evaluates the claims of every paper under dir (a directory per paper with
 // spec.yaml and claims.yaml) at its default scale, as `dmlkit tables` does, and renders the
-// summary.
-func crossPaperSummary(dir string, stderr io.Writer) (string, error) {
+// summary. known holds reports already computed that way (paper → report), which are not
+// evaluated again.
+func crossPaperSummary(dir string, known map[string]*experiments.ClaimsReport, stderr io.Writer) (string, error) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return "", err
@@ -120,6 +121,10 @@ func crossPaperSummary(dir string, stderr io.Writer) (string, error) {
 	})
 	var reps []*experiments.ClaimsReport
 	for _, p := range papers {
+		if rep, ok := known[p]; ok {
+			reps = append(reps, rep)
+			continue
+		}
 		spec, err := experiments.Load(filepath.Join(dir, p, "spec.yaml"))
 		if err != nil {
 			return "", err

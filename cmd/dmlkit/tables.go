@@ -87,7 +87,13 @@ func makeClaims(spec *experiments.Spec, scale string, recs []experiments.Record,
 	// were written.
 	if readme != "" && filepath.Base(filepath.Dir(spec.Dir)) == "reproductions" {
 		root := filepath.Dir(filepath.Dir(spec.Dir))
-		md, err := crossPaperSummary(filepath.Join(root, "reproductions"), io.Discard)
+		// This paper's report is the summary's when computed the same way (its committed scale, dirty
+		// records left out); the other papers are evaluated from their stores.
+		known := map[string]*experiments.ClaimsReport{}
+		if !includeDirty {
+			known[spec.Paper] = rep
+		}
+		md, err := crossPaperSummary(filepath.Join(root, "reproductions"), known, io.Discard)
 		if err != nil {
 			return err
 		}
