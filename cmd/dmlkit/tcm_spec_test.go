@@ -162,15 +162,16 @@ func TestTCMPaperNumbers(t *testing.T) {
 }
 
 // TestTCMSpecPlans resolves every scale through the trainer's validator (reproduce.Register).
-// Without stored records the small scale plans only the 64 learning-rate tuning runs (4 losses and
-// their 4 + TCM configurations × 8); every other point waits. With (fabricated) records of the tuning
-// runs the plan completes: 64 + 27 margin-grid runs + 136 points = 227 runs, none pending.
+// Without stored records the small scale plans only the 120 learning-rate tuning runs (4 losses,
+// their 4 + TCM configurations, Table 7's 3 regularised Smooth-AP and Table 9's 4 TCM variants, × 8);
+// every other point waits. With (fabricated) records of the tuning runs the plan completes:
+// 120 + 27 margin-grid runs + 136 points = 283 runs, none pending.
 func TestTCMSpecPlans(t *testing.T) {
 	s := mustLoadSpec(t, tcmSpecPath)
 	for _, c := range []struct {
 		scale         string
 		runs, pending int
-	}{{"smoke", 4, 0}, {"small", 64, 49}} {
+	}{{"smoke", 4, 0}, {"small", 120, 49}} {
 		p, err := s.Plan(c.scale)
 		if err != nil {
 			t.Fatalf("scale %s: %v", c.scale, err)
@@ -180,8 +181,8 @@ func TestTCMSpecPlans(t *testing.T) {
 		}
 	}
 	p, _ := tcmTunedPlan(t, s)
-	if len(p.Runs) != 227 || len(p.Pending) != 0 {
-		t.Errorf("small with tuning records: %d runs, %d pending; want 227, 0", len(p.Runs), len(p.Pending))
+	if len(p.Runs) != 283 || len(p.Pending) != 0 {
+		t.Errorf("small with tuning records: %d runs, %d pending; want 283, 0", len(p.Runs), len(p.Pending))
 	}
 	// The full scale (31 paper configurations, one seed) validates: its datasets inat, sop, cub and
 	// cars are registered with the trainer (dmlkit/train/data_images.go). Only validation: the
