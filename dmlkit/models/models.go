@@ -63,6 +63,31 @@ type Config struct {
 	// seed 002 Table 6 varies it. The loss then sees [B, Dim + UncDim] and the idml loss must be
 	// told the split (loss.set.unc_dim, checked by the trainer's validation).
 	UncDim int `yaml:"unc_dim" doc:"IDML uncertainty head width (0 = dim)"`
+	// InputSize resizes every input image to InputSize × InputSize inside the graph before the
+	// backbone (bilinear, half-pixel centres, no antialiasing; GoMLX's Interpolate). 0 (the
+	// default): images are used at the size they come in. It is meant for enlarging small images
+	// to a pretrained backbone's scale (Omniglot's 28 px to 96 px for MobileNetV2); to shrink
+	// large images, load them at the wanted size instead, since bilinear sampling without
+	// antialiasing aliases.
+	InputSize int `yaml:"input_size" doc:"resize input images to N×N inside the model before the backbone (0: as they come)"`
+	// FreezeBackbone trains everything but the backbone: its pooled features (Output.Features)
+	// are computed once per distinct input image, in inference mode (BatchNorm running
+	// statistics), and cached on disk; the head (and layer_norm, projector, IDML head, the
+	// loss's variables) trains on them: the "frozen pretrained backbone, trained embedding head"
+	// regime. The trainer's feature cache is keyed by each image's pixels and the backbone's
+	// configuration and weights, so every seed, class split and label-noise draw reuses it.
+	// Inputs are fixed per image: mixup then mixes features, not pixels.
+	FreezeBackbone bool `yaml:"freeze_backbone" doc:"train the head on cached features of a fixed backbone"`
+}
+
+// HeadOnly is the configuration of the network a frozen backbone leaves to train: the
+// "features" backbone (inputs are the cached backbone features) with c's head, layer norm,
+// projector and IDML head; c must not itself be a features backbone.
+func (c Config) HeadOnly() Config {
+	h := c
+	h.Backbone, h.Channels, h.Pretrained, h.InitFrom, h.InputSize, h.FreezeBackbone = "features", nil, "", "", 0, false
+	h.FrozenBN, h.Norm, h.Pool, h.GeMP = false, "", "", 0
+	return h
 }
 
 // UncWidth is the width of the IDML uncertainty head: UncDim, or Dim when UncDim is 0.
@@ -150,6 +175,15 @@ func (c *Config) Validate(prefix string) error {
 	if c.DualHead && c.Head == "identity" {
 		return fmt.Errorf("%s: the IDML dual head needs a linear or mlp head", f("dual_head"))
 	}
+	if c.InputSize < 0 || (c.InputSize > 0 && c.Backbone == "features") {
+		return fmt.Errorf("%s: %d: want ≥ 0, and only with an image backbone", f("input_size"), c.InputSize)
+	}
+	if c.FreezeBackbone && c.Backbone == "features" {
+		return fmt.Errorf("%s: backbone features has no backbone to freeze (it already trains a head on given features)", f("freeze_backbone"))
+	}
+	if c.FreezeBackbone && c.InitHead {
+		return fmt.Errorf("%s: a frozen backbone's head starts fresh; %s is not supported with it", f("freeze_backbone"), f("init_head"))
+	}
 	return nil
 }
 
@@ -176,6 +210,9 @@ type Output struct {
 // x's dtype.
 func Build(scope *model.Scope, cfg Config, x *Node, mode Mode) Output {
 	var f *Node
+	if cfg.InputSize > 0 && cfg.Backbone != "features" {
+		x = ResizeImages(x, cfg.InputSize)
+	}
 	switch cfg.Backbone {
 	case "features":
 		if x.Rank() != 2 {

@@ -301,3 +301,24 @@ func TestParamDeterministic(t *testing.T) {
 		t.Fatal("different seeds gave the same values")
 	}
 }
+
+// TestResizeImages checks model.input_size's resampling by hand: a 2×2 image [[0, 4], [8, 12]]
+// enlarged to 4×4 with half-pixel centres samples the input at (i + 0.5)/2 − 0.5 = −0.25, 0.25,
+// 0.75, 1.25 along each axis, clamped to [0, 1]: weights (1, 0), (¾, ¼), (¼, ¾), (0, 1). Row 0
+// is then 0, 1, 3, 4 and column 0 is 0, 2, 6, 8; bilinear is separable, so pixel (y, x) is
+// 8·wy + 4·wx with wy, wx ∈ {0, ¼, ¾, 1}.
+func TestResizeImages(t *testing.T) {
+	b := backend.MustShared()
+	out := MustExecOnce(b, func(x *Node) *Node { return ResizeImages(x, 4) },
+		tensors.FromFlatDataAndDimensions([]float32{0, 4, 8, 12}, 1, 2, 2, 1))
+	got := tensors.MustCopyFlatData[float32](out)
+	w := []float32{0, 0.25, 0.75, 1}
+	for y := 0; y < 4; y++ {
+		for x := 0; x < 4; x++ {
+			want := 8*w[y] + 4*w[x]
+			if d := got[y*4+x] - want; d > 1e-5 || d < -1e-5 {
+				t.Errorf("pixel (%d, %d) = %g, want %g", y, x, got[y*4+x], want)
+			}
+		}
+	}
+}

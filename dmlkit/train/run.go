@@ -188,6 +188,15 @@ func RunWithOptions(ctx context.Context, cfg Config, outDir string, opt Options)
 			return nil, err
 		}
 	}
+	// With model.freeze_backbone the sets become cached backbone features and the model to
+	// train is the head alone (runCfg); the run's files keep the configuration as written.
+	runCfg := cfg
+	if cfg.Model.FreezeBackbone {
+		if split, err = freezeBackbone(ctx, &cfg, b, split, opt.Progress); err != nil {
+			return nil, err
+		}
+		runCfg.Model = cfg.Model.HeadOnly()
+	}
 	eval := opt.Evaluator
 	if eval == nil {
 		eval = RetrievalEvaluator(cfg.Eval.Ks, cfg.Eval.OPIS, uint64(cfg.Seed))
@@ -218,9 +227,13 @@ func RunWithOptions(ctx context.Context, cfg Config, outDir string, opt Options)
 				return nil, fmt.Errorf("train: %w", err)
 			}
 		}
-		if err := initModel(store, cfg.Model); err != nil {
+		if err := initModel(store, runCfg.Model); err != nil {
 			return nil, err
 		}
+	}
+	runCfg = cfg // again: a resume may have changed cfg
+	if cfg.Model.FreezeBackbone {
+		runCfg.Model = cfg.Model.HeadOnly()
 	}
 	if err := writeRunFiles(outDir, &cfg); err != nil {
 		return nil, err
@@ -233,7 +246,7 @@ func RunWithOptions(ctx context.Context, cfg Config, outDir string, opt Options)
 	tr := split.train
 	h, w, c := tr.Dims()
 	classes := classesOf(tr)
-	eng, err := newEngine(&cfg, b, store, len(classes), h, w, c)
+	eng, err := newEngine(&runCfg, b, store, len(classes), h, w, c)
 	if err != nil {
 		return nil, err
 	}
@@ -252,7 +265,7 @@ func RunWithOptions(ctx context.Context, cfg Config, outDir string, opt Options)
 		epochs = (total + spe - 1) / spe
 	}
 
-	r := &runner{cfg: &cfg, opt: opt, eng: eng, split: split, eval: eval, out: outDir, spe: spe, total: total, epochs: epochs, st: st, start: time.Now(),
+	r := &runner{cfg: &runCfg, opt: opt, eng: eng, split: split, eval: eval, out: outDir, spe: spe, total: total, epochs: epochs, st: st, start: time.Now(),
 		classIndex: classIndex(classes)}
 	err = r.loop(ctx, sampler)
 	if r.res != nil {

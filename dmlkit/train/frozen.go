@@ -1,0 +1,357 @@
+package train
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+
+	"github.com/dmlkit/dmlkit/dmlkit/atomicfile"
+	"github.com/dmlkit/dmlkit/dmlkit/models"
+	"github.com/gomlx/compute"
+	. "github.com/gomlx/gomlx/core/graph"
+	"github.com/gomlx/gomlx/core/tensors"
+	"github.com/gomlx/gomlx/ml/model"
+)
+
+// FeatureCacheEnv names the environment variable that overrides the directory of the frozen
+// backbone's feature cache (model.freeze_backbone); default: <user cache dir>/dmlkit/features.
+const FeatureCacheEnv = "DMLKIT_FEATURE_CACHE"
+
+// featureCacheVersion changes whenever the features a backbone configuration gives could change
+// for the same key (it is part of the key).
+const featureCacheVersion = 1
+
+// extractBatch is the number of images per backbone call when features are computed (one
+// compiled shape; the last batch is padded).
+const extractBatch = 64
+
+// featureCacheDir is the cache directory: $DMLKIT_FEATURE_CACHE, else the user cache directory's
+// dmlkit/features.
+func featureCacheDir() (string, error) {
+	if d := os.Getenv(FeatureCacheEnv); d != "" {
+		return d, nil
+	}
+	d, err := os.UserCacheDir()
+	if err != nil {
+		return "", fmt.Errorf("train: feature cache: no user cache directory (%v); set %s", err, FeatureCacheEnv)
+	}
+	return filepath.Join(d, "dmlkit", "features"), nil
+}
+
+// backboneKey identifies the function from an input image to its backbone features: the
+// backbone's configuration, the digest of the file its weights come from (model.pretrained or
+// the model.init_from checkpoint) or, without one, the seed of its random initialisation, the
+// input shape and the cache version. Head, loss and optimiser settings are not part of it.
+func backboneKey(cfg *Config, h, w, c int) (string, error) {
+	m := cfg.Model
+	k := struct {
+		Version            int
+		Backbone           string
+		Channels           []int
+		Norm, Pool         string
+		FrozenBN           bool
+		GeMP               float64
+		InputSize, H, W, C int
+		Weights            string
+		Seed               int64
+	}{Version: featureCacheVersion, Backbone: m.Backbone, Channels: m.Channels, Norm: m.Norm, Pool: m.Pool,
+		FrozenBN: m.FrozenBN, GeMP: m.GeMP, InputSize: m.InputSize, H: h, W: w, C: c}
+	switch {
+	case m.Pretrained != "":
+		d, err := fileDigest(m.Pretrained)
+		if err != nil {
+			return "", fmt.Errorf("model.pretrained: %w", err)
+		}
+		k.Weights = "pretrained:" + d
+	case m.InitFrom != "":
+		p := m.InitFrom
+		if fi, err := os.Stat(p); err == nil && fi.IsDir() {
+			if p, err = LatestCheckpoint(p); err != nil || p == "" {
+				return "", fmt.Errorf("model.init_from: %s: no checkpoint (%v)", m.InitFrom, err)
+			}
+		}
+		d, err := fileDigest(p)
+		if err != nil {
+			return "", fmt.Errorf("model.init_from: %w", err)
+		}
+		k.Weights = "init_from:" + d
+	default:
+		k.Seed = int64(cfg.Seed)
+	}
+	b, err := json.Marshal(k)
+	if err != nil {
+		return "", err
+	}
+	s := sha256.Sum256(b)
+	return hex.EncodeToString(s[:]), nil
+}
+
+func fileDigest(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", fmt.Errorf("%s: %w", path, err)
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// featureCache maps image digests (SHA-256 of an input's pixels) to backbone features of one
+// backbone key. On disk it is a directory of part files, each written whole (atomically):
+//
+//	"DMLKFC1\n", F and n as little-endian uint32, n 32-byte digests, n·F little-endian float32.
+//
+// Parts only add features; readers take the union, so concurrent runs that compute the same
+// images write duplicate entries that agree, and an interrupted run loses only its unwritten part.
+type featureCache struct {
+	dir string
+	f   int
+	m   map[[32]byte][]float32
+}
+
+const featureCacheMagic = "DMLKFC1\n"
+
+func openFeatureCache(dir string) (*featureCache, error) {
+	c := &featureCache{dir: dir, m: map[[32]byte][]float32{}}
+	names, err := filepath.Glob(filepath.Join(dir, "part-*.bin"))
+	if err != nil {
+		return nil, err
+	}
+	sort.Strings(names)
+	for _, p := range names {
+		if err := c.readPart(p); err != nil {
+			return nil, err
+		}
+	}
+	return c, nil
+}
+
+func (c *featureCache) readPart(path string) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("train: feature cache: %w", err)
+	}
+	bad := func(what string) error {
+		return fmt.Errorf("train: feature cache: %s: %s (delete the file to recompute it)", path, what)
+	}
+	if len(b) < len(featureCacheMagic)+8 || string(b[:len(featureCacheMagic)]) != featureCacheMagic {
+		return bad("not a feature-cache part")
+	}
+	b = b[len(featureCacheMagic):]
+	f, n := int(binary.LittleEndian.Uint32(b)), int(binary.LittleEndian.Uint32(b[4:]))
+	b = b[8:]
+	if f <= 0 || len(b) != n*32+n*f*4 {
+		return bad(fmt.Sprintf("%d bytes for %d features of width %d", len(b), n, f))
+	}
+	if c.f != 0 && c.f != f {
+		return bad(fmt.Sprintf("feature width %d, other parts %d", f, c.f))
+	}
+	c.f = f
+	vals := b[n*32:]
+	for i := 0; i < n; i++ {
+		var k [32]byte
+		copy(k[:], b[i*32:])
+		v := make([]float32, f)
+		for j := range v {
+			v[j] = math.Float32frombits(binary.LittleEndian.Uint32(vals[(i*f+j)*4:]))
+		}
+		c.m[k] = v
+	}
+	return nil
+}
+
+// add stores features [len(keys), F] as a new part.
+func (c *featureCache) add(keys [][32]byte, feats []float32, f int) error {
+	if len(keys) == 0 {
+		return nil
+	}
+	if c.f != 0 && c.f != f {
+		return fmt.Errorf("train: feature cache %s: feature width %d, cached %d", c.dir, f, c.f)
+	}
+	c.f = f
+	var buf bytes.Buffer
+	buf.WriteString(featureCacheMagic)
+	var u [4]byte
+	binary.LittleEndian.PutUint32(u[:], uint32(f))
+	buf.Write(u[:])
+	binary.LittleEndian.PutUint32(u[:], uint32(len(keys)))
+	buf.Write(u[:])
+	h := sha256.New()
+	for _, k := range keys {
+		buf.Write(k[:])
+		h.Write(k[:])
+	}
+	for _, v := range feats[:len(keys)*f] {
+		binary.LittleEndian.PutUint32(u[:], math.Float32bits(v))
+		buf.Write(u[:])
+	}
+	if err := os.MkdirAll(c.dir, 0o755); err != nil {
+		return fmt.Errorf("train: feature cache: %w", err)
+	}
+	name := filepath.Join(c.dir, "part-"+hex.EncodeToString(h.Sum(nil))[:16]+".bin")
+	if err := atomicfile.WriteFile(name, buf.Bytes(), 0o644); err != nil {
+		return fmt.Errorf("train: feature cache: %w", err)
+	}
+	for i, k := range keys {
+		c.m[k] = append([]float32(nil), feats[i*f:(i+1)*f]...)
+	}
+	return nil
+}
+
+// inputDigest is the SHA-256 of input i of s: of its uint8 pixels for image datasets, of its
+// float32 values otherwise (buf holds at least one input's floats).
+func inputDigest(s Set, i int, buf []float32) [32]byte {
+	switch v := s.(type) {
+	case ImageSet:
+		return sha256.Sum256(v.Image(i))
+	case *subset:
+		return inputDigest(v.base, v.idx[i], buf)
+	}
+	h, w, c := s.Dims()
+	x := buf[:h*w*c]
+	s.Fill([]int{i}, x)
+	b := make([]byte, 4*len(x))
+	for j, f := range x {
+		binary.LittleEndian.PutUint32(b[4*j:], math.Float32bits(f))
+	}
+	return sha256.Sum256(b)
+}
+
+// freezeBackbone replaces the image sets of split by the features of cfg's backbone (the
+// model.freeze_backbone regime): every input's digest is looked up in the feature cache of the
+// backbone's key, the missing ones are computed (float32, inference mode, batches of
+// extractBatch) and added, and each set becomes [Features] with its labels and coarse labels.
+// progress, when not nil, receives Phase "features" reports (Step = images computed so far,
+// TotalSteps = images to compute).
+func freezeBackbone(ctx context.Context, cfg *Config, b compute.Backend, split *sets, progress func(Progress)) (*sets, error) {
+	h, w, c := split.train.Dims()
+	key, err := backboneKey(cfg, h, w, c)
+	if err != nil {
+		return nil, fmt.Errorf("train: model.freeze_backbone: %w", err)
+	}
+	root, err := featureCacheDir()
+	if err != nil {
+		return nil, err
+	}
+	cache, err := openFeatureCache(filepath.Join(root, key[:24]))
+	if err != nil {
+		return nil, err
+	}
+	named := []struct {
+		name string
+		s    Set
+	}{{"train", split.train}, {"val", split.val}, {"test", split.test}}
+	// Digests of every input, and the inputs still to compute (each distinct digest once).
+	buf := make([]float32, h*w*c)
+	digests := make([][][32]byte, len(named))
+	type ref struct{ set, i int }
+	var todo []ref
+	queued := map[[32]byte]bool{}
+	for si, p := range named {
+		if p.s == nil {
+			continue
+		}
+		digests[si] = make([][32]byte, p.s.Len())
+		for i := range digests[si] {
+			d := inputDigest(p.s, i, buf)
+			digests[si][i] = d
+			if _, ok := cache.m[d]; !ok && !queued[d] {
+				queued[d] = true
+				todo = append(todo, ref{si, i})
+			}
+		}
+	}
+	if len(todo) > 0 {
+		store := model.NewStore()
+		models.SetInitSeed(store, cfg.Seed)
+		if err := initModel(store, cfg.Model); err != nil {
+			return nil, err
+		}
+		ex, err := model.NewExec(b, store, func(scope *model.Scope, x *Node) *Node {
+			liveVariables(scope, x.Graph())
+			return models.Build(scope.At(modelScope), cfg.Model, x, models.Mode{}).Features
+		})
+		if err != nil {
+			return nil, fmt.Errorf("train: model.freeze_backbone: %w", err)
+		}
+		size := h * w * c
+		in := make([]float32, extractBatch*size)
+		// Parts of about 4,096 images: an interrupted extraction keeps what it wrote.
+		const part = 4096
+		var keys [][32]byte
+		var feats []float32
+		f := 0
+		for st := 0; st < len(todo); st += extractBatch {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+			m := min(extractBatch, len(todo)-st)
+			clear(in)
+			for j := 0; j < m; j++ {
+				r := todo[st+j]
+				named[r.set].s.Fill([]int{r.i}, in[j*size:(j+1)*size])
+			}
+			out, err := ex.Call(tensors.FromFlatDataAndDimensions(in, extractBatch, h, w, c))
+			if err != nil {
+				return nil, fmt.Errorf("train: model.freeze_backbone: computing features: %w", err)
+			}
+			if out[0].Rank() != 2 {
+				return nil, fmt.Errorf("train: model.freeze_backbone: backbone features have shape %s, want [batch, F]", out[0].Shape())
+			}
+			f = out[0].Shape().Dim(1)
+			feats = append(feats, tensors.MustCopyFlatData[float32](out[0])[:m*f]...)
+			for j := 0; j < m; j++ {
+				r := todo[st+j]
+				keys = append(keys, digests[r.set][r.i])
+			}
+			if len(keys) >= part || st+m == len(todo) {
+				if err := cache.add(keys, feats, f); err != nil {
+					return nil, err
+				}
+				keys, feats = keys[:0], feats[:0]
+			}
+			if progress != nil {
+				progress(Progress{Phase: "features", Step: st + m, TotalSteps: len(todo)})
+			}
+		}
+	}
+	out := &sets{corruptions: split.corruptions, prepared: split.prepared}
+	for si, p := range named {
+		if p.s == nil {
+			continue
+		}
+		n := p.s.Len()
+		fs := &Features{N: n, F: cache.f, X: make([]float32, 0, n*cache.f), Label: append([]int32(nil), p.s.Labels()...)}
+		if co := p.s.Coarse(); co != nil {
+			fs.Super = append([]int32(nil), co...)
+		}
+		for i := 0; i < n; i++ {
+			v, ok := cache.m[digests[si][i]]
+			if !ok {
+				return nil, fmt.Errorf("train: model.freeze_backbone: %s input %d has no cached features", p.name, i)
+			}
+			fs.X = append(fs.X, v...)
+		}
+		switch p.name {
+		case "train":
+			out.train = fs
+		case "val":
+			out.val = fs
+		default:
+			out.test = fs
+		}
+	}
+	return out, nil
+}
