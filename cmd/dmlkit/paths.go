@@ -14,12 +14,33 @@ import (
 // be repeated. --results, --tables/--out and --figures still choose any directory.
 const CommittedScale = "small"
 
+// PretrainedScale is the second committed scale: the regime near the papers' (an
+// ImageNet-pretrained backbone on natural images, frozen or fine-tuned; issue 30). Its records
+// share SPECDIR/results (the store keeps one file per scale, pretrained.jsonl); its tables and
+// figures go to SPECDIR/tables/pretrained and figures/PAPER/pretrained. Claims are evaluated at
+// their own scale (claims.yaml's, default small) whichever scale `dmlkit tables` is asked for,
+// into the one claims.md.
+const PretrainedScale = "pretrained"
+
+// committed reports whether scale's results, tables and figures are committed (see
+// [CommittedScale], [PretrainedScale]).
+func committed(scale string) bool { return scale == CommittedScale || scale == PretrainedScale }
+
+// scaleSubdir is the subdirectory of the committed tables and figures directories a committed
+// scale writes to: "" for small, "pretrained" for the pretrained scale.
+func scaleSubdir(scale string) string {
+	if scale == PretrainedScale {
+		return PretrainedScale
+	}
+	return ""
+}
+
 // scratchDir is out/PAPER/SCALE at the repository root for a spec in reproductions/PAPER/ run at
 // a scale other than [CommittedScale]; "" when the spec's own directories are the default (the
 // committed scale, or a spec outside reproductions/).
 func scratchDir(spec *experiments.Spec, scale string) string {
 	repro := filepath.Dir(spec.Dir)
-	if scale == CommittedScale || filepath.Base(repro) != "reproductions" {
+	if committed(scale) || filepath.Base(repro) != "reproductions" {
 		return ""
 	}
 	if scale == "" {
@@ -45,7 +66,7 @@ func tablesDir(s *experiments.Spec, scale string) string {
 	if d := scratchDir(s, scale); d != "" {
 		return filepath.Join(d, "tables")
 	}
-	return filepath.Join(s.Dir, "tables")
+	return filepath.Join(s.Dir, "tables", scaleSubdir(scale))
 }
 
 // figuresDir is the default figures directory of a scale: figures/PAPER next to the reproductions/
@@ -57,7 +78,7 @@ func figuresDir(spec *experiments.Spec, scale string) string {
 	}
 	repro := filepath.Dir(spec.Dir)
 	if filepath.Base(repro) == "reproductions" {
-		return filepath.Join(filepath.Dir(repro), "figures", spec.Paper)
+		return filepath.Join(filepath.Dir(repro), "figures", spec.Paper, scaleSubdir(scale))
 	}
-	return filepath.Join("figures", spec.Paper)
+	return filepath.Join("figures", spec.Paper, scaleSubdir(scale))
 }

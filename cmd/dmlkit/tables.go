@@ -61,6 +61,11 @@ func makeClaims(spec *experiments.Spec, scale string, recs []experiments.Record,
 	if err != nil {
 		return err
 	}
+	if committed(scale) {
+		// Every committed scale's claims in one claims.md: each claim at its own scale (claims.yaml's,
+		// default the committed small scale).
+		scale = CommittedScale
+	}
 	// Typos (paper, scale, where keys and values, metrics) and NaN metrics are refused here, by
 	// experiments.CheckClaims, rather than read as claims not run yet.
 	if err := experiments.CheckClaims(cs, spec, recs, scale); err != nil {

@@ -145,8 +145,8 @@ func (r *ClaimsReport) Markdown() string {
 		b.WriteString("> **Provisional:** records written from a tree with uncommitted changes are included in these verdicts.\n\n")
 	}
 	b.WriteString("Rule: " + VerdictRule + "\n\n")
-	b.WriteString("| id | the paper's claim | where | kind | arms: mean ± SE | effect [95 % CI] | seeds agreeing | comparability | verdict |\n")
-	b.WriteString("|---|---|---|---|---|---|---|---|---|\n")
+	b.WriteString("| id | the paper's claim | where | regime | kind | arms: mean ± SE | effect [95 % CI] | seeds agreeing | comparability | verdict |\n")
+	b.WriteString("|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, v := range r.Verdicts {
 		forms := v.Forms
 		if len(forms) == 0 {
@@ -168,8 +168,8 @@ func (r *ClaimsReport) Markdown() string {
 			}
 			verdict = append(verdict, vs)
 		}
-		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
-			mdEscape(v.Claim.ID), mdEscape(v.Claim.Paper), mdEscape(v.Claim.Source), mdEscape(v.kindLabel()),
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
+			mdEscape(v.Claim.ID), mdEscape(v.Claim.Paper), mdEscape(v.Claim.Source), mdEscape(v.Regime()), mdEscape(v.kindLabel()),
 			strings.Join(arms, "<br>"), strings.Join(effect, "<br>"), strings.Join(seeds, "<br>"),
 			strings.Join(comp, "<br>"), strings.Join(verdict, "<br>"))
 	}
@@ -304,11 +304,11 @@ func (r *ClaimsReport) LaTeX(label string) string {
 	if label != "" {
 		fmt.Fprintf(&b, "\\label{%s}\n", label)
 	}
-	b.WriteString("\\begin{tabular}{p{0.11\\linewidth}p{0.2\\linewidth}llp{0.2\\linewidth}p{0.14\\linewidth}ll}\n\\toprule\n")
-	b.WriteString("id & claim & where & kind & arms & effect [95\\% CI] & seeds & verdict \\\\\n\\midrule\n")
+	b.WriteString("\\begin{tabular}{p{0.11\\linewidth}p{0.2\\linewidth}lp{0.08\\linewidth}lp{0.2\\linewidth}p{0.14\\linewidth}ll}\n\\toprule\n")
+	b.WriteString("id & claim & where & regime & kind & arms & effect [95\\% CI] & seeds & verdict \\\\\n\\midrule\n")
 	for _, v := range r.Verdicts {
-		fmt.Fprintf(&b, "%s & %s & %s & %s & %s & %s & %s & \\textbf{%s} \\\\\n",
-			texEscape(v.Claim.ID), texEscape(v.Claim.Paper), texEscape(v.Claim.Source), texEscape(v.kindLabel()),
+		fmt.Fprintf(&b, "%s & %s & %s & %s & %s & %s & %s & %s & \\textbf{%s} \\\\\n",
+			texEscape(v.Claim.ID), texEscape(v.Claim.Paper), texEscape(v.Claim.Source), texEscape(v.Regime()), texEscape(v.kindLabel()),
 			texEscape(v.armsText()), texEscape(v.effectText()), texEscape(v.seedsText()), texEscape(v.verdictShort()))
 	}
 	b.WriteString("\\bottomrule\n\\end{tabular}\n\\end{table*}\n")

@@ -81,6 +81,7 @@ type ArmFacts struct {
 	LossFell  int     // of those, seeds whose loss fell below its first logged value
 	N         int     // records the facts come from
 	Weak      string  // the reason, when the arm is a baseline below its level ([ClaimSet.Weak])
+	Regime    string  // how its backbone started and whether it trained ([RegimeOf]); "mixed" when its records differ
 }
 
 // recorded reports whether the arm has training evidence: train R@1 or a logged loss.
@@ -320,6 +321,11 @@ func armFacts(label string, recs []*Record, p *provenance) ArmFacts {
 			f.Tuning, f.Steps, f.Differs, f.TuneRuns, f.KeyRuns, f.TuneLen, f.Edge = kind, steps, differs, runs, keyRuns, runLen, edge
 		} else if kind != f.Tuning {
 			f.Tuning = tuningMixed
+		}
+		if g := RegimeOf(r); i == 0 {
+			f.Regime = g
+		} else if g != f.Regime {
+			f.Regime = tuningMixed
 		}
 		if x, ok := r.Metrics[TrainMetric]; ok && !math.IsNaN(x) {
 			r1 = append(r1, x)

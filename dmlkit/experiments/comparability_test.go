@@ -419,8 +419,8 @@ func TestChangesAndSummary(t *testing.T) {
 	}
 	sum := SummaryMarkdown([]*ClaimsReport{a, b})
 	for _, want := range []string{
-		"| a | small | 4 | 1 | 0 | 0 | 2 | 1 | 0 | 1 | 2 / 1 / 1 |",
-		"| b | small | 2 | 0 | 1 | 0 | 0 | 0 | 1 | 0 | 0 / 1 / 1 |",
+		"| a | from scratch | 4 | 1 | 0 | 0 | 2 | 1 | 0 | 1 | 2 / 1 / 1 |",
+		"| b | from scratch | 2 | 0 | 1 | 0 | 0 | 0 | 1 | 0 | 0 / 1 / 1 |",
 		"| **all** |  | 6 | 1 | 1 | 0 | 2 | 1 | 1 | 1 | 2 / 2 / 2 |",
 	} {
 		if !strings.Contains(sum, want) {

@@ -90,6 +90,8 @@ type ClaimVerdict struct {
 	// holds every form's verdict of a claim that has forms (the claim's verdict is the first's).
 	Form   string
 	Forms  []ClaimVerdict
+	// Scale is the scale whose records the verdict reads (the claim's, its set's or ClaimOptions').
+	Scale  string
 	budget string
 }
 
@@ -301,6 +303,7 @@ func evaluateForm(c ClaimSpec, set *ClaimSet, records []Record, opt ClaimOptions
 	if c.Scale != "" {
 		scale = c.Scale
 	}
+	v.Scale = scale
 	maps.Copy(common, c.Where)
 	excluded, failed, superseded := map[string]bool{}, map[string]bool{}, map[string]bool{}
 	var prov *provenance

@@ -369,7 +369,7 @@ func TestRenderClaimsAndReadmeBlock(t *testing.T) {
 	}
 	md := rep.Markdown()
 	// d = [2, 3, 4]: +3.00 [+0.52, +5.48]; arms 10.00 ± 0.00 and 13.00 ± 0.58.
-	for _, want := range []string{"2 held, 0 contradicted, 0 inconclusive", "| gain-64 | T beats B at batch 64 (small) | Table 2 | better (higher) | B 10.00 ± 0.00; T 13.00 ± 0.58 | +3.00 [+0.52, +5.48] | 3 of 3 (need 3) | tuning not checked · training not recorded | **held**", "Rule: Verdicts come from per-seed paired differences"} {
+	for _, want := range []string{"2 held, 0 contradicted, 0 inconclusive", "| gain-64 | T beats B at batch 64 (small) | Table 2 | from scratch | better (higher) | B 10.00 ± 0.00; T 13.00 ± 0.58 | +3.00 [+0.52, +5.48] | 3 of 3 (need 3) | tuning not checked · training not recorded | **held**", "Rule: Verdicts come from per-seed paired differences"} {
 		if !strings.Contains(md, want) {
 			t.Errorf("Markdown lacks %q:\n%s", want, md)
 		}

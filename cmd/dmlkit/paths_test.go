@@ -1,0 +1,28 @@
+package main
+
+import (
+	"path/filepath"
+	"testing"
+
+	"github.com/dmlkit/dmlkit/dmlkit/experiments"
+)
+
+// TestScaleDirectories: the two committed scales share the spec's results directory (one store
+// file per scale) and write tables and figures to their own places; other scales go to out/.
+func TestScaleDirectories(t *testing.T) {
+	root := t.TempDir()
+	s := &experiments.Spec{Paper: "toy", Dir: filepath.Join(root, "reproductions", "toy")}
+	for _, c := range []struct{ scale, results, tables, figures string }{
+		{"small", "reproductions/toy/results", "reproductions/toy/tables", "figures/toy"},
+		{"pretrained", "reproductions/toy/results", "reproductions/toy/tables/pretrained", "figures/toy/pretrained"},
+		{"smoke", "out/toy/smoke/results", "out/toy/smoke/tables", "out/toy/smoke/figures"},
+	} {
+		for _, d := range []struct{ got, want string }{
+			{resultsDir(s, c.scale, ""), c.results}, {tablesDir(s, c.scale), c.tables}, {figuresDir(s, c.scale), c.figures},
+		} {
+			if d.got != filepath.Join(root, d.want) {
+				t.Errorf("scale %s: %s, want %s", c.scale, d.got, filepath.Join(root, d.want))
+			}
+		}
+	}
+}
