@@ -13,8 +13,8 @@ import (
 // citSpecPath is reproductions/cit/spec.yaml seen from this package's directory.
 var citSpecPath = filepath.Join("..", "..", "reproductions", "cit", "spec.yaml")
 
-// TestCITSpecPlans: the smoke scale is 2 runs; the small scale without stored runs is the 72
-// learning-rate tuning runs (6 per loss or CIT configuration, equal budget) with every other point pending on them; every
+// TestCITSpecPlans: the smoke scale is 2 runs; the small scale without stored runs is the 132
+// learning-rate tuning runs (6 per loss, CIT configuration or margin row, equal budget) with every other point pending on them; every
 // full-scale run is a valid trainer configuration (the paper's protocol, ready for a GPU).
 func TestCITSpecPlans(t *testing.T) {
 	s := mustLoadSpec(t, citSpecPath)
@@ -22,7 +22,7 @@ func TestCITSpecPlans(t *testing.T) {
 		scale   string
 		runs    int
 		pending bool
-	}{{"smoke", 2, false}, {"small", 72, true}, {"full", 12, false}} {
+	}{{"smoke", 2, false}, {"small", 132, true}, {"full", 12, false}} {
 		p, err := s.Plan(c.scale)
 		if err != nil {
 			t.Fatalf("%s: %v", c.scale, err)
