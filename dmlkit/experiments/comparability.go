@@ -113,6 +113,9 @@ func newProvenance(s *Spec, scale string, records []Record) *provenance {
 		if r.Tune != "" {
 			p.tuneOf[r.Tune] = append(p.tuneOf[r.Tune], r)
 		}
+		for _, t := range r.Also {
+			p.tuneOf[t] = append(p.tuneOf[t], r)
+		}
 	}
 	for i := range records {
 		if records[i].Scale == scale {

@@ -326,12 +326,19 @@ type Run struct {
 	Params map[string]any // the swept values (dotted key → value), without the seed
 	Config map[string]any // the full resolved configuration
 	Tune   string         // the tuning step the run belongs to ("" for a sweep point)
+	// Also names further tuning steps whose grids hold the same configuration: it is planned and
+	// run once, and each of those steps reads its record (e.g. a margin grid at the selected rate
+	// and that margin's own rate grid meet in one point).
+	Also []string
 	// Tuned names the tuning steps whose selections the run's configuration takes (a sweep
 	// point's "tuned" entry, or the steps a tuning step's own point is tuned at), and Taken the
 	// keys whose values came from them (a value written in the point wins over a selection).
 	Tuned []string
 	Taken []string
 }
+
+// InTune reports whether the run is a point of tuning step name's grid (its Tune or one of Also).
+func (r Run) InTune(name string) bool { return r.Tune == name || slices.Contains(r.Also, name) }
 
 // Label is a short human description of the run: its swept values and seed.
 func (r Run) Label() string {
@@ -448,6 +455,7 @@ func (s *Spec) resolve(scale string, sel map[string]map[string]any, done map[str
 	all = append(all, points...)
 	plan := &Plan{Spec: s, Scale: scale}
 	byHash := map[string]string{}
+	runAt := map[string]int{} // hash → index in plan.Runs
 	index := 0
 	var held []heldRun
 	var waiting []candidate // sweep points' runs waiting for a tuning step, as far as known
@@ -509,9 +517,15 @@ func (s *Spec) resolve(scale string, sel map[string]map[string]any, done map[str
 			r := Run{Index: index, Hash: h, Seed: seed, Params: pt, Config: cfg, Tune: p.tune, Tuned: p.tuned, Taken: p.taken}
 			index++
 			if prev, dup := byHash[h]; dup {
+				// Two tuning steps' grids may meet in one configuration: it runs once, in both steps.
+				if i, ok := runAt[h]; ok && r.Tune != "" && plan.Runs[i].Tune != "" && !plan.Runs[i].InTune(r.Tune) {
+					plan.Runs[i].Also = append(plan.Runs[i].Also, r.Tune)
+					continue
+				}
 				return nil, fmt.Errorf("experiments: %s: sweep points %q and %q resolve to the same configuration", s.name(), prev, r.Label())
 			}
 			byHash[h] = r.Label()
+			runAt[h] = len(plan.Runs)
 			plan.Runs = append(plan.Runs, r)
 		}
 	}

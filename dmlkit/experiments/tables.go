@@ -487,7 +487,7 @@ func (s *Spec) tuneRunsOnly(table, scale string, records, recs []Record, plans m
 	}
 	hashes := map[string]bool{}
 	for _, r := range p.Runs {
-		if r.Tune == name {
+		if r.InTune(name) {
 			hashes[r.Hash] = true
 		}
 	}

@@ -311,7 +311,7 @@ func (s *Spec) selectionMissing(st Selected, p *Plan, records []Record) error {
 	t := s.tune(st.Name)
 	hashes := map[string]bool{}
 	for _, r := range p.Runs {
-		if r.Tune == t.Name {
+		if r.InTune(t.Name) {
 			hashes[r.Hash] = true
 		}
 	}
@@ -345,7 +345,7 @@ func (s *Spec) Selections(p *Plan, records []Record) []Selected {
 	for _, t := range s.Tune {
 		hashes := map[string]bool{}
 		for _, r := range p.Runs {
-			if r.Tune == t.Name {
+			if r.InTune(t.Name) {
 				hashes[r.Hash] = true
 			}
 		}

@@ -347,3 +347,53 @@ func TestShardsWaitForOtherShardsTuning(t *testing.T) {
 		t.Fatal("shards still waiting 20 s after a tuning run failed")
 	}
 }
+
+// TestTuningStepsShareAConfiguration: a margin grid at the selected rate meets each margin's own
+// rate grid in one configuration; it is planned once, both steps read its record, and the margin
+// step needs no run of its own once the rate grids are stored.
+func TestTuningStepsShareAConfiguration(t *testing.T) {
+	s := mustParse(t, `
+paper: toy
+base: {opt: {lr: 1}, loss: {name: b, m: 1}}
+tune:
+  - {name: lr, point: {data.val: 0.1}, grid: {opt.lr: [0.1, 0.3, 1.0]}, select: {metric: val/acc}}
+  - {name: lr-m2, point: {data.val: 0.1, loss.m: 2}, grid: {opt.lr: [0.1, 0.3, 1.0]}, select: {metric: val/acc}}
+  - {name: margin, point: {data.val: 0.1, tuned: lr}, grid: {loss.m: [1, 2]}, select: {metric: val/acc}}
+sweep:
+  list:
+    - {loss.m: 2, tuned: lr-m2}
+    - {loss.name: c, tuned: [lr, margin]}
+  seeds: [0]
+`)
+	p, err := s.PlanWith("", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs := append(tuneRecords(p, "lr", 3), tuneRecords(p, "lr-m2", 3)...)
+	if len(recs) != 6 {
+		t.Fatalf("%d tuning records, want 6", len(recs))
+	}
+	p, err = s.PlanWith("", recs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 3 + 3 rate runs, the margin step's two points among them (lr 0.3 at m 1 and at m 2), the two
+	// points.
+	if len(p.Runs) != 8 || len(p.Pending) != 0 {
+		t.Fatalf("%d runs, %d pending; want 8, 0", len(p.Runs), len(p.Pending))
+	}
+	var shared []string
+	for _, r := range p.Runs {
+		if r.InTune("margin") {
+			shared = append(shared, r.Tune+":"+r.Label())
+		}
+	}
+	if fmt.Sprint(shared) != "[lr:data.val=0.1 opt.lr=0.3 seed=0 lr-m2:data.val=0.1 loss.m=2 opt.lr=0.3 seed=0]" {
+		t.Errorf("margin step's runs: %v", shared)
+	}
+	for _, st := range s.Selections(p, recs) {
+		if st.Name == "margin" && (st.Runs != 2 || fmt.Sprint(st.Values) != "map[loss.m:2]") {
+			t.Errorf("margin selection: %+v", st)
+		}
+	}
+}
