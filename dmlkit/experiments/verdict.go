@@ -88,8 +88,8 @@ type ClaimVerdict struct {
 	Facts                 []ArmFacts // per arm, in the order of Arms
 	// Form is the label of the form this verdict evaluates ("" for a claim without forms); Forms
 	// holds every form's verdict of a claim that has forms (the claim's verdict is the first's).
-	Form   string
-	Forms  []ClaimVerdict
+	Form  string
+	Forms []ClaimVerdict
 	// Scale is the scale whose records the verdict reads (the claim's, its set's or ClaimOptions').
 	Scale  string
 	budget string
