@@ -21,6 +21,89 @@ func init() {
 // papers not listed follow, by name.
 var paperOrder = []string{"tcm", "cit", "idml", "rsk", "contextual"}
 
+// paperInfo names each paper on the front page and its notebook (under notebooks/).
+var paperInfo = map[string]struct{ title, notebook string }{
+	"tcm":        {"TCM + OPIS — Threshold-Consistent Margin Loss for Open-World Deep Metric Learning (seed 000)", "tcm_opis.ipynb"},
+	"cit":        {"CIT — Triplet Similarity Learning on Concordance Constraint (seed 001)", "cit.ipynb"},
+	"idml":       {"IDML — Introspective Deep Metric Learning (seed 002)", "idml.ipynb"},
+	"rsk":        {"RS@k + SiMix — Three Things to Know about Deep Metric Learning (seed 003)", "rsk.ipynb"},
+	"contextual": {"Contextual loss — Supervised Metric Learning to Rank for Retrieval via Contextual Similarity Optimization (seed 004)", "contextual.ipynb"},
+}
+
+// centralFigure is the front page's figure, relative to the repository root (without extension).
+const centralFigure = "figures/summary/central_claims"
+
+// frontPage is what `dmlkit summary` and `dmlkit tables` write outside the papers' directories:
+// the summary table and the findings (central claims) for reproductions/README.md and README.md.
+type frontPage struct {
+	reports []*experiments.ClaimsReport
+	summary string
+}
+
+// findings is the "findings" block for the page at dir (relative to the repository root: "" or
+// "reproductions"), with links relative to it.
+func (f *frontPage) findings(dir string) string {
+	up := ""
+	if dir != "" {
+		up = "../"
+	}
+	links := map[string]experiments.PaperLinks{}
+	for _, r := range f.reports {
+		info := paperInfo[r.Paper]
+		l := experiments.PaperLinks{Title: info.title, Readme: up + "reproductions/" + r.Paper + "/README.md"}
+		if dir == "reproductions" {
+			l.Readme = r.Paper + "/README.md"
+		}
+		if info.notebook != "" {
+			l.Notebook = up + "notebooks/" + info.notebook
+		}
+		links[r.Paper] = l
+	}
+	return experiments.FindingsMarkdown(f.reports, links, up+centralFigure+".png")
+}
+
+// writeFrontPage refreshes the "summary" and "findings" blocks of reproductions/README.md and
+// README.md under root and draws the central-claims figure (figures/summary/); with check it writes
+// nothing and returns the blocks and files that are not current. It returns the files it changed.
+func writeFrontPage(root string, f *frontPage, check bool) (changed, stale []string, err error) {
+	for _, page := range []struct{ dir, path string }{{"reproductions", filepath.Join(root, "reproductions", "README.md")}, {"", filepath.Join(root, "README.md")}} {
+		if _, err := os.Stat(page.path); err != nil {
+			continue
+		}
+		for _, blk := range []struct{ name, md string }{{"summary", f.summary}, {"findings", f.findings(page.dir)}} {
+			b, err := os.ReadFile(page.path)
+			if err != nil {
+				return nil, nil, err
+			}
+			if blk.name == "findings" && !strings.Contains(string(b), "dmlkit:findings:begin") {
+				continue // a page without the block
+			}
+			if check {
+				ok, err := experiments.MarkedIs(page.path, blk.name, blk.md)
+				if err != nil {
+					return nil, nil, err
+				}
+				if !ok {
+					stale = append(stale, page.path+" ("+blk.name+")")
+				}
+				continue
+			}
+			ch, err := experiments.UpdateMarked(page.path, blk.name, blk.md)
+			if err != nil {
+				return nil, nil, err
+			}
+			if ch && !slices.Contains(changed, page.path) {
+				changed = append(changed, page.path)
+			}
+		}
+	}
+	files, st, err := drawCentralFigure(root, f.reports, check)
+	if err != nil {
+		return nil, nil, err
+	}
+	return append(changed, files...), append(stale, st...), nil
+}
+
 func runSummary(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("summary", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -40,34 +123,21 @@ func runSummary(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	md, err := crossPaperSummary(filepath.Join(dir, "reproductions"), nil, stderr)
+	fp, err := crossPaperSummary(filepath.Join(dir, "reproductions"), nil, stderr)
 	if err != nil {
 		return err
 	}
-	var stale []string
-	for _, readme := range []string{filepath.Join(dir, "reproductions", "README.md"), filepath.Join(dir, "README.md")} {
-		if *check {
-			ok, err := experiments.MarkedIs(readme, "summary", md)
-			if err != nil {
-				return err
-			}
-			if !ok {
-				stale = append(stale, readme)
-			}
-			continue
-		}
-		changed, err := experiments.UpdateMarked(readme, "summary", md)
-		if err != nil {
-			return err
-		}
-		if changed {
-			fmt.Fprintf(stdout, "wrote %s\n", readme)
-		}
+	changed, stale, err := writeFrontPage(dir, fp, *check)
+	if err != nil {
+		return err
+	}
+	for _, f := range changed {
+		fmt.Fprintf(stdout, "wrote %s\n", f)
 	}
 	if len(stale) > 0 {
-		return fmt.Errorf("the summary block of %s is not current: run dmlkit summary", strings.Join(stale, " and "))
+		return fmt.Errorf("not current: %s: run dmlkit summary", strings.Join(stale, ", "))
 	}
-	fmt.Fprint(stdout, md)
+	fmt.Fprint(stdout, fp.summary)
 	return nil
 }
 
@@ -96,10 +166,10 @@ func reproductionsRoot(root string) (string, error) {
 // spec.yaml and claims.yaml) at its default scale, as `dmlkit tables` does, and renders the
 // summary. known holds reports already computed that way (paper → report), which are not
 // evaluated again.
-func crossPaperSummary(dir string, known map[string]*experiments.ClaimsReport, stderr io.Writer) (string, error) {
+func crossPaperSummary(dir string, known map[string]*experiments.ClaimsReport, stderr io.Writer) (*frontPage, error) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	var papers []string
 	for _, e := range entries {
@@ -127,25 +197,25 @@ func crossPaperSummary(dir string, known map[string]*experiments.ClaimsReport, s
 		}
 		spec, err := experiments.Load(filepath.Join(dir, p, "spec.yaml"))
 		if err != nil {
-			return "", err
+			return nil, err
 		}
 		sc, err := defaultScale(spec, "")
 		if err != nil {
-			return "", err
+			return nil, err
 		}
 		cs, err := experiments.LoadClaims(filepath.Join(dir, p, "claims.yaml"))
 		if err != nil {
-			return "", err
+			return nil, err
 		}
 		recs, err := loadRecords(spec, sc, "", stderr)
 		if err != nil {
-			return "", err
+			return nil, err
 		}
 		rep, err := cs.Report(recs, experiments.ClaimOptions{Scale: sc, Spec: spec})
 		if err != nil {
-			return "", err
+			return nil, err
 		}
 		reps = append(reps, rep)
 	}
-	return experiments.SummaryMarkdown(reps), nil
+	return &frontPage{reports: reps, summary: experiments.SummaryMarkdown(reps)}, nil
 }

@@ -98,22 +98,15 @@ func makeClaims(spec *experiments.Spec, scale string, recs []experiments.Record,
 		if !includeDirty {
 			known[spec.Paper] = rep
 		}
-		md, err := crossPaperSummary(filepath.Join(root, "reproductions"), known, io.Discard)
+		fp, err := crossPaperSummary(filepath.Join(root, "reproductions"), known, io.Discard)
 		if err != nil {
 			return err
 		}
-		for _, p := range []string{filepath.Join(root, "reproductions", "README.md"), filepath.Join(root, "README.md")} {
-			if _, err := os.Stat(p); err != nil {
-				continue
-			}
-			changed, err := experiments.UpdateMarked(p, "summary", md)
-			if err != nil {
-				return err
-			}
-			if changed {
-				files = append(files, p)
-			}
+		changed, _, err := writeFrontPage(root, fp, false)
+		if err != nil {
+			return err
 		}
+		files = append(files, changed...)
 	}
 	h, c, i := rep.Counts()
 	if !print { // --quiet: the verdict counts only

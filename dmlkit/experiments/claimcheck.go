@@ -51,6 +51,11 @@ func CheckClaims(cs *ClaimSet, s *Spec, records []Record, scale string) error {
 			errs = append(errs, fmt.Errorf("%s: field \"weak[%d].where\": %w", file, i, err))
 		}
 	}
+	for i, cc := range cs.Central {
+		if !slices.ContainsFunc(cs.Claims, func(c ClaimSpec) bool { return c.ID == cc.ID }) {
+			errs = append(errs, fmt.Errorf("%s: field \"central[%d]\": %q is not the id of a claim", file, i, cc.ID))
+		}
+	}
 	for i, c := range cs.Claims {
 		what := fmt.Sprintf("claims[%d] (id %q): ", i, c.ID)
 		at := func(field string, err error) {

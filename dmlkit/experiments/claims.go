@@ -58,9 +58,12 @@ type ClaimSet struct {
 	MinTrain *float64       `yaml:"min_train"` // default training floor (default [DefaultMinTrain])
 	// Weak lists baselines that stay far below their known level after an honest effort: every
 	// claim with an arm whose records all match one's where is marked "weak baseline" in its row.
-	Weak   []WeakBaseline `yaml:"weak"`
-	Claims []ClaimSpec    `yaml:"-"` // after "for" expansion
-	Path   string         `yaml:"-"` // the file it was read from
+	Weak []WeakBaseline `yaml:"weak"`
+	// Central lists the paper's central claims: the ones the cross-paper front page states and
+	// draws ([FindingsMarkdown], [CentralEffects]).
+	Central []CentralClaim `yaml:"central"`
+	Claims  []ClaimSpec    `yaml:"-"` // after "for" expansion
+	Path    string         `yaml:"-"` // the file it was read from
 }
 
 // Claim kinds.
@@ -181,6 +184,7 @@ func ParseClaims(data []byte, name string) (*ClaimSet, error) {
 		Budget   string           `yaml:"budget"`
 		MinTrain *float64         `yaml:"min_train"`
 		Weak     []WeakBaseline   `yaml:"weak"`
+		Central  []CentralClaim   `yaml:"central"`
 		Claims   []map[string]any `yaml:"claims"`
 	}
 	dec := yaml.NewDecoder(bytes.NewReader(data))
@@ -191,7 +195,7 @@ func ParseClaims(data []byte, name string) (*ClaimSet, error) {
 		}
 		return nil, fmt.Errorf("experiments: %s: %w", name, err)
 	}
-	cs := &ClaimSet{Paper: raw.Paper, Scale: raw.Scale, Where: asMap(normalize(raw.Where)), Budget: raw.Budget, MinTrain: raw.MinTrain, Weak: raw.Weak}
+	cs := &ClaimSet{Paper: raw.Paper, Scale: raw.Scale, Where: asMap(normalize(raw.Where)), Budget: raw.Budget, MinTrain: raw.MinTrain, Weak: raw.Weak, Central: raw.Central}
 	for i := range cs.Weak {
 		w := &cs.Weak[i]
 		w.Where = asMap(normalize(w.Where))
@@ -564,3 +568,26 @@ type fieldError struct {
 }
 
 func (e *fieldError) Error() string { return fmt.Sprintf("field %q: %s", e.Path, e.Msg) }
+
+// CentralClaim names a central claim by its id (after "for" expansion) and, optionally, a note
+// that tells it apart in the front page's figure (e.g. "20 % label noise"). In YAML it is the id
+// alone or {id, note}.
+type CentralClaim struct {
+	ID   string `yaml:"id"`
+	Note string `yaml:"note"`
+}
+
+// UnmarshalYAML accepts a plain id or a mapping {id, note}.
+func (c *CentralClaim) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind == yaml.ScalarNode {
+		c.ID = n.Value
+		return nil
+	}
+	type plain CentralClaim
+	var p plain
+	if err := n.Decode(&p); err != nil {
+		return err
+	}
+	*c = CentralClaim(p)
+	return nil
+}

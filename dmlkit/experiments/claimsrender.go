@@ -13,6 +13,8 @@ type ClaimsReport struct {
 	Paper    string
 	Scale    string
 	Verdicts []ClaimVerdict
+	// Central lists the paper's central claims ([ClaimSet.Central]).
+	Central []CentralClaim
 }
 
 // WeakBaseline reports whether an arm of the verdict is a baseline below its level ([ClaimSet.Weak]).

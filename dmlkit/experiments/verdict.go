@@ -217,7 +217,7 @@ func (cs *ClaimSet) Report(records []Record, opt ClaimOptions) (*ClaimsReport, e
 	if err != nil {
 		return nil, err
 	}
-	rep := &ClaimsReport{Paper: cs.Paper, Scale: opt.Scale, Verdicts: vs}
+	rep := &ClaimsReport{Paper: cs.Paper, Scale: opt.Scale, Verdicts: vs, Central: cs.Central}
 	if cs.Scale != "" {
 		rep.Scale = cs.Scale
 	}

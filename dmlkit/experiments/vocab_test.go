@@ -75,7 +75,7 @@ reference: [{tables: [t], match: {loss.name: rks}, metric: R@1, value: 70, sourc
 
 // TestCheckClaims: claims.yaml's paper and scales must be the spec's; where keys and values,
 // sweep keys and values and metrics follow TestCheckSelections; a NaN metric in a selected record
-// is named. A claim on runs not made yet (tcm) stays legitimate.
+// is named; central claims must be claims' ids. A claim on runs not made yet (tcm) stays legitimate.
 func TestCheckClaims(t *testing.T) {
 	const better = "  - {id: c, paper: b beats a, source: Table 1, kind: better, metric: %s, direction: higher, base: {label: a, where: {loss.name: %s}}, treatment: {label: b, where: {loss.name: %s}}%s}\n"
 	mk := func(metric, treat, extra string) string {
@@ -113,6 +113,8 @@ func TestCheckClaims(t *testing.T) {
 			`claims.yaml: claims[0] (id "c"): field "forms[0].treatment": key "loss.margn": no configuration of the spec and no stored record has it`},
 		{"weak where key", "paper: toy\nweak: [{where: {loss.nam: rsk}, reason: weak}]\n", mk("R@1", "rsk", ""), false,
 			`claims.yaml: field "weak[0].where": key "loss.nam"`},
+		{"central id", "paper: toy\ncentral: [c, {id: d, note: x}]\n", mk("R@1", "rsk", ""), false,
+			`claims.yaml: field "central[1]": "d" is not the id of a claim`},
 		{"NaN", "paper: toy\n", mk("R@1", "rsk", ""), true,
 			`claims.yaml: claims[0] (id "c"): field "metric": metric "R@1" is NaN in record rsk1 (seed 1, scale small)`},
 	} {

@@ -1,0 +1,91 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"image/color"
+	"os"
+	"path/filepath"
+
+	"github.com/dmlkit/dmlkit/dmlkit/experiments"
+	"github.com/dmlkit/dmlkit/dmlkit/plots"
+)
+
+// verdictGroups: held bluish green, contradicted vermillion (Okabe–Ito), the inconclusive causes
+// in greys from dark (the interval) to light (unequal arms, an arm that did not train).
+var verdictGroups = []plots.ForestGroup{
+	{Name: "held", Color: plots.OkabeIto[2]},
+	{Name: "contradicted", Color: plots.OkabeIto[5]},
+	{Name: "inconclusive (interval)", Color: color.Gray{Y: 90}},
+	{Name: "inconclusive (unequal arms)", Color: color.Gray{Y: 150}},
+	{Name: "inconclusive (did not train)", Color: color.Gray{Y: 190}},
+}
+
+// paperShort is a paper's name in the figure's row labels.
+var paperShort = map[string]string{"tcm": "TCM", "cit": "CIT", "idml": "IDML", "rsk": "RS@k", "contextual": "Contextual"}
+
+// verdictGroup is the figure's colour group of a central claim.
+func verdictGroup(e experiments.CentralEffect) string {
+	if e.Verdict != experiments.VerdictInconclusive {
+		return e.Verdict
+	}
+	switch e.Cause {
+	case experiments.CauseUnequal:
+		return "inconclusive (unequal arms)"
+	case experiments.CauseUntrained:
+		return "inconclusive (did not train)"
+	}
+	return "inconclusive (interval)"
+}
+
+// drawCentralFigure draws the central claims' effects ([experiments.CentralEffects]) as a forest
+// plot at root/figures/summary/central_claims.{png,svg}. With check it draws into a temporary
+// directory and returns the files that differ from the committed ones instead.
+func drawCentralFigure(root string, reports []*experiments.ClaimsReport, check bool) (written, stale []string, err error) {
+	effects := experiments.CentralEffects(reports)
+	if len(effects) == 0 {
+		return nil, nil, nil
+	}
+	rows := make([]plots.ForestRow, len(effects))
+	for i, e := range effects {
+		label := paperShort[e.Paper]
+		if label == "" {
+			label = e.Paper
+		}
+		label += " · " + e.Compared
+		if r := []rune(label); len(r) > 70 {
+			label = string(r[:69]) + "…"
+		}
+		rows[i] = plots.ForestRow{Label: label, Group: verdictGroup(e), X: e.Effect, Lo: e.Lo, Hi: e.Hi}
+	}
+	st := plots.PageStyle()
+	st.Height = 0.7 * 72 // points: the axis and its label; each row adds its own height
+	st.Legend = plots.LegendBelow
+	ch, err := plots.Forest(st, plots.Labels{X: "effect in the claimed direction, % of the baseline's mean (95 % interval)"}, rows, verdictGroups)
+	if err != nil {
+		return nil, nil, err
+	}
+	stem := filepath.Join(root, filepath.FromSlash(centralFigure))
+	formats := []string{"png", "svg"}
+	if !check {
+		files, err := plots.Save(ch, ch.Style, stem, formats...)
+		return files, nil, err
+	}
+	tmp, err := os.MkdirTemp("", "dmlkit-front")
+	if err != nil {
+		return nil, nil, err
+	}
+	defer os.RemoveAll(tmp)
+	files, err := plots.Save(ch, ch.Style, filepath.Join(tmp, "f"), formats...)
+	if err != nil {
+		return nil, nil, err
+	}
+	for i, f := range files {
+		want, _ := os.ReadFile(f)
+		have, err := os.ReadFile(stem + "." + formats[i])
+		if err != nil || !bytes.Equal(want, have) {
+			stale = append(stale, fmt.Sprintf("%s.%s", stem, formats[i]))
+		}
+	}
+	return nil, stale, nil
+}

@@ -1,0 +1,111 @@
+package plots
+
+import (
+	"errors"
+	"fmt"
+	"image/color"
+	"math"
+	"slices"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+)
+
+// ForestRow is one row of a forest plot: an estimate X with its interval [Lo, Hi] (NaN: none).
+type ForestRow struct {
+	Label     string // the row's y tick label
+	Group     string // its legend entry and colour, e.g. a verdict
+	X, Lo, Hi float64
+}
+
+// forestRowHeight is the height each row adds to the figure.
+const forestRowHeight = 0.17 * vg.Inch
+
+// ForestGroup names a group of rows and its colour.
+type ForestGroup struct {
+	Name  string
+	Color color.Color
+}
+
+// Forest draws the rows top to bottom, each a filled marker at X and a horizontal line from Lo to
+// Hi, coloured by its group (the colour groups gives it, else the style's palette in order of
+// first appearance), with a dashed vertical line at x = 0 and the labels as y ticks; the legend
+// lists the groups present, those of groups first in its order. The figure is Style.Height high
+// plus forestRowHeight per row.
+func Forest(st Style, l Labels, rows []ForestRow, groups []ForestGroup) (*Chart, error) {
+	if len(rows) == 0 {
+		return nil, errors.New("plots: Forest: no rows")
+	}
+	n := len(rows)
+	st.Height += vg.Length(n) * forestRowHeight
+	ch := newChart(st, l)
+	ch.Plot.Add(plotter.NewGrid())
+	present := map[string]bool{}
+	var extra []string
+	for _, r := range rows {
+		if math.IsNaN(r.X) || math.IsInf(r.X, 0) {
+			return nil, fmt.Errorf("plots: Forest: row %q has no finite estimate", r.Label)
+		}
+		if !present[r.Group] {
+			present[r.Group] = true
+			if !slices.ContainsFunc(groups, func(g ForestGroup) bool { return g.Name == r.Group }) {
+				extra = append(extra, r.Group)
+			}
+		}
+	}
+	var order []string
+	col := map[string]color.Color{}
+	for _, g := range groups {
+		if present[g.Name] {
+			order = append(order, g.Name)
+			col[g.Name] = g.Color
+		}
+	}
+	for i, g := range extra {
+		order = append(order, g)
+		col[g] = st.Color(i)
+	}
+	ticks := make([]plot.Tick, n)
+	lo, hi := 0.0, 0.0
+	for i, r := range rows {
+		y := float64(n - 1 - i)
+		ticks[i] = plot.Tick{Value: y, Label: r.Label}
+		lo, hi = math.Min(lo, r.X), math.Max(hi, r.X)
+		if !math.IsNaN(r.Lo) && !math.IsNaN(r.Hi) {
+			lo, hi = math.Min(lo, r.Lo), math.Max(hi, r.Hi)
+			ln, err := plotter.NewLine(plotter.XYs{{X: r.Lo, Y: y}, {X: r.Hi, Y: y}})
+			if err != nil {
+				return nil, err
+			}
+			ln.LineStyle = draw.LineStyle{Color: col[r.Group], Width: st.LineWidth}
+			ch.AddData(ln)
+		}
+		sc, err := plotter.NewScatter(plotter.XYs{{X: r.X, Y: y}})
+		if err != nil {
+			return nil, err
+		}
+		sc.GlyphStyle = draw.GlyphStyle{Color: col[r.Group], Radius: 2.2, Shape: draw.CircleGlyph{}}
+		ch.AddData(sc)
+	}
+	zero, err := plotter.NewLine(plotter.XYs{{X: 0, Y: -0.6}, {X: 0, Y: float64(n) - 0.4}})
+	if err != nil {
+		return nil, err
+	}
+	zero.LineStyle = draw.LineStyle{Color: color.Gray{Y: 90}, Width: 0.6, Dashes: []vg.Length{2, 2}}
+	ch.Plot.Add(zero)
+	for _, g := range order {
+		sc, _ := plotter.NewScatter(plotter.XYs{{}})
+		sc.GlyphStyle = draw.GlyphStyle{Color: col[g], Radius: 2.2, Shape: draw.CircleGlyph{}}
+		ch.AddLegend(g, sc)
+	}
+	pad := 0.05 * (hi - lo)
+	if pad == 0 {
+		pad = 1
+	}
+	ch.Plot.X.Min, ch.Plot.X.Max = lo-pad, hi+pad
+	ch.Plot.Y.Min, ch.Plot.Y.Max = -0.6, float64(n)-0.4
+	ch.Plot.Y.Tick.Marker = plot.ConstantTicks(ticks)
+	return ch, nil
+}
