@@ -134,14 +134,36 @@ func Resize(img *RGB, w, h int) *RGB {
 
 // ResizeInto writes the w×h resize of img (see [Resize]) into dst, which must hold w·h·3 bytes.
 func ResizeInto(dst []uint8, img *RGB, w, h int) {
+	var r Resizer
+	r.ResizeInto(dst, img, w, h)
+}
+
+// Resizer is [ResizeInto] with its filter taps and scratch buffers kept between calls, for
+// resizing many images of one size without allocating (a loader worker holds one). The zero
+// value is ready; a Resizer must not be used by two goroutines at once.
+type Resizer struct {
+	inW, inH, w, h int
+	tx, ty         []taps
+	tmp, rowf, acc []float32
+}
+
+// ResizeInto writes the w×h resize of img into dst (w·h·3 bytes), as the package function.
+func (r *Resizer) ResizeInto(dst []uint8, img *RGB, w, h int) {
 	if w == img.W && h == img.H {
 		copy(dst, img.Pix)
 		return
 	}
-	tx, ty := triangleTaps(img.W, w), triangleTaps(img.H, h)
+	if r.inW != img.W || r.w != w {
+		r.tx, r.inW, r.w = triangleTaps(img.W, w), img.W, w
+	}
+	if r.inH != img.H || r.h != h {
+		r.ty, r.inH, r.h = triangleTaps(img.H, h), img.H, h
+	}
+	tx, ty := r.tx, r.ty
 	// Horizontal pass into float32 [img.H, w, 3]; each source row is converted to float32 once.
-	tmp := make([]float32, img.H*w*3)
-	rowf := make([]float32, img.W*3)
+	r.tmp = grow(r.tmp, img.H*w*3)
+	r.rowf = grow(r.rowf, img.W*3)
+	tmp, rowf := r.tmp, r.rowf
 	for y := 0; y < img.H; y++ {
 		for i, v := range img.Pix[y*img.W*3 : (y+1)*img.W*3] {
 			rowf[i] = float32(v)
@@ -161,7 +183,8 @@ func ResizeInto(dst []uint8, img *RGB, w, h int) {
 		}
 	}
 	row := w * 3
-	acc := make([]float32, row)
+	r.acc = grow(r.acc, row)
+	acc := r.acc
 	for y, t := range ty {
 		clear(acc)
 		for k, wt := range t.w {
@@ -177,6 +200,14 @@ func ResizeInto(dst []uint8, img *RGB, w, h int) {
 			o[i] = clampByte(v)
 		}
 	}
+}
+
+// grow returns b resliced to n elements, reallocated when too small.
+func grow(b []float32, n int) []float32 {
+	if cap(b) < n {
+		return make([]float32, n)
+	}
+	return b[:n]
 }
 
 func clampByte(v float32) uint8 {
