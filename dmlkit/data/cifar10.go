@@ -379,11 +379,13 @@ func loadCIFAR10Binary(root string, opt CIFAR10Options) (*Split, string, error) 
 		if !ok {
 			return nil, "", ferr(ds, where+f, 0, ErrMissing, "batch file missing")
 		}
-		if len(b) != cifarPerFile*cifarRecord {
-			return nil, "", ferr(ds, where+f, 0, ErrTruncated, "%d bytes, want %d records × %d = %d", len(b), cifarPerFile, cifarRecord, cifarPerFile*cifarRecord)
+		// The release has 10,000 records per file (Verify checks the totals); any whole number
+		// of records is read, so that tests can serve small archives.
+		if len(b) == 0 || len(b)%cifarRecord != 0 {
+			return nil, "", ferr(ds, where+f, 0, ErrTruncated, "%d bytes, not a whole number of %d-byte records (the release has %d records, %d bytes)", len(b), cifarRecord, cifarPerFile, cifarPerFile*cifarRecord)
 		}
 		isTest := k == len(cifarBatchFiles)-1
-		for i := 0; i < cifarPerFile; i++ {
+		for i := 0; i < len(b)/cifarRecord; i++ {
 			l := b[i*cifarRecord]
 			if l >= 10 {
 				return nil, "", ferr(ds, where+f, 0, ErrFormat, "record %d has label %d, want 0–9", i, l)

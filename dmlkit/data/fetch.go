@@ -406,7 +406,7 @@ func Verify(src *Source, root string) (*VerifyReport, error) {
 	case "cifar10":
 		var s *Split
 		var note string
-		if s, note, err = loadCIFAR10(CIFAR10Options{Root: root, Closed: true}); err == nil {
+		if s, note, err = loadCIFAR10(CIFAR10Options{Root: dataRoot, Closed: true, Source: src}); err == nil {
 			rep.Notes = append(rep.Notes, note)
 			put("train", s.Train.N)
 			put("test", s.Test.N)
