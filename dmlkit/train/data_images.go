@@ -610,8 +610,7 @@ func (s *FileSet) fill(idx []int, dst []float32, epoch int, train bool) error {
 					s.centre(out, img)
 					continue
 				}
-				r := rand.New(rand.NewPCG(uint64(s.seed)^0x6a09e667f3bcc909, uint64(epoch)<<40|uint64(occ[k]&0xff)<<32|uint64(i)))
-				s.augment(out, img, r)
+				s.augment(out, img, viewRand(s.seed, epoch, occ[k], i))
 			}
 		}()
 	}
