@@ -74,7 +74,7 @@ var Sources = map[string]*Source{
 		},
 		Standard: map[string]int{"train": 60000, "test": 10000}},
 	"cifar10": {Name: "cifar10", About: "CIFAR-10 (Krizhevsky 2009), 60,000 32×32 colour images of 10 classes, binary release (read from the archive, not extracted); class-disjoint split airplane…deer / dog…truck; a JPEG copy is in ../shared/data/cifar10",
-		Remotes: []Remote{{URL: "https://www.cs.toronto.edu/~kriz/" + CIFAR10BinaryFile, File: CIFAR10BinaryFile, MD5: CIFAR10BinaryMD5}},
+		Remotes:  []Remote{{URL: "https://www.cs.toronto.edu/~kriz/" + CIFAR10BinaryFile, File: CIFAR10BinaryFile, MD5: CIFAR10BinaryMD5}},
 		Standard: map[string]int{"train": 50000, "test": 10000}},
 	"cub": {Name: "cub", About: "CUB-200-2011 (Caltech), 11,788 images of 200 bird species; DML split classes 1–100 / 101–200",
 		Remotes: []Remote{{URL: "https://data.caltech.edu/records/65de6-vp158/files/CUB_200_2011.tgz", File: "CUB_200_2011.tgz", MD5: "97eceeb196236b17998738112f37df78", Extract: true}},

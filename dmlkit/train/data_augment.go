@@ -47,7 +47,7 @@ func (o *AugmentOptions) resolve() error {
 		o.Augment = "none"
 	case "none", "flip", "random_resized_crop":
 	case "random_crop":
-		return fmt.Errorf(p+"augment: random_crop: in-memory images are stored at the training size, so a crop of that size is the whole image; want none, flip or random_resized_crop")
+		return fmt.Errorf(p + "augment: random_crop: in-memory images are stored at the training size, so a crop of that size is the whole image; want none, flip or random_resized_crop")
 	default:
 		return fmt.Errorf(p+"augment: %q: want none, flip or random_resized_crop", o.Augment)
 	}
