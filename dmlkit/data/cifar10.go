@@ -63,6 +63,8 @@ type CIFAR10Options struct {
 	// image with the pipeline's antialiased bilinear filter (raster.Resize), e.g. 96 or 128 for
 	// ImageNet-pretrained backbones. Memory: Size²·3 bytes per image — 3 KiB at 32 (the 30,000
 	// images of the default split: 88 MiB), 27 KiB at 96 (791 MiB), 48 KiB at 128 (1.4 GiB).
+	// While loading, the process peaks at about twice that (the archive's bytes, the decoders'
+	// garbage before Go's collector runs).
 	Size int
 	// PerClass keeps the first n images of each class in each split (file order); 0 = all.
 	PerClass int
