@@ -79,6 +79,8 @@ func dataLocalRoot(name string) (string, error) {
 	switch name {
 	case "omniglot":
 		return data.FindOmniglot("")
+	case "cifar10":
+		return data.FindCIFAR10("")
 	case "mnist":
 		return data.FindMNIST()
 	case "fashion-mnist":

@@ -39,3 +39,37 @@ func TestDataCommand(t *testing.T) {
 		}
 	}
 }
+
+// TestDataCIFAR10Command: cifar10 is listed, info gives the binary release's URL and md5, verify of
+// an empty directory names the files it looks for, and verify without --root finds
+// ../shared/data/cifar10 (skipped without it, and with -short: it decodes all 60,000 images),
+// checks its sha256 against SHA256SUMS and counts the standard 50,000 / 10,000 images.
+func TestDataCIFAR10Command(t *testing.T) {
+	code, out, errs := runCLI("data", "list")
+	if code != 0 || !strings.Contains(out, "cifar10 ") {
+		t.Fatalf("data list: exit %d, %q %q", code, out, errs)
+	}
+	code, out, _ = runCLI("data", "info", "cifar10")
+	if code != 0 || !strings.Contains(out, "https://www.cs.toronto.edu/~kriz/cifar-10-binary.tar.gz (md5 c32a1d4ab5d03f1284b67883e8d87530)") {
+		t.Errorf("data info cifar10: exit %d:\n%s", code, out)
+	}
+	code, _, errs = runCLI("data", "verify", "cifar10", "--root", t.TempDir())
+	if code != 1 || !strings.Contains(errs, "cifar10-jpeg.tar.gz") || !strings.Contains(errs, "cifar-10-binary.tar.gz") {
+		t.Errorf("verify of an empty dir: exit %d, stderr %q", code, errs)
+	}
+	if testing.Short() {
+		t.Skip("verify decodes all 60,000 images")
+	}
+	if _, err := os.Stat("../../../shared/data/cifar10/cifar10-jpeg.tar.gz"); err != nil {
+		t.Skip("no ../shared/data/cifar10")
+	}
+	code, out, errs = runCLI("data", "verify", "cifar10")
+	if code != 0 {
+		t.Fatalf("verify cifar10: exit %d: %s", code, errs)
+	}
+	for _, want := range []string{"cifar10-jpeg.tar.gz: sha256 OK (SHA256SUMS)", "train    50000 images", "test     10000 images", "cifar10 in "} {
+		if !strings.Contains(out, want) {
+			t.Errorf("verify output lacks %q:\n%s", want, out)
+		}
+	}
+}

@@ -16,6 +16,7 @@ var readmeDocs = []string{"README.md", "docker/README.md", "notebooks/README.md"
 var readmeExternal = map[string]string{
 	"GOTOOLCHAIN=auto GOEXPERIMENT=simd go run ./cmd/dmlkit data fetch omniglot":                "internet; CI reads ../shared/data/omniglot (fetch is tested against a local server)",
 	"GOTOOLCHAIN=auto GOEXPERIMENT=simd go run ./cmd/dmlkit data fetch fashion-mnist":           "internet (fetch is tested against a local server)",
+	"GOTOOLCHAIN=auto GOEXPERIMENT=simd go run ./cmd/dmlkit data fetch cifar10":                 "internet; CI reads ../shared/data/cifar10 (fetch and the binary format are tested against a local server)",
 	"GOMLX_BACKEND=xla:/abs/path/to/xla_cuda_plugin.so GOPJRT_CUDA_CHECKS=0 bin/dmlkit-xla env": "a GPU and a PJRT plugin (CI runs the binary on the Go backend and with a missing plugin)",
 	"scripts/install-onnxruntime.sh": "the npm registry (its offline path is tested in dmlkit/backend)",
 	"GOMLX_BACKEND=onnx:cpu ONNXRUNTIME_SHARED_LIBRARY_PATH=$HOME/.local/lib/dmlkit/onnxruntime-1.30.0/libonnxruntime.so.1 bin/dmlkit-onnx env": "the ONNX Runtime library (CI runs the binary on the Go backend and with a missing library)",

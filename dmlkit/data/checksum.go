@@ -1,9 +1,12 @@
 package data
 
 import (
+	"crypto/md5"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"fmt"
+	"hash"
 	"io"
 	"io/fs"
 	"os"
@@ -85,4 +88,79 @@ func VerifySidecar(dataset, path string) error {
 	}
 	checked.Store(abs, stamp)
 	return nil
+}
+
+// VerifyDigest checks the file at path against the hex digest want of algo ("sha256" or "md5").
+// A mismatch is a *FileError wrapping [ErrChecksum] naming the file and both digests. As
+// [VerifySidecar], a file verified once is not hashed again in this process while its size and
+// modification time stay the same.
+func VerifyDigest(dataset, path, algo, want string) error {
+	var h hash.Hash
+	switch algo {
+	case "sha256":
+		h = sha256.New()
+	case "md5":
+		h = md5.New()
+	default:
+		return fmt.Errorf("data: %s: %s: unknown checksum algorithm %q", dataset, path, algo)
+	}
+	want = strings.ToLower(want)
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		abs = path
+	}
+	st, err := os.Stat(path)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return ferr(dataset, path, 0, ErrMissing, "%v", err)
+		}
+		return ferr(dataset, path, 0, nil, "%v", err)
+	}
+	stamp := checkStamp{size: st.Size(), mtime: st.ModTime(), sidecar: algo + ":" + want}
+	if v, ok := checked.Load(abs); ok && v.(checkStamp) == stamp {
+		return nil
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return ferr(dataset, path, 0, nil, "%v", err)
+	}
+	defer f.Close()
+	if _, err := io.Copy(h, f); err != nil {
+		return ferr(dataset, path, 0, nil, "reading for its checksum: %v", err)
+	}
+	if got := hex.EncodeToString(h.Sum(nil)); got != want {
+		checked.Delete(abs)
+		return ferr(dataset, path, 0, ErrChecksum, "%s %s, want %s (a damaged or different file; fetch it again)", algo, got, want)
+	}
+	checked.Store(abs, stamp)
+	return nil
+}
+
+// sumsEntry returns the sha256 that the sha256sum-format file sums ("<64 hex digits>  <name>"
+// per line, "*" marking binary mode) lists for name; ok is false when sums does not exist or
+// does not list name. A malformed line is an error naming it.
+func sumsEntry(dataset, sums, name string) (digest string, ok bool, err error) {
+	b, err := os.ReadFile(sums)
+	if errors.Is(err, fs.ErrNotExist) {
+		return "", false, nil
+	}
+	if err != nil {
+		return "", false, ferr(dataset, sums, 0, nil, "%v", err)
+	}
+	for i, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) == 0 {
+			continue
+		}
+		if len(f) != 2 || len(f[0]) != 64 {
+			return "", false, ferr(dataset, sums, i+1, ErrFormat, "want \"<64 hex digits>  <file name>\"")
+		}
+		if _, err := hex.DecodeString(f[0]); err != nil {
+			return "", false, ferr(dataset, sums, i+1, ErrFormat, "digest %q is not hexadecimal", f[0])
+		}
+		if filepath.Base(strings.TrimPrefix(f[1], "*")) == name {
+			return strings.ToLower(f[0]), true, nil
+		}
+	}
+	return "", false, nil
 }

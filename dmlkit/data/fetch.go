@@ -48,7 +48,8 @@ type Source struct {
 // from the project's data README, which match the .sha256 files of bitsandscraps/omniglot at
 // commit 9514cfd (the URLs are pinned to it: later commits changed the archives); MNIST sha256 computed from the GoMNIST module's files, whose
 // md5 sums equal the official ones; Fashion-MNIST, CUB, Cars196 and SOP md5 as published with
-// the torchvision / pytorch-metric-learning loaders.
+// the torchvision / pytorch-metric-learning loaders; CIFAR-10 md5 as published on the CIFAR page
+// (no sha256 is published; Verify and the loader check the md5).
 var Sources = map[string]*Source{
 	"omniglot": {Name: "omniglot", About: "Omniglot (Lake et al. 2015), 964 background / 659 evaluation characters × 20 drawings, .npz from bitsandscraps/omniglot (MIT)",
 		Remotes: []Remote{
@@ -72,6 +73,9 @@ var Sources = map[string]*Source{
 			{URL: "http://fashion-mnist.s3-website.eu-central-1.amazonaws.com/" + idxTestLabels, File: idxTestLabels, MD5: "bb300cfdad3c16e7a12a480ee83cd310"},
 		},
 		Standard: map[string]int{"train": 60000, "test": 10000}},
+	"cifar10": {Name: "cifar10", About: "CIFAR-10 (Krizhevsky 2009), 60,000 32×32 colour images of 10 classes, binary release (read from the archive, not extracted); class-disjoint split airplane…deer / dog…truck; a JPEG copy is in ../shared/data/cifar10",
+		Remotes:  []Remote{{URL: "https://www.cs.toronto.edu/~kriz/" + CIFAR10BinaryFile, File: CIFAR10BinaryFile, MD5: CIFAR10BinaryMD5}},
+		Standard: map[string]int{"train": 50000, "test": 10000}},
 	"cub": {Name: "cub", About: "CUB-200-2011 (Caltech), 11,788 images of 200 bird species; DML split classes 1–100 / 101–200",
 		Remotes: []Remote{{URL: "https://data.caltech.edu/records/65de6-vp158/files/CUB_200_2011.tgz", File: "CUB_200_2011.tgz", MD5: "97eceeb196236b17998738112f37df78", Extract: true}},
 		DataDir: "CUB_200_2011", Standard: map[string]int{"train": 5864, "test": 5924}},
@@ -396,6 +400,14 @@ func Verify(src *Source, root string) (*VerifyReport, error) {
 	case "omniglot":
 		var s *Split
 		if s, err = Omniglot(OmniglotOptions{Root: dataRoot}); err == nil {
+			put("train", s.Train.N)
+			put("test", s.Test.N)
+		}
+	case "cifar10":
+		var s *Split
+		var note string
+		if s, note, err = loadCIFAR10(CIFAR10Options{Root: dataRoot, Closed: true, Source: src}); err == nil {
+			rep.Notes = append(rep.Notes, note)
 			put("train", s.Train.N)
 			put("test", s.Test.N)
 		}

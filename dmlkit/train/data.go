@@ -253,7 +253,11 @@ func imagePool(cfg *Config) (*data.Images, error) {
 func loadData(cfg *Config) (*sets, error) {
 	out := &sets{}
 	if fn, ok := lookupDataset(cfg.Data.Name); ok {
-		s, err := fn(cfg.Data.Options)
+		opts, aug, err := splitAugmentOptions(cfg.Data.Name, cfg.Data.Options)
+		if err != nil {
+			return nil, fmt.Errorf("data %s: %w", cfg.Data.Name, err)
+		}
+		s, err := fn(opts)
 		if err != nil {
 			return nil, fmt.Errorf("data %s: %w", cfg.Data.Name, err)
 		}
@@ -291,6 +295,11 @@ func loadData(cfg *Config) (*sets, error) {
 		}
 		out.corruptions = p.Corruptions
 		out.train, out.test = ImageSet{p.Train}, ImageSet{p.Test}
+		if aug != nil && aug.Augment != "none" {
+			if out.train, err = NewAugmentedImages(p.Train, *aug, cfg.Seed); err != nil {
+				return nil, fmt.Errorf("data %s: %w", cfg.Data.Name, err)
+			}
+		}
 		if p.Val != nil {
 			out.val = ImageSet{p.Val}
 		}

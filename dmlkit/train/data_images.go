@@ -3,7 +3,6 @@ package train
 import (
 	"container/list"
 	"fmt"
-	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -16,6 +15,7 @@ import (
 	"github.com/dmlkit/dmlkit/dmlkit/config"
 	"github.com/dmlkit/dmlkit/dmlkit/data"
 	"github.com/dmlkit/dmlkit/dmlkit/data/pipeline"
+	"github.com/dmlkit/dmlkit/dmlkit/data/raster"
 )
 
 // This file registers the full-scale image benchmarks (CUB-200-2011, Cars196, Stanford Online
@@ -610,8 +610,7 @@ func (s *FileSet) fill(idx []int, dst []float32, epoch int, train bool) error {
 					s.centre(out, img)
 					continue
 				}
-				r := rand.New(rand.NewPCG(uint64(s.seed)^0x6a09e667f3bcc909, uint64(epoch)<<40|uint64(occ[k]&0xff)<<32|uint64(i)))
-				s.augment(out, img, r)
+				s.augment(out, img, viewRand(s.seed, epoch, occ[k], i))
 			}
 		}()
 	}
@@ -634,45 +633,16 @@ func (s *FileSet) augment(dst []float32, img *pipeline.RGB, r *rand.Rand) {
 		x0, y0 := r.IntN(img.W-n+1), r.IntN(img.H-n+1)
 		pipeline.CropNormalize(dst, img, x0, y0, n, r.Float64() < 0.5, s.mean, s.std)
 	case "random_resized_crop":
-		x0, y0, w, h := rrcBox(r, img.W, img.H, [2]float64{s.o.Scale[0], s.o.Scale[1]}, [2]float64{s.o.Ratio[0], s.o.Ratio[1]})
-		crop := pipeline.NewRGB(w, h)
-		for y := 0; y < h; y++ {
-			copy(crop.Pix[y*w*3:(y+1)*w*3], img.Pix[((y0+y)*img.W+x0)*3:])
-		}
-		pipeline.CropNormalize(dst, pipeline.Resize(crop, n, n), 0, 0, n, r.Float64() < 0.5, s.mean, s.std)
+		view, _ := raster.RandomResizedCrop(r, img, n, [2]float64{s.o.Scale[0], s.o.Scale[1]}, [2]float64{s.o.Ratio[0], s.o.Ratio[1]})
+		pipeline.CropNormalize(dst, view, 0, 0, n, false, s.mean, s.std) // view is already flipped when drawn
 	default:
 		s.centre(dst, img)
 	}
 }
 
-// rrcBox draws torchvision's RandomResizedCrop box (x0, y0, w, h) on a W×H image: up to 10
-// tries of area W·H·U(scale) and aspect ratio w/h = exp(U(log ratio)), sides rounded half to
-// even (Python's round); a box that fits is placed uniformly. Otherwise the largest centred
-// box whose aspect ratio is clamped into ratio.
+// rrcBox is [raster.RandomResizedCropBox].
 func rrcBox(r *rand.Rand, W, H int, scale, ratio [2]float64) (x0, y0, w, h int) {
-	area := float64(W * H)
-	l0, l1 := math.Log(ratio[0]), math.Log(ratio[1])
-	for try := 0; try < 10; try++ {
-		ta := area * (scale[0] + r.Float64()*(scale[1]-scale[0]))
-		ar := math.Exp(l0 + r.Float64()*(l1-l0))
-		w = int(math.RoundToEven(math.Sqrt(ta * ar)))
-		h = int(math.RoundToEven(math.Sqrt(ta / ar)))
-		if w > 0 && w <= W && h > 0 && h <= H {
-			y0 = r.IntN(H - h + 1)
-			x0 = r.IntN(W - w + 1)
-			return x0, y0, w, h
-		}
-	}
-	in := float64(W) / float64(H)
-	switch {
-	case in < ratio[0]:
-		w, h = W, int(math.RoundToEven(float64(W)/ratio[0]))
-	case in > ratio[1]:
-		w, h = int(math.RoundToEven(float64(H)*ratio[1])), H
-	default:
-		w, h = W, H
-	}
-	return (W - w) / 2, (H - h) / 2, w, h
+	return raster.RandomResizedCropBox(r, W, H, scale, ratio)
 }
 
 // DecodeCache holds decoded images, resized to a common short side, up to a byte budget: the
