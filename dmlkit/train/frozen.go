@@ -236,6 +236,9 @@ func inputDigest(s Set, i int, buf []float32) [32]byte {
 // progress, when not nil, receives Phase "features" reports (Step = images computed so far,
 // TotalSteps = images to compute).
 func freezeBackbone(ctx context.Context, cfg *Config, b compute.Backend, split *sets, progress func(Progress)) (*sets, error) {
+	if augmented(split.train) {
+		return nil, fmt.Errorf("train: model.freeze_backbone: data.options.augment changes the training images every epoch, so their features cannot be cached; set augment: none")
+	}
 	h, w, c := split.train.Dims()
 	key, err := backboneKey(cfg, h, w, c)
 	if err != nil {
@@ -354,4 +357,15 @@ func freezeBackbone(ctx context.Context, cfg *Config, b compute.Backend, split *
 		}
 	}
 	return out, nil
+}
+
+// augmented reports whether s draws new training views every epoch (data.options.augment).
+func augmented(s Set) bool {
+	switch v := s.(type) {
+	case *AugmentedImages:
+		return true
+	case *subset:
+		return augmented(v.base)
+	}
+	return false
 }

@@ -2,6 +2,7 @@ package train
 
 import (
 	"context"
+	"image/color"
 	"math"
 	"os"
 	"path/filepath"
@@ -133,5 +134,24 @@ func TestFreezeBackboneValidation(t *testing.T) {
 	cfg.Model.InputSize = -1
 	if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "model.input_size") {
 		t.Errorf("input_size -1: %v, want an error naming model.input_size", err)
+	}
+}
+
+// TestFreezeBackboneRefusesAugmentation: augmented training views change every epoch, so a frozen
+// backbone's features of them cannot be cached: the run stops, naming the option.
+func TestFreezeBackboneRefusesAugmentation(t *testing.T) {
+	t.Setenv(FeatureCacheEnv, t.TempDir())
+	root := t.TempDir()
+	for k, c := range "abcd" {
+		for i := 0; i < 4; i++ {
+			writeFolderPNG(t, filepath.Join(root, string(c), string(rune('0'+i))+".png"), 12, color.NRGBA{uint8(50 * k), uint8(60 * i), 128, 255})
+		}
+	}
+	cfg := frozenConfig()
+	cfg.Data = DataConfig{Name: "imagefolder", Options: map[string]any{"root": root, "size": 12, "augment": "flip"}}
+	cfg.Sampler = SamplerConfig{Name: "m_per_class", BatchSize: 8, M: 4}
+	cfg.Model.FreezeBackbone = true
+	if _, err := Run(context.Background(), cfg, t.TempDir(), nil); err == nil || !strings.Contains(err.Error(), "data.options.augment") {
+		t.Errorf("frozen backbone with augmentation: %v, want an error naming data.options.augment", err)
 	}
 }
