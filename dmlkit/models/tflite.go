@@ -48,6 +48,9 @@ type TFLiteModel struct {
 	// (walking back from the graph output through QUANTIZE, DEQUANTIZE and RESHAPE), or the graph
 	// output when it has no final SOFTMAX (the embedding extractor). NumOutputs is its width.
 	LogitsTensor, NumOutputs int
+	// SoftmaxBeta is the final SOFTMAX's β (probabilities = softmax(β·logits)); 0 when the graph
+	// ends without one (the embedding extractor).
+	SoftmaxBeta float64
 	names                    map[int]string // op index → variable scope name, for ops with weights
 }
 
@@ -108,7 +111,7 @@ func newTFLiteModel(f *TFLiteFile) (*TFLiteModel, error) {
 		}
 		op := f.Ops[k]
 		if op.Code == tflSoftmax {
-			m.LogitsTensor = op.Inputs[0]
+			m.LogitsTensor, m.SoftmaxBeta = op.Inputs[0], softmaxBeta(op)
 			break
 		}
 		if op.Code != tflQuantize && op.Code != tflDequantize && op.Code != tflReshape {
@@ -122,6 +125,15 @@ func newTFLiteModel(f *TFLiteFile) (*TFLiteModel, error) {
 	}
 	m.NumOutputs = ls[len(ls)-1]
 	return m, nil
+}
+
+// softmaxBeta is a SOFTMAX op's β: the schema default 0, which no converter writes for a real
+// softmax, is read as 1.
+func softmaxBeta(op TFLiteOp) float64 {
+	if op.Beta == 0 {
+		return 1
+	}
+	return float64(op.Beta)
 }
 
 // zeroPoint is a per-tensor quantization's zero point (0 when absent).

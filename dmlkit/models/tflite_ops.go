@@ -64,11 +64,7 @@ func (m *TFLiteModel) run(scope *model.Scope, x *Node, stop int) map[int]*Node {
 		case tflReshape:
 			y = m.reshapeLike(in, op.Outputs[0], x.Shape().Dim(0))
 		case tflSoftmax:
-			beta := float64(op.Beta)
-			if beta == 0 {
-				beta = 1 // the schema default is 0, which no converter writes for a real softmax
-			}
-			y = Softmax(MulScalar(in, beta), -1)
+			y = Softmax(MulScalar(in, softmaxBeta(*op)), -1)
 		case tflQuantize, tflDequantize:
 			y = in // the identity in float
 		default:
