@@ -51,7 +51,7 @@ type TFLiteModel struct {
 	// SoftmaxBeta is the final SOFTMAX's β (probabilities = softmax(β·logits)); 0 when the graph
 	// ends without one (the embedding extractor).
 	SoftmaxBeta float64
-	names                    map[int]string // op index → variable scope name, for ops with weights
+	names       map[int]string // op index → variable scope name, for ops with weights
 }
 
 // LoadTFLite reads a .tflite file ([ReadTFLite]) and checks that this importer can run it: one
