@@ -48,7 +48,7 @@ func Load(b compute.Backend, path string) (*Classifier, error) {
 		}
 	}
 	store := model.NewStore()
-	if err := m.LoadVariables(store.RootScope().At("backbone")); err != nil {
+	if err := m.LoadVariables(store.RootScope().At("backbone"), true); err != nil {
 		return nil, fmt.Errorf("classify: %s: %w", path, err)
 	}
 	c.exec, err = model.NewExec(b, store, func(scope *model.Scope, x *Node) *Node {

@@ -334,8 +334,9 @@ func SmallCNN(scope *model.Scope, cfg Config, x *Node, mode Mode) *Node {
 // LoadPretrained initialises the backbone variables under scope (the scope passed to [Build])
 // from cfg.Pretrained, if set. Call it on a fresh store before the first graph is built. For
 // mobilenet_v2 / mobilenet_v1 it reads the .tflite file ([CachedTFLite]), checks its feature
-// width (1280 / 1024) and creates every weight as a trainable variable
-// ([TFLiteModel.LoadVariables]); errors name model.pretrained and the file.
+// width (1280 / 1024) and creates the feature extractor's weights as trainable variables
+// ([TFLiteModel.LoadVariables]; the ImageNet classifier is left out); errors name
+// model.pretrained and the file.
 func LoadPretrained(scope *model.Scope, cfg Config) error {
 	if cfg.Pretrained == "" {
 		return nil
@@ -348,7 +349,7 @@ func LoadPretrained(scope *model.Scope, cfg Config) error {
 		if m.FeatureDim != want {
 			return fmt.Errorf("model.pretrained: %s: the last feature map has %d channels, backbone %s has %d", cfg.Pretrained, m.FeatureDim, cfg.Backbone, want)
 		}
-		if err := m.LoadVariables(scope.At("backbone")); err != nil {
+		if err := m.LoadVariables(scope.At("backbone"), false); err != nil {
 			return fmt.Errorf("model.pretrained: %s: %w", cfg.Pretrained, err)
 		}
 		return nil

@@ -298,13 +298,19 @@ func (m *TFLiteModel) variables(k int) []tfliteVar {
 	return vs
 }
 
-// LoadVariables creates (or overwrites, with the same shapes) every weight and bias of the
-// model under scope as trainable float32 variables, dequantized from the file. Call it on a
-// fresh store before the first graph is built, or let the graph functions create them on
-// first use (the same values).
-func (m *TFLiteModel) LoadVariables(scope *model.Scope) error {
+// LoadVariables creates (or overwrites, with the same shapes) the weights and biases of the
+// model under scope as trainable float32 variables, dequantized from the file: those of the
+// feature extractor (the ops before FeatureOp, what [TFLiteModel.Features] uses) and, with
+// classifier, also those after it (the classifier of [TFLiteModel.Logits]). Call it on a fresh
+// store before the first graph is built, or let the graph functions create them on first use
+// (the same values).
+func (m *TFLiteModel) LoadVariables(scope *model.Scope, classifier bool) error {
 	base := strings.TrimSuffix(scope.Scope(), "/")
-	for k := range m.Ops {
+	stop := m.FeatureOp
+	if classifier {
+		stop = len(m.Ops)
+	}
+	for k := 0; k < stop; k++ {
 		for _, v := range m.variables(k) {
 			if err := setWeight(scope.Store(), base+"/"+v.scope+"/"+v.name, v.value(), v.dims, true); err != nil {
 				return err

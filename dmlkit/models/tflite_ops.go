@@ -226,12 +226,12 @@ func (m *TFLiteModel) tfliteAvgPool(x *Node, op *TFLiteOp) *Node {
 	h, w := x.Shape().Dim(1), x.Shape().Dim(2)
 	pt, _, ho := tflitePadding(h, op.FilterH, op.StrideH, 1, op.Padding)
 	pl, _, wo := tflitePadding(w, op.FilterW, op.StrideW, 1, op.Padding)
-	count := make([]float32, ho*wo)
+	count := make([]float64, ho*wo)
 	for i := 0; i < ho; i++ {
 		for j := 0; j < wo; j++ {
 			rows := min(i*op.StrideH-pt+op.FilterH, h) - max(i*op.StrideH-pt, 0)
 			cols := min(j*op.StrideW-pl+op.FilterW, w) - max(j*op.StrideW-pl, 0)
-			count[i*wo+j] = 1 / float32(rows*cols)
+			count[i*wo+j] = 1 / float64(rows*cols)
 		}
 	}
 	inv := ConvertDType(Const(x.Graph(), tensors.FromFlatDataAndDimensions(count, 1, ho, wo, 1)), x.DType())
