@@ -4,13 +4,14 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"slices"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/dmlkit/dmlkit/dmlkit/backend"
 	"github.com/dmlkit/dmlkit/dmlkit/npy"
@@ -598,5 +599,77 @@ func TestTFLiteOpsDirect(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestMobileNetTiming (DMLKIT_BENCH=1) logs the MobileNetV2 backbone's forward time per image at
+// 224, 128 and 96 px (batch 8) and the forward+backward time of a batch of 32 at 96 and 128 px
+// (L = Σ r ⊙ features, gradients w.r.t. every backbone variable), each the best of 3 calls after
+// a warm-up, on the current backend. It asserts nothing: the numbers plan CPU fine-tuning.
+func TestMobileNetTiming(t *testing.T) {
+	if os.Getenv("DMLKIT_BENCH") == "" {
+		t.Skip("set DMLKIT_BENCH=1")
+	}
+	m := coralModel(t, tfliteV2)
+	best := func(e *model.Exec, x *tensors.Tensor) time.Duration {
+		var b time.Duration
+		for i := 0; i < 4; i++ {
+			start := time.Now()
+			if _, err := e.Call(x); err != nil {
+				t.Fatal(err)
+			}
+			if d := time.Since(start); i > 0 && (b == 0 || d < b) {
+				b = d
+			}
+		}
+		return b
+	}
+	input := func(b, hw int) *tensors.Tensor {
+		x := make([]float32, b*hw*hw*3)
+		for i := range x {
+			x[i] = float32(i%253) / 252
+		}
+		return tensors.FromFlatDataAndDimensions(x, b, hw, hw, 3)
+	}
+	for _, hw := range []int{224, 128, 96} {
+		const b = 8
+		store := model.NewStore()
+		if err := m.LoadVariables(store.RootScope().At("backbone"), false); err != nil {
+			t.Fatal(err)
+		}
+		e, err := model.NewExec(backend.MustShared(), store, func(scope *model.Scope, x *Node) *Node {
+			return m.Features(scope.At("backbone"), x)
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		d := best(e, input(b, hw))
+		t.Logf("forward %d×%d, batch %d: %v (%v per image)", hw, hw, b, d.Round(time.Millisecond), (d / b).Round(100*time.Microsecond))
+	}
+	for _, hw := range []int{96, 128} {
+		const b = 32
+		store := model.NewStore()
+		if err := m.LoadVariables(store.RootScope().At("backbone"), false); err != nil {
+			t.Fatal(err)
+		}
+		r := make([]float32, b*m.FeatureDim)
+		for i := range r {
+			r[i] = float32(i%7) - 3
+		}
+		e, err := model.NewExec(backend.MustShared(), store, func(scope *model.Scope, x *Node) []*Node {
+			scope.SetTraining(x.Graph(), true)
+			f := m.Features(scope.At("backbone"), x)
+			loss := ReduceAllSum(Mul(f, Const(x.Graph(), tensors.FromFlatDataAndDimensions(r, b, m.FeatureDim))))
+			var wrt []*Node
+			for v := range store.IterVariables() {
+				wrt = append(wrt, v.NodeValue(x.Graph()))
+			}
+			return Gradient(loss, wrt...)
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		d := best(e, input(b, hw))
+		t.Logf("forward+backward %d×%d, batch %d: %v", hw, hw, b, d.Round(time.Millisecond))
 	}
 }
