@@ -361,11 +361,19 @@ func CachedTFLite(path string) (*TFLiteModel, error) {
 var MobileNetFeatureDims = map[string]int{"mobilenet_v2": 1280, "mobilenet_v1": 1024}
 
 // MobileNet is the "mobilenet_v2" / "mobilenet_v1" backbone: the TFLite graph of cfg.Pretrained
-// ([CachedTFLite]) applied to x [B, H, W, C] (pixels in [0, 1], C = 3 or 1: grey images are
-// repeated to RGB) under scope, returning the global average of its last feature map [B, F]
-// ([TFLiteModel.Features]). Any input size works (e.g. 96–128 px); the ImageNet weights were
-// trained at 224. Panics if the file cannot be read ([LoadPretrained] reports that as an error
-// first).
+// ([CachedTFLite]) applied to x [B, H, W, C] under scope, returning the global average of its
+// last feature map [B, F] ([TFLiteModel.Features]; cfg.Pool does not apply). Any input size works
+// (e.g. 96–128 px on a CPU; the ImageNet weights were trained at 224).
+//
+// Input: pixels in [0, 1] (pixel/255, what dmlkit's Omniglot/MNIST/CIFAR pipelines feed every
+// backbone), C = 3 (RGB) or 1 (grey, repeated to RGB). The file's input quantization is applied
+// inside: (255·x − InputOffset)·InputScale, about [−1, 1] ((p − 128)/128 for the Coral uint8
+// files). The full-scale image datasets of dmlkit/train normalise with the ImageNet mean and std
+// by default: give them data.options mean [0, 0, 0] and std [1, 1, 1] for this backbone.
+//
+// Variables: only the feature extractor's ([TFLiteModel.LoadVariables] without the classifier),
+// trainable; there is no BatchNorm (folded into the convolutions), so [Mode] does not apply.
+// Panics if the file cannot be read ([LoadPretrained] reports that as an error first).
 func MobileNet(scope *model.Scope, cfg Config, x *Node) *Node {
 	m, err := CachedTFLite(cfg.Pretrained)
 	if err != nil {
