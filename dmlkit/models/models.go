@@ -54,7 +54,9 @@ type Config struct {
 	// variables (proxies), the optimiser state and the RNG state are initialised as in a fresh run.
 	// The weights stay trainable. The backbone configuration must be the stored run's (variables
 	// are matched by path). Empty (the default): no initialisation from a run. Exclusive with
-	// Pretrained; applied only when a run starts, not on resume (the run's checkpoint wins).
+	// Pretrained, except for mobilenet backbones, whose .tflite file gives the architecture (its
+	// weights are then replaced by the run's); applied only when a run starts, not on resume (the
+	// run's checkpoint wins).
 	InitFrom string `yaml:"init_from" doc:"run directory or checkpoint file whose backbone variables initialise this model"`
 	// InitHead also takes the rest of the model's variables from InitFrom (LayerNorm, head, IDML
 	// uncertainty head, projector). Default false: a freshly initialised head.
@@ -173,7 +175,7 @@ func (c *Config) Validate(prefix string) error {
 	if _, vit := ViTSpecFor(c.Backbone); c.Pretrained != "" && c.Backbone != "resnet18" && c.Backbone != "resnet50" && !vit && !mobilenet {
 		return fmt.Errorf("%s: pretrained weights are supported for resnet, vit and mobilenet backbones, not %q", f("pretrained"), c.Backbone)
 	}
-	if c.InitFrom != "" && c.Pretrained != "" {
+	if c.InitFrom != "" && c.Pretrained != "" && !mobilenet {
 		return fmt.Errorf("%s: %q and %s: %q are exclusive: the backbone is initialised from one of them", f("init_from"), c.InitFrom, f("pretrained"), c.Pretrained)
 	}
 	if c.InitFrom != "" && c.Backbone == "features" {

@@ -400,6 +400,15 @@ func TestMobileNetConfigErrors(t *testing.T) {
 			t.Errorf("%+v: error %v, want %q", tc.cfg, err, tc.want)
 		}
 	}
+	// A mobilenet's .tflite file gives the architecture, so init_from may replace its weights.
+	ok := Config{Backbone: "mobilenet_v2", Dim: 8, Pretrained: v2, InitFrom: "runs/frozen"}
+	if err := ok.Validate("model"); err != nil {
+		t.Errorf("mobilenet_v2 with pretrained and init_from: %v", err)
+	}
+	res := Config{Backbone: "resnet18", Dim: 8, Pretrained: "r.onnx", InitFrom: "runs/a"}
+	if err := res.Validate("model"); err == nil {
+		t.Error("resnet18 with pretrained and init_from accepted")
+	}
 	for _, tc := range []struct {
 		cfg  Config
 		want string
