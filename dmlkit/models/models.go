@@ -13,9 +13,11 @@ import (
 // and a head that turns features into the embedding.
 type Config struct {
 	// Backbone: "cnn" (the small CNN), "resnet18", "resnet50", "vit_b16", "vit_s16", "vit_tiny"
-	// ([ViT]; Pool does not apply: the class token is the feature), or "features" (the input
+	// ([ViT]; Pool does not apply: the class token is the feature), "mobilenet_v2" /
+	// "mobilenet_v1" (a TFLite MobileNet read from Pretrained, [MobileNet]: the global average of
+	// its last feature map, [B, 1280] / [B, 1024]; Pool does not apply), or "features" (the input
 	// already is a [B, F] feature vector: precomputed-feature mode, only the head is trained).
-	Backbone string `yaml:"backbone" doc:"cnn, resnet18, resnet50, vit_b16, vit_s16, vit_tiny or features"`
+	Backbone string `yaml:"backbone" doc:"cnn, resnet18, resnet50, vit_b16, vit_s16, vit_tiny, mobilenet_v2, mobilenet_v1 or features"`
 	// Channels are the small CNN's block widths; default [32, 64, 128].
 	Channels []int `yaml:"channels" doc:"small-CNN block widths"`
 	// Norm is the backbone normalisation: "bn" (default) or "none".
@@ -39,17 +41,22 @@ type Config struct {
 	// Projector lists the widths of an MLP applied after the embedding for the loss only; it is
 	// discarded at evaluation (seed 004's 512→2048 projector). Empty: none.
 	Projector []int `yaml:"projector" doc:"loss-only projector widths (discarded at eval)"`
-	// Pretrained is an ONNX file with torchvision-named ResNet weights ([LoadTorchResNet]) or
-	// torchvision/timm-named ViT weights ([LoadTorchViT]) that initialises a resnet or vit
-	// backbone; the weights stay trainable.
-	Pretrained string `yaml:"pretrained" doc:"ONNX file with torchvision ResNet or torchvision/timm ViT weights for the backbone"`
+	// Pretrained is the backbone's weights file: for resnet and vit an ONNX file with
+	// torchvision-named ResNet weights ([LoadTorchResNet]) or torchvision/timm-named ViT weights
+	// ([LoadTorchViT]), optional; for mobilenet_v2 / mobilenet_v1 a .tflite file (required: it
+	// holds the architecture too), e.g. ../shared/weights/coral/mobilenet_v2_1.0_224_quant.tflite
+	// or mobilenet_v1_1.0_224_quant_embedding_extractor.tflite ([TFLiteModel]). The weights stay
+	// trainable.
+	Pretrained string `yaml:"pretrained" doc:"backbone weights: ONNX file (resnet, vit: torchvision/timm names) or .tflite file (mobilenet_v2, mobilenet_v1; required)"`
 	// InitFrom initialises the backbone from a stored dmlkit run: a run directory (its newest
 	// checkpoint) or a checkpoint file (checkpoints/ckpt-*.gob). Only the variables under the
 	// model's backbone scope are taken (BatchNorm statistics included); the head, the loss's
 	// variables (proxies), the optimiser state and the RNG state are initialised as in a fresh run.
 	// The weights stay trainable. The backbone configuration must be the stored run's (variables
 	// are matched by path). Empty (the default): no initialisation from a run. Exclusive with
-	// Pretrained; applied only when a run starts, not on resume (the run's checkpoint wins).
+	// Pretrained, except for mobilenet backbones, whose .tflite file gives the architecture (its
+	// weights are then replaced by the run's); applied only when a run starts, not on resume (the
+	// run's checkpoint wins).
 	InitFrom string `yaml:"init_from" doc:"run directory or checkpoint file whose backbone variables initialise this model"`
 	// InitHead also takes the rest of the model's variables from InitFrom (LayerNorm, head, IDML
 	// uncertainty head, projector). Default false: a freshly initialised head.
@@ -114,11 +121,22 @@ func (c *Config) Validate(prefix string) error {
 		return prefix + "." + name
 	}
 	switch c.Backbone {
-	case "cnn", "resnet18", "resnet50", "features":
+	case "cnn", "resnet18", "resnet50", "features", "mobilenet_v2", "mobilenet_v1":
 	default:
 		if _, ok := ViTSpecFor(c.Backbone); !ok {
-			return fmt.Errorf("%s: %q: want cnn, resnet18, resnet50, vit_b16, vit_s16, vit_tiny or features", f("backbone"), c.Backbone)
+			return fmt.Errorf("%s: %q: want cnn, resnet18, resnet50, vit_b16, vit_s16, vit_tiny, mobilenet_v2, mobilenet_v1 or features", f("backbone"), c.Backbone)
 		}
+	}
+	_, mobilenet := MobileNetFeatureDims[c.Backbone]
+	tflite := strings.HasSuffix(strings.ToLower(c.Pretrained), ".tflite")
+	if mobilenet && c.Pretrained == "" {
+		return fmt.Errorf("%s: backbone %s needs a .tflite file (it holds the architecture and the weights), e.g. ../shared/weights/coral/mobilenet_v2_1.0_224_quant.tflite", f("pretrained"), c.Backbone)
+	}
+	if mobilenet && !tflite {
+		return fmt.Errorf("%s: %q: backbone %s needs a .tflite file", f("pretrained"), c.Pretrained, c.Backbone)
+	}
+	if !mobilenet && tflite {
+		return fmt.Errorf("%s: %q: a .tflite file initialises mobilenet_v2 or mobilenet_v1, not %q (resnet and vit take ONNX)", f("pretrained"), c.Pretrained, c.Backbone)
 	}
 	if c.Backbone == "cnn" && len(c.Channels) == 0 {
 		return fmt.Errorf("%s: the small CNN needs at least one block width", f("channels"))
@@ -154,10 +172,10 @@ func (c *Config) Validate(prefix string) error {
 			return fmt.Errorf("%s[%d]: %d: want > 0", f("projector"), i, p)
 		}
 	}
-	if _, vit := ViTSpecFor(c.Backbone); c.Pretrained != "" && c.Backbone != "resnet18" && c.Backbone != "resnet50" && !vit {
-		return fmt.Errorf("%s: pretrained weights are supported for resnet and vit backbones, not %q", f("pretrained"), c.Backbone)
+	if _, vit := ViTSpecFor(c.Backbone); c.Pretrained != "" && c.Backbone != "resnet18" && c.Backbone != "resnet50" && !vit && !mobilenet {
+		return fmt.Errorf("%s: pretrained weights are supported for resnet, vit and mobilenet backbones, not %q", f("pretrained"), c.Backbone)
 	}
-	if c.InitFrom != "" && c.Pretrained != "" {
+	if c.InitFrom != "" && c.Pretrained != "" && !mobilenet {
 		return fmt.Errorf("%s: %q and %s: %q are exclusive: the backbone is initialised from one of them", f("init_from"), c.InitFrom, f("pretrained"), c.Pretrained)
 	}
 	if c.InitFrom != "" && c.Backbone == "features" {
@@ -223,6 +241,8 @@ func Build(scope *model.Scope, cfg Config, x *Node, mode Mode) Output {
 		f = SmallCNN(scope.At("backbone"), cfg, x, mode)
 	case "resnet18", "resnet50":
 		f = ResNet(scope.At("backbone"), strings.TrimPrefix(cfg.Backbone, "resnet"), cfg, x, mode)
+	case "mobilenet_v2", "mobilenet_v1":
+		f = MobileNet(scope.At("backbone"), cfg, x)
 	default:
 		spec, ok := ViTSpecFor(cfg.Backbone)
 		if !ok {
@@ -314,9 +334,26 @@ func SmallCNN(scope *model.Scope, cfg Config, x *Node, mode Mode) *Node {
 }
 
 // LoadPretrained initialises the backbone variables under scope (the scope passed to [Build])
-// from cfg.Pretrained, if set. Call it on a fresh store before the first graph is built.
+// from cfg.Pretrained, if set. Call it on a fresh store before the first graph is built. For
+// mobilenet_v2 / mobilenet_v1 it reads the .tflite file ([CachedTFLite]), checks its feature
+// width (1280 / 1024) and creates the feature extractor's weights as trainable variables
+// ([TFLiteModel.LoadVariables]; the ImageNet classifier is left out); errors name
+// model.pretrained and the file.
 func LoadPretrained(scope *model.Scope, cfg Config) error {
 	if cfg.Pretrained == "" {
+		return nil
+	}
+	if want, ok := MobileNetFeatureDims[cfg.Backbone]; ok {
+		m, err := CachedTFLite(cfg.Pretrained)
+		if err != nil {
+			return fmt.Errorf("model.pretrained: %w", err)
+		}
+		if m.FeatureDim != want {
+			return fmt.Errorf("model.pretrained: %s: the last feature map has %d channels, backbone %s has %d", cfg.Pretrained, m.FeatureDim, cfg.Backbone, want)
+		}
+		if err := m.LoadVariables(scope.At("backbone"), false); err != nil {
+			return fmt.Errorf("model.pretrained: %s: %w", cfg.Pretrained, err)
+		}
 		return nil
 	}
 	w, err := ReadONNXWeights(cfg.Pretrained)

@@ -15,7 +15,9 @@
 // [Config].Backbone selects: "cnn" ([SmallCNN]), "resnet18" / "resnet50" ([ResNet],
 // torchvision layout, pooled map [B, 512] / [B, 2048]), "vit_b16" (ViT-B/16, [B, 768]),
 // "vit_s16" (DeiT-S = ViT-S/16, [B, 384]), "vit_tiny" (a test-sized ViT for 32×32 images,
-// [B, 48]) — see [ViT] — and "features" (precomputed [B, F] features).
+// [B, 48]) — see [ViT] —, "mobilenet_v2" / "mobilenet_v1" (ImageNet MobileNets imported from
+// TFLite files, [B, 1280] / [B, 1024]: see [MobileNet] and [TFLiteModel]) and "features"
+// (precomputed [B, F] features).
 //
 // Pretrained weights come from ONNX files ([Config].Pretrained, read by [ReadONNXWeights] and
 // [LoadTorchResNet] / [LoadTorchViT]); dmlkit never downloads them. On a machine with internet,
@@ -26,8 +28,14 @@
 //	python3 -c "import torch, timm; m = timm.create_model('deit_small_patch16_224', pretrained=True).eval(); torch.onnx.export(m, torch.zeros(1, 3, 224, 224), 'deit_s16.onnx', do_constant_folding=False)"
 //	python3 -c "import torch, torchvision; m = torchvision.models.resnet50(weights='IMAGENET1K_V1').eval(); torch.onnx.export(m, torch.zeros(1, 3, 224, 224), 'resnet50.onnx', do_constant_folding=False)"
 //
-// The networks use their input as given: these ImageNet weights expect RGB normalised with
-// mean (0.485, 0.456, 0.406) and std (0.229, 0.224, 0.225).
+// The ONNX networks use their input as given: these ImageNet weights expect RGB normalised with
+// mean (0.485, 0.456, 0.406) and std (0.229, 0.224, 0.225). The TFLite MobileNets instead take
+// [0, 1] pixels, like the small CNN, and apply their file's own input quantization inside
+// ([TFLiteModel.InputFromPixels]).
+//
+// The ImageNet MobileNets in ../shared/weights/coral (Apache-2.0, quantized) are imported from
+// their .tflite files ([ReadTFLite], [LoadTFLite]): every weight is dequantized and the graph is
+// run in float32 as trainable variables. `dmlkit classify` checks a file on images.
 package models
 
 import (

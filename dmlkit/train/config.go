@@ -572,7 +572,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("multistage.chunk: %d: want ≥ 0", c.Multistage.Chunk)
 	}
 	if c.Multistage.Chunk > 0 && c.Model.Norm != "none" && !c.Model.FrozenBN && c.Model.Backbone != "features" &&
-		!strings.HasPrefix(c.Model.Backbone, "vit_") { // ViTs use LayerNorm only: per-sample, chunk-independent
+		!strings.HasPrefix(c.Model.Backbone, "vit_") && // ViTs use LayerNorm only: per-sample, chunk-independent
+		!strings.HasPrefix(c.Model.Backbone, "mobilenet_") { // TFLite MobileNets: BatchNorm folded into the convolutions
 		return fmt.Errorf("multistage.chunk: multistage backprop needs model.frozen_bn: true or model.norm: none (batch statistics would differ per chunk)")
 	}
 	if c.Multistage.Chunk > 0 && c.Mixup.Enabled {

@@ -93,7 +93,7 @@ func ReadFeatures(featPath, labelPath string) (*Features, error) {
 // of cfg.Data and writes {train,val,test}_{features,labels}.npy into outDir: the cache of
 // precomputed-feature mode (seed 004 Fig. 8–9), read back by the "npy-features" dataset with
 // model.backbone: features. Weights come from the newest checkpoint of runDir when runDir is not
-// empty, else from model.pretrained (an ONNX ResNet) or model.init_from (a stored run's backbone), or
+// empty, else from model.pretrained (an ONNX ResNet/ViT or a .tflite MobileNet) or model.init_from (a stored run's backbone), or
 // the seeded initialisation.
 func ExtractFeatures(cfg Config, runDir, outDir string) error {
 	if err := cfg.Validate(); err != nil {

@@ -48,8 +48,9 @@ func featureCacheDir() (string, error) {
 }
 
 // backboneKey identifies the function from an input image to its backbone features: the
-// backbone's configuration, the digest of the file its weights come from (model.pretrained or
-// the model.init_from checkpoint) or, without one, the seed of its random initialisation, the
+// backbone's configuration, the digests of the files its weights come from (model.pretrained and
+// the model.init_from checkpoint, both for a mobilenet whose .tflite weights a run replaces) or,
+// without one, the seed of its random initialisation, the
 // input shape and the cache version. Head, loss and optimiser settings are not part of it.
 func backboneKey(cfg *Config, h, w, c int) (string, error) {
 	m := cfg.Model
@@ -65,14 +66,17 @@ func backboneKey(cfg *Config, h, w, c int) (string, error) {
 		Seed               int64
 	}{Version: featureCacheVersion, Backbone: m.Backbone, Channels: m.Channels, Norm: m.Norm, Pool: m.Pool,
 		FrozenBN: m.FrozenBN, GeMP: m.GeMP, InputSize: m.InputSize, H: h, W: w, C: c}
-	switch {
-	case m.Pretrained != "":
+	if m.Pretrained != "" {
 		d, err := fileDigest(m.Pretrained)
 		if err != nil {
 			return "", fmt.Errorf("model.pretrained: %w", err)
 		}
 		k.Weights = "pretrained:" + d
-	case m.InitFrom != "":
+	}
+	if m.InitFrom != "" { // with a mobilenet's .tflite file too: the run's weights replace the file's
+		if k.Weights != "" {
+			k.Weights += ";"
+		}
 		p := m.InitFrom
 		if fi, err := os.Stat(p); err == nil && fi.IsDir() {
 			if p, err = LatestCheckpoint(p); err != nil || p == "" {
@@ -83,8 +87,9 @@ func backboneKey(cfg *Config, h, w, c int) (string, error) {
 		if err != nil {
 			return "", fmt.Errorf("model.init_from: %w", err)
 		}
-		k.Weights = "init_from:" + d
-	default:
+		k.Weights += "init_from:" + d
+	}
+	if k.Weights == "" {
 		k.Seed = int64(cfg.Seed)
 	}
 	b, err := json.Marshal(k)

@@ -10,7 +10,7 @@ import (
 )
 
 // initModel initialises the model variables of a fresh store before the first graph is built:
-// from model.pretrained (an ONNX file, [models.LoadPretrained]) or from model.init_from (a stored
+// from model.pretrained (an ONNX or .tflite file, [models.LoadPretrained]) or from model.init_from (a stored
 // run, [initFromRun]). The model's other variables are created by their initialisers later.
 func initModel(store *model.Store, cfg models.Config) error {
 	if err := models.LoadPretrained(store.RootScope().At(modelScope), cfg); err != nil {
