@@ -102,6 +102,13 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 	defer stop()
 	bar := &progressBar{w: stderr, quiet: *quiet}
 	res, err := train.RunWithOptions(ctx, cfg, *out, train.Options{Resume: *resume, Progress: func(p train.Progress) {
+		if p.Phase == "features" { // model.freeze_backbone: the backbone's features being computed
+			if !*quiet && p.Step == p.TotalSteps {
+				bar.clear()
+				fmt.Fprintf(stdout, "backbone features of %d images computed and cached\n", p.TotalSteps)
+			}
+			return
+		}
 		if p.Phase == "eval" {
 			if !*quiet { // --quiet: the final "done" line only
 				bar.clear()

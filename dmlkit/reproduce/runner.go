@@ -489,6 +489,11 @@ func progressReporter(progress func(string)) func(train.Progress) {
 	last := -1
 	return func(p train.Progress) {
 		switch p.Phase {
+		case "features": // a frozen backbone's features being computed (model.freeze_backbone)
+			if p.Step == p.TotalSteps || p.Step%(64*50) == 0 {
+				progress(fmt.Sprintf("backbone features %d/%d images", p.Step, p.TotalSteps))
+			}
+			return
 		case "eval":
 			keys := make([]string, 0, len(p.Metrics))
 			for k := range p.Metrics {
