@@ -38,6 +38,38 @@ func verdictGroup(e experiments.CentralEffect) string {
 	return "inconclusive (interval)"
 }
 
+// drawRegimeFigure draws the claims of rep tested in two regimes ([experiments.ClaimsReport.RegimePairs])
+// as a forest plot at dir/regimes.{png,svg}: two rows per claim (the original regime, then the
+// re-test), effects as % of the baseline's mean in the claimed direction, coloured by verdict.
+// It returns the files written (none when no claim has a twin).
+func drawRegimeFigure(dir string, rep *experiments.ClaimsReport) ([]string, error) {
+	var rows []plots.ForestRow
+	for _, p := range rep.RegimePairs() {
+		for _, v := range []*experiments.ClaimVerdict{p.Original, p.Retest} {
+			e, ok := experiments.RelativeEffect(rep.Paper, v, "")
+			if !ok {
+				continue
+			}
+			label := e.Compared + " · " + e.Regime
+			if r := []rune(label); len(r) > 80 {
+				label = string(r[:79]) + "…"
+			}
+			rows = append(rows, plots.ForestRow{Label: label, Group: verdictGroup(e), X: e.Effect, Lo: e.Lo, Hi: e.Hi})
+		}
+	}
+	if len(rows) == 0 {
+		return nil, nil
+	}
+	st := plots.PageStyle()
+	st.Height = 0.7 * 72
+	st.Legend = plots.LegendBelow
+	ch, err := plots.Forest(st, plots.Labels{X: "effect in the claimed direction, % of the baseline's mean (95 % interval)"}, rows, verdictGroups)
+	if err != nil {
+		return nil, err
+	}
+	return plots.Save(ch, ch.Style, filepath.Join(dir, "regimes"), "png", "svg")
+}
+
 // drawCentralFigure draws the central claims' effects ([experiments.CentralEffects]) as a forest
 // plot at root/figures/summary/central_claims.{png,svg}. With check it draws into a temporary
 // directory and returns the files that differ from the committed ones instead.

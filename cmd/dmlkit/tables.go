@@ -85,6 +85,14 @@ func makeClaims(spec *experiments.Spec, scale string, recs []experiments.Record,
 	if err != nil {
 		return err
 	}
+	// The claims tested in two regimes, side by side (figures/PAPER/regimes), with the paper's own files.
+	if readme != "" {
+		figs, err := drawRegimeFigure(figuresDir(spec, CommittedScale), rep)
+		if err != nil {
+			return err
+		}
+		files = append(files, figs...)
+	}
 	if print {
 		fmt.Fprintf(stdout, "%s\n", rep.Markdown())
 	}

@@ -51,6 +51,11 @@ func CheckClaims(cs *ClaimSet, s *Spec, records []Record, scale string) error {
 			errs = append(errs, fmt.Errorf("%s: field \"weak[%d].where\": %w", file, i, err))
 		}
 	}
+	for _, c := range cs.Claims {
+		if c.Twin != "" && (c.Twin == c.ID || !slices.ContainsFunc(cs.Claims, func(o ClaimSpec) bool { return o.ID == c.Twin })) {
+			errs = append(errs, fmt.Errorf("%s: claim %q: field \"twin\": %q is not the id of another claim", file, c.ID, c.Twin))
+		}
+	}
 	for i, cc := range cs.Central {
 		if !slices.ContainsFunc(cs.Claims, func(c ClaimSpec) bool { return c.ID == cc.ID }) {
 			errs = append(errs, fmt.Errorf("%s: field \"central[%d]\": %q is not the id of a claim", file, i, cc.ID))

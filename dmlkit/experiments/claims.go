@@ -91,25 +91,28 @@ var ClaimKinds = []string{KindBetter, KindEquivalent, KindTrend, KindInteraction
 //	             best must not be the first or last value
 //	rank         order [arm, …] from best to worst, direction (higher: larger metric is better)
 type ClaimSpec struct {
-	ID         string         `yaml:"id"`
-	Paper      string         `yaml:"paper"`  // the paper's words
-	Source     string         `yaml:"source"` // where in the paper: "Table 2", "Fig. 6", "§5.3"
-	Kind       string         `yaml:"kind"`
-	Metric     string         `yaml:"metric"`
-	Direction  string         `yaml:"direction"` // "higher" or "lower"
-	Delta      float64        `yaml:"delta"`     // equivalent: the margin δ, stated before running
-	Factor     float64        `yaml:"factor"`    // values are printed ×Factor (default 1)
-	Unit       string         `yaml:"unit"`      // printed after effects, e.g. "points"
-	Digits     *int           `yaml:"digits"`    // decimals printed (default 2)
-	Scale      string         `yaml:"scale"`     // overrides the set's scale
-	Where      map[string]any `yaml:"where"`     // added to the set's where
-	StandIn    string         `yaml:"stand_in"`  // the small-scale stand-in, in words
-	Note       string         `yaml:"note"`      // optional remark printed with the verdict
-	Base       *Arm           `yaml:"base"`
-	Treatment  *Arm           `yaml:"treatment"`
-	Conditions []Arm          `yaml:"conditions"`
-	Order      []Arm          `yaml:"order"`
-	Sweep      *ClaimSweep    `yaml:"sweep"`
+	ID        string         `yaml:"id"`
+	Paper     string         `yaml:"paper"`  // the paper's words
+	Source    string         `yaml:"source"` // where in the paper: "Table 2", "Fig. 6", "§5.3"
+	Kind      string         `yaml:"kind"`
+	Metric    string         `yaml:"metric"`
+	Direction string         `yaml:"direction"` // "higher" or "lower"
+	Delta     float64        `yaml:"delta"`     // equivalent: the margin δ, stated before running
+	Factor    float64        `yaml:"factor"`    // values are printed ×Factor (default 1)
+	Unit      string         `yaml:"unit"`      // printed after effects, e.g. "points"
+	Digits    *int           `yaml:"digits"`    // decimals printed (default 2)
+	Scale     string         `yaml:"scale"`     // overrides the set's scale
+	Where     map[string]any `yaml:"where"`     // added to the set's where
+	StandIn   string         `yaml:"stand_in"`  // the small-scale stand-in, in words
+	Note      string         `yaml:"note"`      // optional remark printed with the verdict
+	// Twin names the claim this one re-tests in another regime (e.g. a pretrained-scale claim's
+	// from-scratch original): the two verdicts are set side by side ([RegimePairs]).
+	Twin       string      `yaml:"twin"`
+	Base       *Arm        `yaml:"base"`
+	Treatment  *Arm        `yaml:"treatment"`
+	Conditions []Arm       `yaml:"conditions"`
+	Order      []Arm       `yaml:"order"`
+	Sweep      *ClaimSweep `yaml:"sweep"`
 	// Budget is what the arms must share: steps, epochs or images (default: the set's).
 	Budget string `yaml:"budget"`
 	// MinTrain is the training floor as a fraction of the best arm's train R@1 (default: the

@@ -389,13 +389,15 @@ func RenderClaims(cs *ClaimSet, records []Record, opt ClaimOptions, outDir, read
 			if err != nil {
 				return nil, nil, err
 			}
-			// The "What changed and why" block, where the README has one.
-			if b, err := os.ReadFile(readme); err == nil && strings.Contains(string(b), fmt.Sprintf(markBegin, "changes")) {
-				c, err := UpdateMarked(readme, "changes", rep.ChangesMarkdown())
-				if err != nil {
-					return nil, nil, err
+			// The "What changed and why" and "regimes" blocks, where the README has them.
+			for _, blk := range []struct{ name, md string }{{"changes", rep.ChangesMarkdown()}, {"regimes", rep.RegimeMarkdown()}} {
+				if b, err := os.ReadFile(readme); err == nil && strings.Contains(string(b), fmt.Sprintf(markBegin, blk.name)) {
+					c, err := UpdateMarked(readme, blk.name, blk.md)
+					if err != nil {
+						return nil, nil, err
+					}
+					changed = changed || c
 				}
-				changed = changed || c
 			}
 			if changed {
 				files = append(files, readme)

@@ -25,29 +25,37 @@ func CentralEffects(reports []*ClaimsReport) []CentralEffect {
 	var out []CentralEffect
 	for _, r := range reports {
 		for _, cc := range r.Central {
-			id := cc.ID
-			v := r.verdict(id)
-			if v == nil || len(v.Diffs) == 0 || len(v.Arms) < 2 || (v.Claim.Kind != KindBetter && v.Claim.Kind != KindEquivalent) {
-				continue
+			if v := r.verdict(cc.ID); v != nil {
+				if e, ok := RelativeEffect(r.Paper, v, cc.Note); ok {
+					out = append(out, e)
+				}
 			}
-			base := v.Arms[0].Mean
-			if base == 0 || math.IsNaN(base) {
-				continue
-			}
-			sign := 100 / math.Abs(base)
-			if v.Claim.Kind == KindBetter && v.Claim.Direction == "lower" {
-				sign = -sign
-			}
-			e := CentralEffect{Paper: r.Paper, ID: id, Claim: v.Claim.Paper, Compared: v.Arms[1].Label + " vs " + v.Arms[0].Label + " (" + v.Claim.Metric + ")" + noteSuffix(cc.Note),
-				Regime: v.Regime(), Effect: v.Mean * sign,
-				Lo: v.Lo * sign, Hi: v.Hi * sign, Verdict: v.Verdict, Cause: v.Cause}
-			if e.Lo > e.Hi {
-				e.Lo, e.Hi = e.Hi, e.Lo
-			}
-			out = append(out, e)
 		}
 	}
 	return out
+}
+
+// RelativeEffect is v's effect as a percentage of its base arm's mean, signed toward the claim
+// (see [CentralEffect]); ok is false for kinds other than better and equivalent, for a verdict
+// without paired differences and for a base mean of 0. note is appended to Compared.
+func RelativeEffect(paper string, v *ClaimVerdict, note string) (CentralEffect, bool) {
+	if len(v.Diffs) == 0 || len(v.Arms) < 2 || (v.Claim.Kind != KindBetter && v.Claim.Kind != KindEquivalent) {
+		return CentralEffect{}, false
+	}
+	base := v.Arms[0].Mean
+	if base == 0 || math.IsNaN(base) {
+		return CentralEffect{}, false
+	}
+	sign := 100 / math.Abs(base)
+	if v.Claim.Kind == KindBetter && v.Claim.Direction == "lower" {
+		sign = -sign
+	}
+	e := CentralEffect{Paper: paper, ID: v.Claim.ID, Claim: v.Claim.Paper, Compared: v.Arms[1].Label + " vs " + v.Arms[0].Label + " (" + v.Claim.Metric + ")" + noteSuffix(note),
+		Regime: v.Regime(), Effect: v.Mean * sign, Lo: v.Lo * sign, Hi: v.Hi * sign, Verdict: v.Verdict, Cause: v.Cause}
+	if e.Lo > e.Hi {
+		e.Lo, e.Hi = e.Hi, e.Lo
+	}
+	return e, true
 }
 
 func (r *ClaimsReport) verdict(id string) *ClaimVerdict {

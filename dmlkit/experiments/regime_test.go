@@ -53,3 +53,32 @@ func TestRegimes(t *testing.T) {
 		}
 	}
 }
+
+// TestRegimePairs: a claim naming another as its twin is set beside it; the table says whether
+// the verdict changes with the regime.
+func TestRegimePairs(t *testing.T) {
+	orig := ClaimVerdict{Claim: ClaimSpec{ID: "a", Paper: "T beats B"}, Verdict: VerdictContradicted, Cause: CauseInterval,
+		Facts: []ArmFacts{{N: 3, Regime: RegimeScratch}}}
+	re := ClaimVerdict{Claim: ClaimSpec{ID: "ap", Paper: "T beats B; pretrained", Twin: "a"}, Verdict: VerdictHeld, Cause: CauseInterval,
+		Facts: []ArmFacts{{N: 3, Regime: RegimeFrozen}}}
+	same := ClaimVerdict{Claim: ClaimSpec{ID: "bp", Paper: "U beats B; pretrained", Twin: "b"}, Verdict: VerdictInconclusive, Cause: CauseNoRecords, Scale: PretrainedScale}
+	b := ClaimVerdict{Claim: ClaimSpec{ID: "b", Paper: "U beats B"}, Verdict: VerdictInconclusive, Cause: CauseInterval}
+	r := &ClaimsReport{Verdicts: []ClaimVerdict{orig, b, re, same}}
+	ps := r.RegimePairs()
+	if len(ps) != 2 || ps[0].Original.Claim.ID != "a" || ps[0].Retest.Claim.ID != "ap" || !ps[0].Changed() || ps[1].Changed() || !ps[1].Pending() {
+		t.Fatalf("pairs %+v", ps)
+	}
+	md := r.RegimeMarkdown()
+	for _, want := range []string{
+		"2 claims tested in two regimes; the verdict changes with the regime for 1 (1 not run yet in both).",
+		"| a / ap | T beats B; pretrained | from scratch | **contradicted** | — | pretrained, frozen | **held** | — | **yes**: contradicted → held |",
+		"| b / bp | U beats B; pretrained | from scratch | **inconclusive** | — | pretrained | **inconclusive** (no records) | — | not run yet |",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("RegimeMarkdown lacks %q:\n%s", want, md)
+		}
+	}
+	if (&ClaimsReport{Verdicts: []ClaimVerdict{orig}}).RegimeMarkdown() != "" {
+		t.Error("a report without twins has a regimes table")
+	}
+}
