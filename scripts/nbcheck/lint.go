@@ -46,7 +46,11 @@ const stampName = "dmlkit-notebook-content"
 //     text — cell sources, text outputs, metadata (base64 image data is skipped);
 //   - "noise": an output line such as "no stored results match";
 //   - "html": the export is missing, carries no content stamp, or was made from other content
-//     than the notebook's ([ContentHash]): re-run scripts/export-notebooks.sh.
+//     than the notebook's ([ContentHash]): re-run scripts/export-notebooks.sh;
+//   - "html-source": the export loads a script, stylesheet or image from a file:// URL (a file
+//     of the machine that exported it: Debian's nbconvert links its MathJax that way);
+//   - "math": a formula ($…$, $$…$$) left as TeX text in the export's prose instead of typeset
+//     ([FindMath], [RenderMath]).
 //
 // It returns an error only when data is not a notebook.
 func Lint(name string, data, html []byte) ([]Problem, error) {
@@ -128,6 +132,9 @@ func Lint(name string, data, html []byte) ([]Problem, error) {
 		out = append(out, Problem{-1, "html", fmt.Sprintf("the HTML export has no <meta name=%q>: export it with scripts/export-notebooks.sh", stampName)})
 	case got != want:
 		out = append(out, Problem{-1, "html", fmt.Sprintf("the HTML export was made from other content (%.19s…, notebook %.19s…): re-run scripts/export-notebooks.sh", got, want)})
+	}
+	if html != nil {
+		out = append(out, lintExport(html)...)
 	}
 	sort.SliceStable(out, func(a, b int) bool { return out[a].Cell < out[b].Cell })
 	return out, nil
