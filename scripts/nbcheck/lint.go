@@ -52,8 +52,17 @@ const stampName = "dmlkit-notebook-content"
 //   - "math": a formula ($…$, $$…$$) left as TeX text in the export's prose instead of typeset
 //     ([FindMath], [RenderMath]).
 //
+// And what the notebook says and how it opens: "paper", "command", "link", "hidden", "layout"
+// (prose.go). Links are checked against the checkout the notebook lies in ([LintWith] takes
+// other options).
+//
 // It returns an error only when data is not a notebook.
 func Lint(name string, data, html []byte) ([]Problem, error) {
+	return LintWith(name, data, html, defaultLintOptions(name))
+}
+
+// LintWith is [Lint] with the options of the checks that look outside the notebook.
+func LintWith(name string, data, html []byte, opts LintOptions) ([]Problem, error) {
 	var nb struct {
 		Cells []struct {
 			cell
@@ -136,6 +145,11 @@ func Lint(name string, data, html []byte) ([]Problem, error) {
 	if html != nil {
 		out = append(out, lintExport(html)...)
 	}
+	prose, err := lintProse(data, opts)
+	if err != nil {
+		return nil, fmt.Errorf("%s: not a notebook: %v", name, err)
+	}
+	out = append(out, prose...)
 	sort.SliceStable(out, func(a, b int) bool { return out[a].Cell < out[b].Cell })
 	return out, nil
 }
