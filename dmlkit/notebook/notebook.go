@@ -255,3 +255,57 @@ func Distinct(recs []experiments.Record, value func(r *experiments.Record) (any,
 	}
 	return strings.Join(out, ", ")
 }
+
+// AbstractMarkdown is the abstract a paper notebook opens on: how many of the paper's claims were
+// tested on how many stored runs, and how many held, were contradicted or stayed inconclusive
+// (split by why: the interval, arms compared unequally, an arm that did not train, no records),
+// with what the interval rule alone gives — every number counted from the records by the same
+// claims report the notebook's verdict table shows.
+func (p *Paper) AbstractMarkdown() (string, error) {
+	rep, err := p.Report()
+	if err != nil {
+		return "", err
+	}
+	recs, err := p.Records()
+	if err != nil {
+		return "", err
+	}
+	return abstractMarkdown(rep, len(recs)), nil
+}
+
+func abstractMarkdown(rep *experiments.ClaimsReport, runs int) string {
+	h, c, i := rep.Counts()
+	rh, rc, ri := rep.RawCounts()
+	causes := map[string]int{}
+	for _, v := range rep.Verdicts {
+		if v.Verdict == experiments.VerdictInconclusive {
+			causes[v.Cause]++
+		}
+	}
+	var why []string
+	for _, k := range []struct{ cause, words string }{
+		{experiments.CauseUnequal, "the arms were compared unequally (tuning or budget)"},
+		{experiments.CauseUntrained, "an arm did not train"},
+		{experiments.CauseNoRecords, "no runs are stored yet"},
+	} {
+		if n := causes[k.cause]; n > 0 {
+			why = append(why, fmt.Sprintf("%d because %s", n, k.words))
+		}
+	}
+	interval := i
+	for _, k := range []string{experiments.CauseUnequal, experiments.CauseUntrained, experiments.CauseNoRecords} {
+		interval -= causes[k]
+	}
+	whyText := ""
+	if len(why) > 0 {
+		whyText = fmt.Sprintf(" (%d because the 95 %% interval was too wide or the seeds disagreed; %s)", interval, strings.Join(why, "; "))
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "**Abstract.** %d claims of the paper were tested at the %s scale on %d stored runs: **%d held, %d contradicted, %d inconclusive**%s. ",
+		len(rep.Verdicts), rep.Scale, runs, h, c, i, whyText)
+	if rh != h || rc != c || ri != i {
+		fmt.Fprintf(&b, "The interval rule alone, before the comparability and training rules, would give %d held, %d contradicted, %d inconclusive. ", rh, rc, ri)
+	}
+	b.WriteString("A claim holds when the 95 % t-interval of its per-seed paired differences lies wholly on the claimed side (rules: [docs/reproducing.md](../docs/reproducing.md)); every claim's verdict is in the table further down.")
+	return b.String()
+}

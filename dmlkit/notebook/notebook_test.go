@@ -2,6 +2,7 @@ package notebook
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -138,4 +139,25 @@ func TestDistinct(t *testing.T) {
 func readFile(path string) (string, error) {
 	b, err := os.ReadFile(path)
 	return string(b), err
+}
+
+func TestAbstractMarkdown(t *testing.T) {
+	p := &Paper{Root: root, Name: "idml", Scale: "small"}
+	md, err := p.AbstractMarkdown()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := p.Report()
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, c, i := rep.Counts()
+	for _, want := range []string{"**Abstract.**", fmt.Sprintf("**%d held, %d contradicted, %d inconclusive**", h, c, i), fmt.Sprintf("%d claims", len(rep.Verdicts)), "(../docs/reproducing.md)"} {
+		if !strings.Contains(md, want) {
+			t.Errorf("abstract lacks %q:\n%s", want, md)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(root, "docs", "reproducing.md")); err != nil {
+		t.Errorf("the abstract links docs/reproducing.md: %v", err)
+	}
 }
