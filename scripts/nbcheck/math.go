@@ -181,8 +181,18 @@ func RenderMath(page []byte, render func([]Math) ([]string, error)) ([]byte, int
 		prev = m.End
 	}
 	b.Write(page[prev:])
-	return b.Bytes(), len(ms), nil
+	out := b.Bytes()
+	if !bytes.Contains(out, []byte(`id="dmlkit-math"`)) {
+		if k := bytes.Index(out, []byte("</head>")); k >= 0 {
+			out = append(out[:k:k], append([]byte(mathStyle+"\n"), out[k:]...)...)
+		}
+	}
+	return out, len(ms), nil
 }
+
+// mathStyle sizes the typeset formulas like the text around them (browsers draw MathML a little
+// smaller than the page's sans-serif text); [RenderMath] puts it in the page's head once.
+const mathStyle = `<style id="dmlkit-math">math{font-size:1.12em}math[display="block"]{margin:0.4em 0}</style>`
 
 // KaTeX renders formulas with KaTeX under Node.js (scripts/katex-render.js), as MathML: the
 // browser draws it natively, with no script, stylesheet or font to load. A formula KaTeX cannot

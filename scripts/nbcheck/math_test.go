@@ -65,6 +65,9 @@ func TestRenderMath(t *testing.T) {
 	if ms := FindMath(out); len(ms) != 0 {
 		t.Errorf("formulas left after RenderMath: %v", ms)
 	}
+	if strings.Count(string(out), `id="dmlkit-math"`) != 1 {
+		t.Errorf("RenderMath did not add its style once: %s", out)
+	}
 }
 
 // TestKaTeX runs the real renderer when Node.js and KaTeX are installed (the export needs them).
