@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/dmlkit/dmlkit/dmlkit/experiments"
@@ -109,18 +110,26 @@ func (p *Paper) Report() (*experiments.ClaimsReport, error) {
 }
 
 // ClaimsMarkdown lists the verdicts of the claims whose id starts with one of the prefixes (all
-// claims without prefixes), one bullet each: the verdict, the paper's words, the claim id and
-// source, the mean paired effect with its 95 % interval (claim factor and digits applied; none
-// for rank claims), and the verdict's reason.
+// claims without prefixes; a prefix that no claim id starts with is an error, so that a notebook
+// cannot go on naming claims that were renamed or removed), one bullet each: the verdict, the
+// paper's words, the claim id and source, the mean paired effect with its 95 % interval (claim
+// factor and digits applied; none for rank claims), and the verdict's reason.
 func (p *Paper) ClaimsMarkdown(prefixes ...string) (string, error) {
 	rep, err := p.Report()
 	if err != nil {
 		return "", err
 	}
+	used := make([]bool, len(prefixes))
 	var b strings.Builder
 	b.WriteString("Claims tested here:\n\n")
 	for _, v := range rep.Verdicts {
-		if len(prefixes) > 0 && !slices.ContainsFunc(prefixes, func(s string) bool { return strings.HasPrefix(v.Claim.ID, s) }) {
+		match := false
+		for i, s := range prefixes {
+			if strings.HasPrefix(v.Claim.ID, s) {
+				used[i], match = true, true
+			}
+		}
+		if len(prefixes) > 0 && !match {
 			continue
 		}
 		c := v.Claim
@@ -142,6 +151,15 @@ func (p *Paper) ClaimsMarkdown(prefixes ...string) (string, error) {
 			}
 		}
 		fmt.Fprintf(&b, "- **%s** — %s (`%s`, %s%s; %s)\n", v.Verdict, c.Paper, c.ID, c.Source, eff, v.Reason)
+	}
+	var stale []string
+	for i, u := range used {
+		if !u {
+			stale = append(stale, strconv.Quote(prefixes[i]))
+		}
+	}
+	if len(stale) > 0 {
+		return "", fmt.Errorf("%s: no claim id starts with %s: the notebook names claims that claims.yaml no longer has", filepath.Join(p.Dir(), "claims.yaml"), strings.Join(stale, ", "))
 	}
 	return b.String(), nil
 }
@@ -308,4 +326,29 @@ func abstractMarkdown(rep *experiments.ClaimsReport, runs int) string {
 	}
 	b.WriteString("A claim holds when the 95 % t-interval of its per-seed paired differences lies wholly on the claimed side (rules: [docs/reproducing.md](../docs/reproducing.md)); every claim's verdict is in the table further down.")
 	return b.String()
+}
+
+// TableNames lists the names of the spec's tables (tuning tables included, in the spec's order)
+// that start with prefix and have records of the shown scale — e.g. every "tune_lr-" table — so
+// that a notebook shows every tuning step the spec has run, not the ones it had when the notebook
+// was written.
+func (p *Paper) TableNames(prefix string) ([]string, error) {
+	spec, err := p.Spec()
+	if err != nil {
+		return nil, err
+	}
+	recs, err := p.Records()
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, t := range spec.AllTables() {
+		if strings.HasPrefix(t.Name, prefix) && len(spec.TableRecords(t, p.ShownScale(), recs)) > 0 {
+			out = append(out, t.Name)
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("%s: no table with %s-scale records has a name starting with %q", filepath.Join(p.Dir(), "spec.yaml"), p.ShownScale(), prefix)
+	}
+	return out, nil
 }

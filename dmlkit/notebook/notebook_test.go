@@ -161,3 +161,13 @@ func TestAbstractMarkdown(t *testing.T) {
 		t.Errorf("the abstract links docs/reproducing.md: %v", err)
 	}
 }
+
+// TestClaimsMarkdownStalePrefix: a notebook naming claims that claims.yaml no longer has (the CIT
+// notebook's ShowClaims("h1c-") after the h1c claims became h1's second form) fails.
+func TestClaimsMarkdownStalePrefix(t *testing.T) {
+	p := &Paper{Root: root, Name: "idml", Scale: "small"}
+	_, err := p.ClaimsMarkdown("c14-", "c99-gone-")
+	if err == nil || !strings.Contains(err.Error(), `"c99-gone-"`) || strings.Contains(err.Error(), `"c14-"`) {
+		t.Errorf("a stale prefix: err = %v", err)
+	}
+}
