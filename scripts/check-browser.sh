@@ -31,5 +31,5 @@ mkdir -p out/bin
 (cd tools && go build -o ../out/bin/browsercheck ./browsercheck)
 t0=$(date +%s)
 out/bin/browsercheck -chromium "$(command -v chromium)" "$@"
-out/bin/browsercheck -chromium "$(command -v chromium)" -exports 'notebooks/*.html'
+out/bin/browsercheck -chromium "$(command -v chromium)" -exports 'notebooks/*.html' "$@"
 echo "check-browser: ok in $(($(date +%s) - t0)) s"
