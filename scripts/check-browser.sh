@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # check-browser.sh — run the tour notebook in the classic Jupyter Notebook UI in headless Chromium
 # (tools/browsercheck, chromedp): start the server on 127.0.0.1 with a random token, run all cells,
-# assert no error output and at least one rendered image, save a screenshot.
+# assert no error output and at least one rendered image, save a screenshot. Then open every HTML
+# export (notebooks/*.html) offline, page scripts off, and fail on a formula left as TeX or a first
+# result below the first screen (out/browser/<name>-export.png: each export's first screen).
 #
 #   scripts/check-browser.sh                                   # out/browser/00_tour.png
 #   scripts/check-browser.sh -notebook notebooks/00_tour.ipynb -out /tmp/b -timeout 5m
@@ -29,4 +31,5 @@ mkdir -p out/bin
 (cd tools && go build -o ../out/bin/browsercheck ./browsercheck)
 t0=$(date +%s)
 out/bin/browsercheck -chromium "$(command -v chromium)" "$@"
+out/bin/browsercheck -chromium "$(command -v chromium)" -exports 'notebooks/*.html' "$@"
 echo "check-browser: ok in $(($(date +%s) - t0)) s"

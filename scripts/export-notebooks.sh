@@ -3,6 +3,11 @@
 # the executed notebook is written back into notebooks/ (normalized: no timings, stable cell
 # numbering and kernel metadata, no "go: downloading" noise) and its HTML export beside it
 # (notebooks/<name>.html, `jupyter nbconvert --to html`, stamped with the notebook's content hash).
+# The export reads online and offline: it links nbconvert upstream's pinned CDN copies of MathJax
+# and require.js (Debian's nbconvert links file:///usr/share/javascript/…, which exists only on
+# the exporting machine), and every formula is typeset at export time (`nbcheck -render-math`:
+# KaTeX under Node.js, as MathML that the browser draws without any script or network). Cells
+# tagged hide-input show only their outputs, cells tagged hide-cell nothing (notebooks/README.md).
 # Then the lint that `go test ./scripts/nbcheck` runs (TestCommittedNotebooks) checks the result.
 #
 #   scripts/export-notebooks.sh                          # every notebook
@@ -38,6 +43,28 @@ export DMLKIT_FIGURES_DIR=$tmp/figures
 mkdir -p out/bin
 go build -o out/bin/nbcheck ./scripts/nbcheck
 
+# nbconvert upstream's defaults (pinned versions), not Debian's file:// paths.
+html_flags=(
+	--HTMLExporter.mathjax_url='https://cdnjs.cloudflare.com/ajax/libs/mathjax/2.7.7/MathJax.js?config=TeX-AMS_CHTML-full,Safe'
+	--HTMLExporter.require_js_url='https://cdnjs.cloudflare.com/ajax/libs/require.js/2.1.10/require.min.js'
+	--HTMLExporter.jquery_url='https://cdnjs.cloudflare.com/ajax/libs/jquery/2.0.3/jquery.min.js'
+	--TagRemovePreprocessor.enabled=True
+	--TagRemovePreprocessor.remove_input_tags=hide-input
+	--TagRemovePreprocessor.remove_cell_tags=hide-cell
+)
+# NB_EXPORT_HTML_ONLY=1: only export the committed notebooks to HTML again (no execution).
+if [[ ${NB_EXPORT_HTML_ONLY:-0} == 1 ]]; then
+	hfiles=("$@")
+	((${#hfiles[@]})) || hfiles=(notebooks/*.ipynb)
+	for nb in "${hfiles[@]}"; do
+		jupyter nbconvert --to html --log-level=WARN "${html_flags[@]}" --output-dir "$(dirname "$nb")" "$nb"
+		out/bin/nbcheck -render-math "${nb%.ipynb}.html"
+		out/bin/nbcheck -stamp "$nb"
+	done
+	out/bin/nbcheck -lint "$@"
+	exit
+fi
+
 files=("$@")
 ((${#files[@]})) || files=(notebooks/*.ipynb)
 rev=${NB_EXPORT_REV-HEAD}
@@ -64,7 +91,8 @@ for nb in "${files[@]}"; do
 		exit 1
 	fi
 	out/bin/nbcheck -normalize "$nb" "$tmp/$name.ipynb"
-	jupyter nbconvert --to html --log-level=WARN --output-dir "$(dirname "$nb")" "$nb"
+	jupyter nbconvert --to html --log-level=WARN "${html_flags[@]}" --output-dir "$(dirname "$nb")" "$nb"
+	out/bin/nbcheck -render-math "${nb%.ipynb}.html"
 	out/bin/nbcheck -stamp "$nb"
 	echo "export-notebooks: exported $nb and ${nb%.ipynb}.html in $(($(date +%s) - t0)) s"
 done

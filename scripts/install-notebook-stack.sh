@@ -2,7 +2,9 @@
 # install-notebook-stack.sh — pinned, idempotent install of dmlkit's notebook stack.
 #
 #   1. Jupyter (classic Notebook 6, nbconvert, nbclient, jupyter-client, ipykernel) from Debian's
-#      packages — on Debian/Ubuntu only, and only the packages not yet installed.
+#      packages — on Debian/Ubuntu only, and only the packages not yet installed — with Node.js
+#      and KaTeX (libjs-katex 0.16.4), which scripts/export-notebooks.sh uses to typeset the
+#      formulas of the HTML exports (scripts/katex-render.js).
 #   2. GoNB and goimports at the versions pinned in tools/go.mod (`go install tool`), skipped when
 #      the binaries in $(go env GOPATH)/bin already carry those versions.
 #   3. The GoNB kernel registered with Jupyter (`gonb --install --raw_error --force_deps`),
@@ -24,7 +26,7 @@ log() { printf 'install-notebook-stack: %s\n' "$*" >&2; }
 t0=$(date +%s)
 
 # --- 1. Jupyter from Debian ------------------------------------------------------------------
-apt_pkgs=(jupyter-notebook jupyter-nbconvert jupyter-client python3-nbclient python3-ipykernel)
+apt_pkgs=(jupyter-notebook jupyter-nbconvert jupyter-client python3-nbclient python3-ipykernel nodejs libjs-katex)
 if [[ ${NB_STACK_APT:-1} != 0 ]]; then
 	missing=()
 	for p in "${apt_pkgs[@]}"; do

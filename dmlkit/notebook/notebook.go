@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/dmlkit/dmlkit/dmlkit/experiments"
@@ -109,18 +110,26 @@ func (p *Paper) Report() (*experiments.ClaimsReport, error) {
 }
 
 // ClaimsMarkdown lists the verdicts of the claims whose id starts with one of the prefixes (all
-// claims without prefixes), one bullet each: the verdict, the paper's words, the claim id and
-// source, the mean paired effect with its 95 % interval (claim factor and digits applied; none
-// for rank claims), and the verdict's reason.
+// claims without prefixes; a prefix that no claim id starts with is an error, so that a notebook
+// cannot go on naming claims that were renamed or removed), one bullet each: the verdict, the
+// paper's words, the claim id and source, the mean paired effect with its 95 % interval (claim
+// factor and digits applied; none for rank claims), and the verdict's reason.
 func (p *Paper) ClaimsMarkdown(prefixes ...string) (string, error) {
 	rep, err := p.Report()
 	if err != nil {
 		return "", err
 	}
+	used := make([]bool, len(prefixes))
 	var b strings.Builder
 	b.WriteString("Claims tested here:\n\n")
 	for _, v := range rep.Verdicts {
-		if len(prefixes) > 0 && !slices.ContainsFunc(prefixes, func(s string) bool { return strings.HasPrefix(v.Claim.ID, s) }) {
+		match := false
+		for i, s := range prefixes {
+			if strings.HasPrefix(v.Claim.ID, s) {
+				used[i], match = true, true
+			}
+		}
+		if len(prefixes) > 0 && !match {
 			continue
 		}
 		c := v.Claim
@@ -142,6 +151,15 @@ func (p *Paper) ClaimsMarkdown(prefixes ...string) (string, error) {
 			}
 		}
 		fmt.Fprintf(&b, "- **%s** — %s (`%s`, %s%s; %s)\n", v.Verdict, c.Paper, c.ID, c.Source, eff, v.Reason)
+	}
+	var stale []string
+	for i, u := range used {
+		if !u {
+			stale = append(stale, strconv.Quote(prefixes[i]))
+		}
+	}
+	if len(stale) > 0 {
+		return "", fmt.Errorf("%s: no claim id starts with %s: the notebook names claims that claims.yaml no longer has", filepath.Join(p.Dir(), "claims.yaml"), strings.Join(stale, ", "))
 	}
 	return b.String(), nil
 }
@@ -254,4 +272,83 @@ func Distinct(recs []experiments.Record, value func(r *experiments.Record) (any,
 		return "—"
 	}
 	return strings.Join(out, ", ")
+}
+
+// AbstractMarkdown is the abstract a paper notebook opens on: how many of the paper's claims were
+// tested on how many stored runs, and how many held, were contradicted or stayed inconclusive
+// (split by why: the interval, arms compared unequally, an arm that did not train, no records),
+// with what the interval rule alone gives — every number counted from the records by the same
+// claims report the notebook's verdict table shows.
+func (p *Paper) AbstractMarkdown() (string, error) {
+	rep, err := p.Report()
+	if err != nil {
+		return "", err
+	}
+	recs, err := p.Records()
+	if err != nil {
+		return "", err
+	}
+	return abstractMarkdown(rep, len(recs)), nil
+}
+
+func abstractMarkdown(rep *experiments.ClaimsReport, runs int) string {
+	h, c, i := rep.Counts()
+	rh, rc, ri := rep.RawCounts()
+	causes := map[string]int{}
+	for _, v := range rep.Verdicts {
+		if v.Verdict == experiments.VerdictInconclusive {
+			causes[v.Cause]++
+		}
+	}
+	var why []string
+	for _, k := range []struct{ cause, words string }{
+		{experiments.CauseUnequal, "the arms were compared unequally (tuning or budget)"},
+		{experiments.CauseUntrained, "an arm did not train"},
+		{experiments.CauseNoRecords, "no runs are stored yet"},
+	} {
+		if n := causes[k.cause]; n > 0 {
+			why = append(why, fmt.Sprintf("%d because %s", n, k.words))
+		}
+	}
+	interval := i
+	for _, k := range []string{experiments.CauseUnequal, experiments.CauseUntrained, experiments.CauseNoRecords} {
+		interval -= causes[k]
+	}
+	whyText := ""
+	if len(why) > 0 {
+		whyText = fmt.Sprintf(" (%d because the 95 %% interval was too wide or the seeds disagreed; %s)", interval, strings.Join(why, "; "))
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "**Abstract.** %d claims of the paper were tested at the %s scale on %d stored runs: **%d held, %d contradicted, %d inconclusive**%s. ",
+		len(rep.Verdicts), rep.Scale, runs, h, c, i, whyText)
+	if rh != h || rc != c || ri != i {
+		fmt.Fprintf(&b, "The interval rule alone, before the comparability and training rules, would give %d held, %d contradicted, %d inconclusive. ", rh, rc, ri)
+	}
+	b.WriteString("A claim holds when the 95 % t-interval of its per-seed paired differences lies wholly on the claimed side (rules: [docs/reproducing.md](../docs/reproducing.md)); every claim's verdict is in the table further down.")
+	return b.String()
+}
+
+// TableNames lists the names of the spec's tables (tuning tables included, in the spec's order)
+// that start with prefix and have records of the shown scale — e.g. every "tune_lr-" table — so
+// that a notebook shows every tuning step the spec has run, not the ones it had when the notebook
+// was written.
+func (p *Paper) TableNames(prefix string) ([]string, error) {
+	spec, err := p.Spec()
+	if err != nil {
+		return nil, err
+	}
+	recs, err := p.Records()
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, t := range spec.AllTables() {
+		if strings.HasPrefix(t.Name, prefix) && len(spec.TableRecords(t, p.ShownScale(), recs)) > 0 {
+			out = append(out, t.Name)
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("%s: no table with %s-scale records has a name starting with %q", filepath.Join(p.Dir(), "spec.yaml"), p.ShownScale(), prefix)
+	}
+	return out, nil
 }

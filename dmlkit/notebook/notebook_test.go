@@ -2,6 +2,7 @@ package notebook
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -138,4 +139,35 @@ func TestDistinct(t *testing.T) {
 func readFile(path string) (string, error) {
 	b, err := os.ReadFile(path)
 	return string(b), err
+}
+
+func TestAbstractMarkdown(t *testing.T) {
+	p := &Paper{Root: root, Name: "idml", Scale: "small"}
+	md, err := p.AbstractMarkdown()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := p.Report()
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, c, i := rep.Counts()
+	for _, want := range []string{"**Abstract.**", fmt.Sprintf("**%d held, %d contradicted, %d inconclusive**", h, c, i), fmt.Sprintf("%d claims", len(rep.Verdicts)), "(../docs/reproducing.md)"} {
+		if !strings.Contains(md, want) {
+			t.Errorf("abstract lacks %q:\n%s", want, md)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(root, "docs", "reproducing.md")); err != nil {
+		t.Errorf("the abstract links docs/reproducing.md: %v", err)
+	}
+}
+
+// TestClaimsMarkdownStalePrefix: a notebook naming claims that claims.yaml no longer has (the CIT
+// notebook's ShowClaims("h1c-") after the h1c claims became h1's second form) fails.
+func TestClaimsMarkdownStalePrefix(t *testing.T) {
+	p := &Paper{Root: root, Name: "idml", Scale: "small"}
+	_, err := p.ClaimsMarkdown("c14-", "c99-gone-")
+	if err == nil || !strings.Contains(err.Error(), `"c99-gone-"`) || strings.Contains(err.Error(), `"c14-"`) {
+		t.Errorf("a stale prefix: err = %v", err)
+	}
 }

@@ -46,10 +46,23 @@ const stampName = "dmlkit-notebook-content"
 //     text — cell sources, text outputs, metadata (base64 image data is skipped);
 //   - "noise": an output line such as "no stored results match";
 //   - "html": the export is missing, carries no content stamp, or was made from other content
-//     than the notebook's ([ContentHash]): re-run scripts/export-notebooks.sh.
+//     than the notebook's ([ContentHash]): re-run scripts/export-notebooks.sh;
+//   - "html-source": the export loads a script, stylesheet or image from a file:// URL (a file
+//     of the machine that exported it: Debian's nbconvert links its MathJax that way);
+//   - "math": a formula ($…$, $$…$$) left as TeX text in the export's prose instead of typeset
+//     ([FindMath], [RenderMath]).
+//
+// And what the notebook says and how it opens: "paper", "command", "link", "hidden", "layout"
+// (prose.go). Links are checked against the checkout the notebook lies in ([LintWith] takes
+// other options).
 //
 // It returns an error only when data is not a notebook.
 func Lint(name string, data, html []byte) ([]Problem, error) {
+	return LintWith(name, data, html, defaultLintOptions(name))
+}
+
+// LintWith is [Lint] with the options of the checks that look outside the notebook.
+func LintWith(name string, data, html []byte, opts LintOptions) ([]Problem, error) {
 	var nb struct {
 		Cells []struct {
 			cell
@@ -129,6 +142,14 @@ func Lint(name string, data, html []byte) ([]Problem, error) {
 	case got != want:
 		out = append(out, Problem{-1, "html", fmt.Sprintf("the HTML export was made from other content (%.19s…, notebook %.19s…): re-run scripts/export-notebooks.sh", got, want)})
 	}
+	if html != nil {
+		out = append(out, lintExport(html)...)
+	}
+	prose, err := lintProse(data, opts)
+	if err != nil {
+		return nil, fmt.Errorf("%s: not a notebook: %v", name, err)
+	}
+	out = append(out, prose...)
 	sort.SliceStable(out, func(a, b int) bool { return out[a].Cell < out[b].Cell })
 	return out, nil
 }

@@ -8,8 +8,9 @@
 //	go run ./scripts/nbcheck -lint [notebooks/*.ipynb ...]       # committed notebooks: see [Lint]
 //	go run ./scripts/nbcheck -normalize notebooks/x.ipynb executed.ipynb   # see [Normalize]
 //	go run ./scripts/nbcheck -stamp notebooks/x.ipynb ...        # stamp notebooks/x.html, see [Stamp]
+//	go run ./scripts/nbcheck -render-math notebooks/x.html ...   # typeset its formulas, see [RenderMath]
 //
-// The last three are the steps of scripts/export-notebooks.sh, which commits notebooks executed
+// The last four are the steps of scripts/export-notebooks.sh, which commits notebooks executed
 // from stored results with an HTML export beside each.
 //
 // Each notebook is executed with `jupyter nbconvert --execute` (nbclient, record_timing on,
@@ -53,6 +54,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	lint := fs.Bool("lint", false, "do not execute: lint committed notebooks and their HTML exports (outputs, machine paths, export up to date)")
 	normalize := fs.String("normalize", "", "do not execute: write the one executed notebook given, normalized for committing, to this file")
 	stamp := fs.Bool("stamp", false, "do not execute: stamp each notebook's HTML export (same name, .html) with the notebook's content hash")
+	renderMath := fs.Bool("render-math", false, "do not execute: typeset the formulas of each HTML export given in place (KaTeX MathML, scripts/katex-render.js)")
+	katexScript := fs.String("katex", "scripts/katex-render.js", "the KaTeX script -render-math runs with node")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -63,6 +66,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return runNormalize(fs.Args(), *normalize, stderr)
 	case *stamp:
 		return runStamp(fs.Args(), stdout, stderr)
+	case *renderMath:
+		return runRenderMath(fs.Args(), *katexScript, stdout, stderr)
 	}
 	switch *scale {
 	case "smoke", "small", "full":
@@ -222,6 +227,30 @@ func runStamp(files []string, stdout, stderr io.Writer) int {
 			return 1
 		}
 		fmt.Fprintf(stdout, "stamped %s (%.19s…)\n", h, hash)
+	}
+	return 0
+}
+
+func runRenderMath(files []string, script string, stdout, stderr io.Writer) int {
+	if len(files) == 0 {
+		fmt.Fprintln(stderr, "nbcheck: -render-math wants the HTML exports to typeset")
+		return 2
+	}
+	for _, f := range files {
+		page, err := os.ReadFile(f)
+		if err != nil {
+			fmt.Fprintf(stderr, "nbcheck: %v\n", err)
+			return 1
+		}
+		out, n, err := RenderMath(page, KaTeX(script))
+		if err == nil && n > 0 {
+			err = os.WriteFile(f, out, 0o644)
+		}
+		if err != nil {
+			fmt.Fprintf(stderr, "nbcheck: %s: %v\n", f, err)
+			return 1
+		}
+		fmt.Fprintf(stdout, "typeset %d formulas in %s\n", n, f)
 	}
 	return 0
 }

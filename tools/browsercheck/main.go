@@ -12,6 +12,10 @@
 // Usage (scripts/check-browser.sh sets up the environment):
 //
 //	browsercheck [-notebook notebooks/00_tour.ipynb] [-out out/browser] [-scale smoke] [-timeout 10m]
+//	browsercheck -exports 'notebooks/*.html' [-out out/browser]
+//
+// With -exports it runs no notebook: it opens the HTML exports offline and checks their
+// formulas and first screen instead (see [checkExports]).
 //
 // SCALE and DMLKIT_FIGURES_DIR (default <out>/figures) are put in the server's, hence the
 // kernel's, environment. It lives in the tools module so chromedp stays out of dmlkit's go.mod.
@@ -102,10 +106,31 @@ func run(args []string, stdout, stderr io.Writer) error {
 	chromium := fs.String("chromium", "/usr/bin/chromium", "Chromium binary")
 	jupyter := fs.String("jupyter", "jupyter", "the jupyter command")
 	minImages := fs.Int("min-images", 1, "images that must render")
+	exports := fs.String("exports", "", "do not run a notebook: check these HTML exports (a glob) offline")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	t0 := time.Now()
+	if *exports != "" {
+		files, err := filepath.Glob(*exports)
+		if err != nil || len(files) == 0 {
+			return fmt.Errorf("-exports %q: no files", *exports)
+		}
+		absOut, err := filepath.Abs(*out)
+		if err != nil {
+			return err
+		}
+		if err := os.MkdirAll(absOut, 0o755); err != nil {
+			return err
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), *timeout)
+		defer cancel()
+		if err := checkExports(ctx, *chromium, files, absOut, stdout); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "browsercheck: ok, %d exports in %.1f s\n", len(files), time.Since(t0).Seconds())
+		return nil
+	}
 	absNB, err := filepath.Abs(*nbPath)
 	if err != nil {
 		return err

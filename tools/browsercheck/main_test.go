@@ -39,3 +39,28 @@ func TestVerdict(t *testing.T) {
 		}
 	}
 }
+
+func TestExportVerdict(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		st   ExportState
+		want string // substring of the error; "" means it passes
+	}{
+		{"typeset, opens on its results", ExportState{Math: 13, Abstract: 300, FirstResult: 700}, ""},
+		{"no tagged first result (the tour)", ExportState{Math: 2, Abstract: -1, FirstResult: -1}, ""},
+		// Today's export read offline: MathJax missing, the TeX shown as text.
+		{"raw TeX", ExportState{RawTeX: []string{"$S_{an}$"}, Abstract: -1, FirstResult: -1}, "1 formulas shown as TeX"},
+		{"formula drawn empty", ExportState{Math: 3, EmptyMath: 1, Abstract: -1, FirstResult: -1}, "1 of 3 formulas drawn empty"},
+		// Today's layout: ~3,000 px of setup before the first result.
+		{"first result below the screen", ExportState{Abstract: 200, FirstResult: 3000}, "below the first screen"},
+		{"no abstract", ExportState{Abstract: -1, FirstResult: 500}, "no abstract before the first result"},
+	} {
+		err := tc.st.Verdict()
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("%s: %v, want pass", tc.name, err)
+		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+			t.Errorf("%s: %v, want %q", tc.name, err, tc.want)
+		}
+	}
+}
