@@ -34,8 +34,27 @@ func rawTexts(f FigureSpec, texts []string) []string {
 		if strings.Contains(t, " contains ") {
 			out = append(out, fmt.Sprintf("text %q shows a raw filter", t))
 		}
+		for _, p := range RawTexts(t) {
+			out = append(out, fmt.Sprintf("text %q shows %s", t, p))
+		}
 	}
 	return out
+}
+
+// crossReference reports whether a problem of [RawTexts] is the name of one of the paper's figures,
+// tables or tuning steps (a caption may point the reader to "table tune_margins").
+func crossReference(s *Spec, problem string) bool {
+	for _, f := range s.Figures {
+		if strings.HasSuffix(problem, fmt.Sprintf("%q", f.Name)) {
+			return true
+		}
+	}
+	for _, t := range s.AllTables() {
+		if strings.HasSuffix(problem, fmt.Sprintf("%q", t.Name)) {
+			return true
+		}
+	}
+	return false
 }
 
 // figureProblems renders figure f of spec s from the records at its print size and returns what a
@@ -88,6 +107,11 @@ func TestReproductionFiguresLayout(t *testing.T) {
 		for _, f := range s.Figures {
 			if f.Caption == "" || f.StandsFor == "" {
 				t.Errorf("%s: figure %s: caption and stands_for are required (they go into figures/%s/README.md)", s.Paper, f.Name, s.Paper)
+			}
+			for _, p := range RawTexts(f.Caption + " " + f.StandsFor) {
+				if !crossReference(s, p) {
+					t.Errorf("%s: figure %s: the caption shows %s", s.Paper, f.Name, p)
+				}
 			}
 			sel, sc := selectFor(recs, f.Scale, scale, f.Where)
 			if len(sel) == 0 {
