@@ -11,7 +11,7 @@ import (
 // before the labels map covered everything (issue 32) is flagged; their human forms are not.
 func TestRawTextsFlagsTodaysDefects(t *testing.T) {
 	raw := map[string]string{
-		"RS@k + rsk+tcm(no_indicator=true)":   "a config expression",
+		"RS@k + rsk+tcm(no_indicator=true)":    "a config expression",
 		`[{"lr_mul":10,"match":"/loss/"}]`:     "JSON",
 		"| null | 0.5 | 31.84 ± 0.84 |":        "a null value",
 		"run:07d1cf6e":                         "a run hash",

@@ -48,7 +48,7 @@ type ParetoOptions struct {
 	LogY    bool // log y axis, ticks at 1, 2 and 5 times the powers of ten
 	// Numbered labels each point with its number (in the order of the points, 1-based), placed
 	// next to its marker where no other number or marker is, and lists "n  Label" below the plot.
-	Numbered bool
+	Numbered     bool
 	XName, YName string // what the key calls x and y of an off-axis point (e.g. "R@1", "OPIS")
 }
 
