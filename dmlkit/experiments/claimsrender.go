@@ -267,7 +267,19 @@ func (v *ClaimVerdict) effectTextPlain() string {
 	if !math.IsNaN(v.Lo) {
 		s += " [" + claimNum(v.Lo*f, d, true) + ", " + claimNum(v.Hi*f, d, true) + "]"
 	}
-	return s + unitSuffix(c.Unit)
+	return s + unitSuffix(c.effectUnit())
+}
+
+// effectUnit is the unit of the paired quantity: for a trend, the claim's unit without a
+// denominator of its own ("points per doubling" → "points"), since [ClaimVerdict.effectText] adds
+// the slope's ("per decade" on a log axis, else "per unit").
+func (c *ClaimSpec) effectUnit() string {
+	if c.Kind == KindTrend {
+		if i := strings.Index(c.Unit, " per "); i >= 0 {
+			return c.Unit[:i]
+		}
+	}
+	return c.Unit
 }
 
 // verdictShort is the verdict with its cause when a rule other than the interval decided it

@@ -1136,10 +1136,12 @@ func seedSummary(f FigureSpec, recs []Record) string {
 // spread says how the figure shows the spread over seeds.
 func spread(f FigureSpec) string {
 	switch f.Kind {
-	case "line", "utility", "bar":
+	case "line":
+		return fmt.Sprintf("Mean ± standard error (SE = std/√n) over seeds: bands along lines; a series of fewer than %d values is drawn as points with error bars, without a line; no bar or band where n = 1", plots.MinLinePoints)
+	case "utility", "bar":
 		return "Mean ± standard error (SE = std/√n) over seeds; no bar or band where n = 1"
 	case "pareto":
-		return "Each point the mean over its seeds"
+		return "Each point the mean over its seeds, bars ± standard error in both directions (none where n = 1)"
 	case "heatmap":
 		return "Each cell the mean over its seeds"
 	case "histogram", "density2d":

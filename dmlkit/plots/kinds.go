@@ -100,6 +100,7 @@ func Lines(st Style, l Labels, series []Series) (*Chart, error) {
 			dodge = append(dodge, i)
 		}
 	}
+	ch.padPoints = len(dodge) > 0
 	offset := func(i int) vg.Length {
 		j := slices.Index(dodge, i)
 		if j < 0 || len(dodge) < 2 {
