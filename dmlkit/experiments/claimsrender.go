@@ -119,7 +119,12 @@ func (v *ClaimVerdict) effectText() string {
 	}
 	switch v.Claim.Kind {
 	case KindTrend:
-		s += " per " + map[bool]string{true: "decade", false: "unit"}[v.Claim.Sweep.Log]
+		switch {
+		case v.Claim.Sweep != nil && v.Claim.Sweep.Log:
+			s += " per decade"
+		case !strings.Contains(v.Claim.Unit, " per "): // a unit of x named by the claim ("points per degree") stays
+			s += " per unit"
+		}
 	case KindArgmax:
 		s += " (margin over the best other value)"
 	}
@@ -270,11 +275,11 @@ func (v *ClaimVerdict) effectTextPlain() string {
 	return s + unitSuffix(c.effectUnit())
 }
 
-// effectUnit is the unit of the paired quantity: for a trend, the claim's unit without a
-// denominator of its own ("points per doubling" → "points"), since [ClaimVerdict.effectText] adds
-// the slope's ("per decade" on a log axis, else "per unit").
+// effectUnit is the unit of the paired quantity: for a trend on a log axis, the claim's unit
+// without a denominator of its own ("points per doubling" → "points"), since the slope is per
+// decade and [ClaimVerdict.effectText] says so.
 func (c *ClaimSpec) effectUnit() string {
-	if c.Kind == KindTrend {
+	if c.Kind == KindTrend && c.Sweep != nil && c.Sweep.Log {
 		if i := strings.Index(c.Unit, " per "); i >= 0 {
 			return c.Unit[:i]
 		}

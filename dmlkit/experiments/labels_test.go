@@ -123,3 +123,12 @@ func TestTrendUnitHasOneDenominator(t *testing.T) {
 		t.Errorf("effect %q, want … points per decade", got)
 	}
 }
+
+// TestTrendUnitLinear: on a linear axis a unit with its own denominator is kept, without "per unit".
+func TestTrendUnitLinear(t *testing.T) {
+	c := ClaimSpec{Kind: KindTrend, Unit: "points per degree", Sweep: &ClaimSweep{}}
+	v := &ClaimVerdict{Claim: c, Diffs: []float64{0.1, 0.2}, Mean: 0.15, Lo: math.NaN()}
+	if got := v.effectText(); !strings.HasSuffix(got, " points per degree") {
+		t.Errorf("effect %q, want … points per degree", got)
+	}
+}
