@@ -157,13 +157,15 @@ var rawPatterns = []struct {
 	{"an identifier with an underscore", regexp.MustCompile(`\b[A-Za-z][A-Za-z0-9]*_[A-Za-z0-9_{}]+\b`)},
 	{"a series name", regexp.MustCompile(`\b(?:val|train|curve|steplog|emb2d|dist|opis|fig1)/[A-Za-z]`)},
 	{"a unit with two denominators", regexp.MustCompile(`\bper \w+ per \w+`)},
+	{"a run group's name", regexp.MustCompile(`\b(?:fig|table)\d+[a-z]?\b`)},
 }
 
 // RawTexts returns, for text s shown to a reader (a table cell or header, a caption, a legend or
 // axis text), what it shows raw instead of in words: JSON, null, run hashes, config expressions
 // ("rsk+tcm(no_indicator=true)", "0.9*contrastive+0.1*simreg"), dotted keys, identifiers with
 // underscores ("L_e", "S_an", "no_indicator"), series names ("val/R@1") and units with two
-// denominators ("points per doubling per decade"). Hash-like words must hold 12 hex digits or
+// denominators ("points per doubling per decade"), and the names of the spec's run groups ("fig6",
+// "table1", say "Fig. 6 setting"). Hash-like words must hold 12 hex digits or
 // more; a file name with an extension (".md", ".png") is not a dotted key.
 func RawTexts(s string) []string {
 	var out []string

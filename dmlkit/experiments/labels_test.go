@@ -25,6 +25,7 @@ func TestRawTextsFlagsTodaysDefects(t *testing.T) {
 		"−2.78 points per doubling per decade": "a unit with two denominators",
 		"loss.set.expr":                        "a dotted config key",
 		"val/R@1 over optimizer.lr":            "a series name",
+		"| fig6 | Contextual |":                "a run group's name",
 	}
 	for s, want := range raw {
 		got := RawTexts(s)

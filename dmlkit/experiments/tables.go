@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -74,8 +75,13 @@ func (t *TableSpec) valueText(key string, v any) string {
 	if l, ok := t.Labels[key+"="+FormatValue(v)]; ok {
 		return l
 	}
-	return t.Paper.Value(key, v)
+	// The paper's text of a value names its key for a legend ("m = 0.05", "λ = 1 (…)"); in a
+	// column headed by the key, the value alone.
+	return symbolPrefix.ReplaceAllString(t.Paper.Value(key, v), "")
 }
+
+// symbolPrefix is a short symbol and " = " at the start of a value's text ("γ = ", "m = ").
+var symbolPrefix = regexp.MustCompile(`^[^\s=]{1,3} = `)
 
 // Table is a rendered-independent results table built by [BuildTable].
 type Table struct {
