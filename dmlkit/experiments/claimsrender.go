@@ -13,6 +13,10 @@ type ClaimsReport struct {
 	Paper    string
 	Scale    string
 	Verdicts []ClaimVerdict
+	// Labels is the spec's labels map (set by [ClaimSet.Report] when the options carry the spec):
+	// the configuration keys and values that the comparability notes and reasons name are written
+	// with it ([LabelMap.Humanize]).
+	Labels LabelMap
 }
 
 // WeakBaseline reports whether an arm of the verdict is a baseline below its level ([ClaimSet.Weak]).
@@ -166,8 +170,8 @@ func (r *ClaimsReport) Markdown() string {
 			arms = append(arms, mdEscape(pre+f.armsText()))
 			effect = append(effect, mdEscape(pre+f.effectText()))
 			seeds = append(seeds, mdEscape(pre+f.seedsText()))
-			comp = append(comp, mdEscape(pre+f.ComparabilityNote()))
-			vs := mdEscape(pre) + "**" + f.Verdict + "** (" + mdEscape(f.Reason) + ")"
+			comp = append(comp, mdEscape(pre+r.Labels.Humanize(f.ComparabilityNote())))
+			vs := mdEscape(pre) + "**" + f.Verdict + "** (" + mdEscape(r.Labels.Humanize(f.Reason)) + ")"
 			if f.WeakBaseline() {
 				vs += " — weak baseline"
 			}

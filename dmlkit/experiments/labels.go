@@ -184,3 +184,41 @@ func RawTexts(s string) []string {
 }
 
 var fileExt = regexp.MustCompile(`\.(md|png|svg|pdf|tex|yaml|jsonl|ipynb|html|go)$`)
+
+// tunedAt is one difference of a comparability note: "key: tuned at v, this arm w".
+var tunedAt = regexp.MustCompile(`\b([a-z_]+(?:\.[a-z0-9_]+)+): tuned at (\[[^\]]*\]|[^,;()]+?), this arm (\[[^\]]*\]|[^,;()]+?)( and \d+ more)?([;)]|$)`)
+
+// dottedKey is a dotted configuration key inside a sentence.
+var dottedKey = regexp.MustCompile(`\b[a-z_]{2,}(?:\.[a-z0-9_]+)+\b`)
+
+// Humanize writes the configuration keys and values a generated sentence names (a comparability
+// note, a verdict's reason: "loss.set.margin: tuned at 0.3, this arm 0.05", "at grid edge:
+// optimizer.lr") in the words of the map: each "key: tuned at v, this arm w" with the key's and
+// the values' texts, then every other dotted key with its text ([LabelMap.Key]). File names
+// ("spec.yaml") are left alone.
+func (m LabelMap) Humanize(s string) string {
+	val := func(key, v string) string {
+		switch v {
+		case "unset":
+			return v
+		case "true":
+			return symbolPrefix.ReplaceAllString(m.Value(key, true), "")
+		case "false":
+			return symbolPrefix.ReplaceAllString(m.Value(key, false), "")
+		}
+		if t, ok := m.lookup(key, v); ok {
+			return symbolPrefix.ReplaceAllString(t, "") // the key is named before: "γ: tuned at 0.1 (…)"
+		}
+		return m.exprText(v)
+	}
+	s = tunedAt.ReplaceAllStringFunc(s, func(x string) string {
+		g := tunedAt.FindStringSubmatch(x)
+		return m.Key(g[1]) + ": tuned at " + val(g[1], g[2]) + ", this arm " + val(g[1], g[3]) + g[4] + g[5]
+	})
+	return dottedKey.ReplaceAllStringFunc(s, func(k string) string {
+		if fileExt.MatchString(k) {
+			return k
+		}
+		return m.Key(k)
+	})
+}

@@ -76,9 +76,9 @@ var unescapeMD = strings.NewReplacer(`\*`, "*", `\_`, "_", `\|`, "|")
 
 // TestGeneratedTablesHumanLabels reads every committed results table (reproductions/*/tables/*.md,
 // written by `dmlkit tables`) and fails on raw keys, JSON, null cells, run hashes and config
-// expressions ([RawTexts]) in its caption, headers, cells and notes. The verdict tables
-// (claims.md) quote the paper and name the configuration keys that make arms unequal on purpose,
-// and are not checked here.
+// expressions ([RawTexts]) in its caption, headers, cells and notes. Of the verdict tables
+// (claims.md) the comparability column is checked: the other columns quote the paper and the arm
+// labels of claims.yaml.
 func TestGeneratedTablesHumanLabels(t *testing.T) {
 	files, _ := filepath.Glob(filepath.Join("..", "..", "reproductions", "*", "tables", "*.md"))
 	if len(files) == 0 {
@@ -86,9 +86,7 @@ func TestGeneratedTablesHumanLabels(t *testing.T) {
 	}
 	specs := map[string]*Spec{}
 	for _, f := range files {
-		if filepath.Base(f) == "claims.md" {
-			continue
-		}
+		claims := filepath.Base(f) == "claims.md"
 		dir := filepath.Dir(filepath.Dir(f))
 		if specs[dir] == nil {
 			s, err := Load(filepath.Join(dir, "spec.yaml"))
@@ -104,6 +102,13 @@ func TestGeneratedTablesHumanLabels(t *testing.T) {
 		for i, line := range strings.Split(unescapeMD.Replace(string(b)), "\n") {
 			if strings.HasPrefix(line, "[") || strings.HasPrefix(line, "Paper numbers") { // the paper's sources, quoted
 				continue
+			}
+			if claims {
+				cols := strings.Split(line, " | ")
+				if !strings.HasPrefix(line, "| ") || len(cols) < 9 || strings.HasPrefix(line, "| id ") {
+					continue
+				}
+				line = cols[7] // comparability
 			}
 			for _, p := range RawTexts(line) {
 				if !crossReference(specs[dir], p) { // "table tune_margins" names a file a reader can open
@@ -131,5 +136,19 @@ func TestTrendUnitLinear(t *testing.T) {
 	v := &ClaimVerdict{Claim: c, Diffs: []float64{0.1, 0.2}, Mean: 0.15, Lo: math.NaN()}
 	if got := v.effectText(); !strings.HasSuffix(got, " points per degree") {
 		t.Errorf("effect %q, want … points per degree", got)
+	}
+}
+
+// TestHumanizeComparabilityNotes: the keys and values a verdict's notes name are written with the
+// labels map; file names stay.
+func TestHumanizeComparabilityNotes(t *testing.T) {
+	lm := LabelMap{Text: map[string]string{"loss.set.gamma": "γ", "loss.set.gamma=0.1": "γ = 0.1 (with the regulariser)",
+		"loss.name": "Loss", "proxyanchor": "ProxyAnchor", "sampler.batch_size": "batch size"}}
+	in := "borrowed tuning (loss.set.gamma: tuned at 0.1, this arm 0; loss.name: tuned at proxyanchor, this arm idml and 3 more); " +
+		"at grid edge: sampler.batch_size (lr); loss.set.k: tuned at [1,2,4], this arm [4]; see spec.yaml"
+	want := "borrowed tuning (γ: tuned at 0.1 (with the regulariser), this arm 0; Loss: tuned at ProxyAnchor, this arm idml and 3 more); " +
+		"at grid edge: batch size (lr); k: tuned at [1,2,4], this arm [4]; see spec.yaml"
+	if got := lm.Humanize(in); got != want {
+		t.Errorf("Humanize:\n got %q\nwant %q", got, want)
 	}
 }
