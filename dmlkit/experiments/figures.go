@@ -703,7 +703,10 @@ func embedding2D(f FigureSpec, recs []Record, st plots.Style, l plots.Labels, lm
 		p.Title = lm.groupName(g)
 		r1 := ""
 		if v, ok := r.Metrics["R@1"]; ok { // what the drawn model retrieves, beside its picture
-			r1 = fmt.Sprintf(", test R@1 %.2f", v)
+			r1 = fmt.Sprintf(", R@1 %.2f", v)
+		}
+		if span, n := classArc(p.X, p.Y, p.Labels); n > 1 && span < 10 { // a collapsed embedding says so
+			r1 += fmt.Sprintf("; %d classes within %.1f°", n, span)
 		}
 		if len(g.Records) > 1 {
 			p.Title = strings.TrimPrefix(fmt.Sprintf("%s (seed %d, first of %d runs%s)", p.Title, r.Seed, len(g.Records), r1), " ")
@@ -713,6 +716,33 @@ func embedding2D(f FigureSpec, recs []Record, st plots.Style, l plots.Labels, lm
 		panels = append(panels, p)
 	}
 	return plots.Embedding2D(st, l, panels)
+}
+
+// classArc returns the smallest arc (degrees) that holds the mean directions of all classes of a
+// 2-D embedding, and the number of classes (a collapsed embedding maps them all to a few degrees).
+func classArc(x, y, labels []float64) (span float64, n int) {
+	sx, sy := map[float64]float64{}, map[float64]float64{}
+	for i := range x {
+		r := math.Hypot(x[i], y[i])
+		if r == 0 {
+			continue
+		}
+		sx[labels[i]] += x[i] / r
+		sy[labels[i]] += y[i] / r
+	}
+	var a []float64
+	for c := range sx {
+		a = append(a, math.Atan2(sy[c], sx[c]))
+	}
+	sort.Float64s(a)
+	if len(a) < 2 {
+		return 0, len(a)
+	}
+	gap := a[0] + 2*math.Pi - a[len(a)-1] // the largest empty gap; the arc is the rest
+	for i := 1; i < len(a); i++ {
+		gap = math.Max(gap, a[i]-a[i-1])
+	}
+	return (2*math.Pi - gap) * 180 / math.Pi, len(a)
 }
 
 func groupName(g *Group) string {
