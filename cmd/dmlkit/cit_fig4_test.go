@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/dmlkit/dmlkit/dmlkit/backend"
+	"github.com/dmlkit/dmlkit/dmlkit/experiments"
 	"github.com/dmlkit/dmlkit/dmlkit/losses"
 	"github.com/dmlkit/dmlkit/dmlkit/plots"
 	"github.com/gomlx/gomlx/core/graph"
@@ -74,13 +75,21 @@ func TestCITFig4(t *testing.T) {
 		}
 		name := fmt.Sprintf("γ = %g", gamma)
 		series = append(series,
-			plots.Series{Name: "∂L/∂S_ap, " + name, X: delta, Y: gap},
-			plots.Series{Name: "∂L/∂S_an, " + name, X: delta, Y: gan})
+			plots.Series{Name: "∂L/∂s(a,p), " + name, X: delta, Y: gap},
+			plots.Series{Name: "∂L/∂s(a,n), " + name, X: delta, Y: gan})
 	}
 	st := plots.DefaultStyle()
-	p, err := plots.Lines(st, plots.Labels{X: "S_an − S_ap (S_pn = 0)", Y: "gradient of the per-triplet loss"}, series)
+	p, err := plots.Lines(st, plots.Labels{X: "s(a,n) − s(a,p), with s(p,n) = 0", Y: "gradient of the per-triplet loss"}, series)
 	if err != nil {
 		t.Fatal(err)
+	}
+	// The similarities are written s(a,n), not S_an (issue 32: no identifiers in figure text).
+	if _, texts := plots.CheckLayout(p, st); len(texts) > 0 {
+		for _, x := range texts {
+			if raw := experiments.RawTexts(x); len(raw) > 0 {
+				t.Errorf("figure text %q shows %s", x, raw)
+			}
+		}
 	}
 	dir := t.TempDir()
 	if os.Getenv("DMLKIT_WRITE_FIGURES") == "1" {

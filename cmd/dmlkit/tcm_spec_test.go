@@ -402,7 +402,7 @@ var fig7Models = []struct {
 	{"overlapping", metrics.GaussianUtilityModel{MuPos: 0.9, SigmaPos: 0.2, MuNeg: 1.25, SigmaNeg: 0.15}},
 }
 
-// writeFig7 draws U_roc and U_pr of fig7Models over d ∈ [0, 2] into stem.{png,svg,pdf}.
+// writeFig7 draws U_roc and U_pr (the legend: "ROC utility", "PR utility") of fig7Models over d ∈ [0, 2] into stem.{png,svg,pdf}.
 func writeFig7(stem string) ([]string, error) {
 	var series []plots.Series
 	for _, fm := range fig7Models {
@@ -411,8 +411,8 @@ func writeFig7(stem string) ([]string, error) {
 			return nil, err
 		}
 		series = append(series,
-			plots.Series{Name: "U_roc " + fm.name, X: d, Y: uroc},
-			plots.Series{Name: "U_pr " + fm.name, X: d, Y: upr})
+			plots.Series{Name: "ROC utility, " + fm.name, X: d, Y: uroc},
+			plots.Series{Name: "PR utility, " + fm.name, X: d, Y: upr})
 	}
 	st := plots.DefaultStyle()
 	p, err := plots.Lines(st, plots.Labels{Title: "Gaussian utility model (seed 000 Fig. 7)", X: "L2 distance threshold d", Y: "utility"}, series)

@@ -70,8 +70,18 @@ type FigureSpec struct {
 	Size      string `yaml:"size"`
 	Mark      string `yaml:"mark"`
 	MarkKey   string `yaml:"mark_key"`
-	MarkLabel string `yaml:"mark_label"` // legend entry of the rings (default "MarkKey contains Mark")
+	MarkLabel string `yaml:"mark_label"` // legend entry of the filled markers (default: "with " + Mark)
 	NoLabels  bool   `yaml:"no_labels"`
+	// pareto only: UnmarkLabel is the legend entry of the open markers (the points not marked);
+	// HueBase colours by the first term of the Hue value, a loss expression ("rsk+tcm(…)" → rsk:
+	// the base loss); XMin clips the x axis (the points left of it are listed in the key, their
+	// values given); Numbered labels the points by number with a key below the plot (each
+	// point's group values in words, the values every point shares left out); log_y puts OPIS-like
+	// metrics on a log axis.
+	UnmarkLabel string   `yaml:"unmark_label"`
+	HueBase     bool     `yaml:"hue_base"`
+	XMin        *float64 `yaml:"x_min"`
+	Numbered    bool     `yaml:"numbered"`
 
 	Width      string         `yaml:"width"`        // print width: column (default; embedding2d: page) or page
 	Caption    string         `yaml:"caption"`      // what is plotted, for figures/<paper>/README.md
@@ -305,9 +315,23 @@ func seriesNames(f FigureSpec, recs []Record, lm LabelMap) []string {
 				out = append(out, n)
 			}
 		}
-	case "pareto", "bar":
+	case "pareto":
 		if f.Hue != "" {
+			seen := map[string]bool{}
 			for _, g := range lm.sortGroups(GroupBy(recs, []string{f.Hue})) {
+				v := g.Values[0]
+				if e, ok := v.(string); ok && f.HueBase {
+					v = baseTerm(e)
+				}
+				if n := lm.Of(f.Hue, v); !seen[n] {
+					seen[n] = true
+					out = append(out, n)
+				}
+			}
+		}
+	case "bar":
+		if f.Hue != "" {
+			for _, g := range lm.sortGroups(GroupBy(recs, barHueKeys(f))) {
 				out = append(out, lm.groupName(g))
 			}
 		}
@@ -585,10 +609,7 @@ func BuildFigureWith(f FigureSpec, recs []Record, st plots.Style, lm LabelMap) (
 			names = append(names, lm.Of(f.X, c.Values[0]))
 			catIdx[FormatValue(c.Values[0])] = i
 		}
-		var hueKeys []string
-		if f.Hue != "" {
-			hueKeys = []string{f.Hue}
-		}
+		hueKeys := barHueKeys(f)
 		var series []plots.BarSeries
 		for _, h := range groups(hueKeys) {
 			bs := plots.BarSeries{Values: make([]float64, len(cats)), Err: make([]float64, len(cats))}
@@ -680,14 +701,48 @@ func embedding2D(f FigureSpec, recs []Record, st plots.Style, l plots.Labels, lm
 				g.Label(), r.Hash, r.Seed, f.Series[0], f.Series[1], f.Series[2], len(p.X), len(p.Y), len(p.Labels))
 		}
 		p.Title = lm.groupName(g)
+		r1 := ""
+		if v, ok := r.Metrics["R@1"]; ok { // what the drawn model retrieves, beside its picture
+			r1 = fmt.Sprintf(", R@1 %.2f", v)
+		}
+		if span, n := classArc(p.X, p.Y, p.Labels); n > 1 && span < 10 { // a collapsed embedding says so
+			r1 += fmt.Sprintf("; %d classes within %.1f°", n, span)
+		}
 		if len(g.Records) > 1 {
-			p.Title = strings.TrimPrefix(fmt.Sprintf("%s (seed %d, first of %d runs)", p.Title, r.Seed, len(g.Records)), " ")
+			p.Title = strings.TrimPrefix(fmt.Sprintf("%s (seed %d, first of %d runs%s)", p.Title, r.Seed, len(g.Records), r1), " ")
 		} else {
-			p.Title = strings.TrimPrefix(fmt.Sprintf("%s (seed %d)", p.Title, r.Seed), " ")
+			p.Title = strings.TrimPrefix(fmt.Sprintf("%s (seed %d%s)", p.Title, r.Seed, r1), " ")
 		}
 		panels = append(panels, p)
 	}
 	return plots.Embedding2D(st, l, panels)
+}
+
+// classArc returns the smallest arc (degrees) that holds the mean directions of all classes of a
+// 2-D embedding, and the number of classes (a collapsed embedding maps them all to a few degrees).
+func classArc(x, y, labels []float64) (span float64, n int) {
+	sx, sy := map[float64]float64{}, map[float64]float64{}
+	for i := range x {
+		r := math.Hypot(x[i], y[i])
+		if r == 0 {
+			continue
+		}
+		sx[labels[i]] += x[i] / r
+		sy[labels[i]] += y[i] / r
+	}
+	var a []float64
+	for c := range sx {
+		a = append(a, math.Atan2(sy[c], sx[c]))
+	}
+	sort.Float64s(a)
+	if len(a) < 2 {
+		return 0, len(a)
+	}
+	gap := a[0] + 2*math.Pi - a[len(a)-1] // the largest empty gap; the arc is the rest
+	for i := 1; i < len(a); i++ {
+		gap = math.Max(gap, a[i]-a[i-1])
+	}
+	return (2*math.Pi - gap) * 180 / math.Pi, len(a)
 }
 
 func groupName(g *Group) string {
@@ -734,13 +789,8 @@ func (m LabelMap) Check() error {
 	return nil
 }
 
-// Name is the text of a config key, metric or series name.
-func (m LabelMap) Name(key string) string {
-	if t, ok := m.Text[key]; ok {
-		return t
-	}
-	return key
-}
+// Name is the text of a config key, metric or series name ([LabelMap.Key]).
+func (m LabelMap) Name(key string) string { return m.Key(key) }
 
 func (m LabelMap) lookup(key string, v any) (string, bool) {
 	fv := FormatValue(v)
@@ -751,19 +801,28 @@ func (m LabelMap) lookup(key string, v any) (string, bool) {
 	return t, ok
 }
 
-// Of is the text of the value v of a config key.
-func (m LabelMap) Of(key string, v any) string {
-	if t, ok := m.lookup(key, v); ok {
-		return t
-	}
-	return FormatValue(v)
-}
+// Of is the text of the value v of a config key ([LabelMap.Value]).
+func (m LabelMap) Of(key string, v any) string { return m.Value(key, v) }
 
 // groupName is the text of a group: its values' texts, joined by ", " ("" without keys).
+// A group of several keys is first looked up whole, as "k1=v1, k2=v2" (one method that takes two
+// keys to tell apart, e.g. "loss.name=contextual, loss.set.lambda=1"); parts for keys the group's
+// records do not set ("—") are left out.
 func (m LabelMap) groupName(g *Group) string {
-	parts := make([]string, len(g.Keys))
+	if len(g.Keys) > 1 {
+		whole := make([]string, len(g.Keys))
+		for i, k := range g.Keys {
+			whole[i] = k + "=" + FormatValue(g.Values[i])
+		}
+		if t, ok := m.Text[strings.Join(whole, ", ")]; ok {
+			return t
+		}
+	}
+	var parts []string
 	for i, k := range g.Keys {
-		parts[i] = m.Of(k, g.Values[i])
+		if t := m.Of(k, g.Values[i]); t != "—" || len(g.Keys) == 1 {
+			parts = append(parts, t)
+		}
 	}
 	return strings.Join(parts, ", ")
 }
@@ -853,17 +912,36 @@ func paretoPoints(f FigureSpec, recs []Record, factor float64) (pts []plots.Poin
 }
 
 // paretoPointsWith are the points of a pareto figure: one per Group (means over its seeds, times
-// factor), coloured by Hue, sized by Size and ringed by Mark (see [FigureSpec]), with the options
-// of [plots.Pareto]: the rings' legend entry (MarkLabel, else "MarkKey contains Mark") and one
-// legend entry per marker size.
+// factor, with ± SE error bars), coloured by Hue (or its base loss, HueBase), sized by Size and
+// filled when Mark is in the MarkKey value (see [FigureSpec]), with the options of [plots.Pareto].
 func paretoPointsWith(f FigureSpec, recs []Record, factor float64, lm LabelMap) (pts []plots.Point, opt plots.ParetoOptions, err error) {
 	opt.MaxX, opt.MaxY = f.MaxX == nil || *f.MaxX, f.MaxY == nil || *f.MaxY
+	opt.LogY, opt.Numbered = f.LogY, f.Numbered
+	opt.XName, opt.YName = shortKey(lm.Key(f.X)), shortKey(lm.Key(f.Y))
+	if f.XMin != nil {
+		opt.XMin, opt.HasXMin = *f.XMin*factor, true
+	}
 	markKey := f.MarkKey
 	if markKey == "" {
 		markKey = f.Hue
 	}
 	sizeOf := map[float64]string{}
-	for _, g := range GroupBy(recs, f.Group) {
+	groups := GroupBy(recs, f.Group)
+	// The value most groups share, per key after the first: left out of the point labels.
+	common := make([]string, len(f.Group))
+	for k := 1; k < len(f.Group); k++ {
+		count := map[string]int{}
+		for _, g := range groups {
+			count[FormatValue(g.Values[k])]++
+		}
+		best := -1
+		for _, g := range groups {
+			if v := FormatValue(g.Values[k]); count[v] > best {
+				common[k], best = v, count[v]
+			}
+		}
+	}
+	for _, g := range groups {
 		sx, sy := g.Stat(f.X), g.Stat(f.Y)
 		if sx.N == 0 || sy.N == 0 {
 			continue
@@ -871,11 +949,42 @@ func paretoPointsWith(f FigureSpec, recs []Record, factor float64, lm LabelMap) 
 		hue := ""
 		if f.Hue != "" {
 			v, _ := g.Records[0].Value(f.Hue)
+			if f.HueBase {
+				if e, ok := v.(string); ok {
+					v = baseTerm(e)
+				}
+			}
 			hue = lm.Of(f.Hue, v)
 		}
-		pt := plots.Point{X: sx.Mean * factor, Y: sy.Mean * factor, Group: hue}
+		pt := plots.Point{X: sx.Mean * factor, Y: sy.Mean * factor, XErr: stdErr(sx) * factor, YErr: stdErr(sy) * factor, Group: hue}
+		if f.LogY {
+			if !(pt.Y > 0) {
+				return nil, opt, fmt.Errorf("log_y: y value %g of %s is not positive", pt.Y, g.Label())
+			}
+			pt.YErr = math.Min(pt.YErr, 0.9*pt.Y) // a bar's lower end at y/10 at most (see logYSeries)
+		}
 		if !f.NoLabels {
 			pt.Label = lm.groupName(g)
+			if f.Numbered {
+				var parts []string
+				for k, key := range g.Keys {
+					v := g.Values[k]
+					if k > 0 && (v == nil || FormatValue(v) == common[k]) {
+						continue
+					}
+					if t, ok := lm.lookup(key, v); ok {
+						parts = append(parts, t)
+					} else if k == 0 {
+						parts = append(parts, lm.Value(key, v))
+					} else {
+						parts = append(parts, shortKey(lm.Key(key))+" "+lm.Value(key, v))
+					}
+				}
+				pt.Label = strings.Join(parts, ", ")
+				if n := len(g.Records); n == 1 {
+					pt.Label += " (1 seed)"
+				}
+			}
 		}
 		if f.Size != "" {
 			v, ok := g.Records[0].Value(f.Size)
@@ -914,6 +1023,14 @@ func paretoPointsWith(f FigureSpec, recs []Record, factor float64, lm LabelMap) 
 		}
 		sort.SliceStable(pts, func(a, b int) bool { return r(pts[a].Group) < r(pts[b].Group) })
 	}
+	if f.Numbered { // numbers in the order of the x values, best first
+		sort.SliceStable(pts, func(a, b int) bool {
+			if opt.MaxX {
+				return pts[a].X > pts[b].X
+			}
+			return pts[a].X < pts[b].X
+		})
+	}
 	if f.Size != "" { // radius ∝ √(value / smallest): marker area proportional to the value
 		lo := math.Inf(1)
 		for _, p := range pts {
@@ -933,10 +1050,41 @@ func paretoPointsWith(f FigureSpec, recs []Record, factor float64, lm LabelMap) 
 	if f.Mark != "" {
 		opt.MarkLabel = f.MarkLabel
 		if opt.MarkLabel == "" {
-			opt.MarkLabel = fmt.Sprintf("%s contains %s", markKey, f.Mark)
+			opt.MarkLabel = "with " + f.Mark
 		}
+		opt.UnmarkLabel = f.UnmarkLabel
 	}
 	return pts, opt, nil
+}
+
+// baseTerm is the first term of a loss expression without its weight and options: "rsk+tcm(…)"
+// → "rsk", "0.9*smoothap+0.1*simreg" → "smoothap".
+func baseTerm(expr string) string {
+	t := splitTop(expr, '+')[0]
+	if i := strings.IndexByte(t, '*'); i >= 0 {
+		t = t[i+1:]
+	}
+	if i := strings.IndexByte(t, '('); i >= 0 {
+		t = t[:i]
+	}
+	return t
+}
+
+// shortKey is a key's text without a parenthetical ("m+ (positive margin)" → "m+").
+func shortKey(s string) string {
+	if i := strings.Index(s, " ("); i > 0 {
+		return s[:i]
+	}
+	return s
+}
+
+// barHueKeys are the keys of the bars within a category of a bar figure: Hue, then Group (a
+// legend entry that needs two keys, e.g. a loss and the base loss it regularises).
+func barHueKeys(f FigureSpec) []string {
+	if f.Hue == "" {
+		return nil
+	}
+	return append([]string{f.Hue}, f.Group...)
 }
 
 // scalarMetrics are the record metrics figure f draws (not its series).
@@ -963,10 +1111,7 @@ func pointKeys(f FigureSpec) []string {
 	case "heatmap":
 		return []string{f.X, f.Y}
 	case "bar":
-		if f.Hue != "" {
-			return []string{f.X, f.Hue}
-		}
-		return []string{f.X}
+		return append([]string{f.X}, barHueKeys(f)...)
 	case "line":
 		if len(f.Series) == 0 {
 			return append(append([]string{}, f.Group...), f.X)
@@ -1021,10 +1166,12 @@ func seedSummary(f FigureSpec, recs []Record) string {
 // spread says how the figure shows the spread over seeds.
 func spread(f FigureSpec) string {
 	switch f.Kind {
-	case "line", "utility", "bar":
+	case "line":
+		return fmt.Sprintf("Mean ± standard error (SE = std/√n) over seeds: bands along lines; a series of fewer than %d values is drawn as points with error bars, without a line; no bar or band where n = 1", plots.MinLinePoints)
+	case "utility", "bar":
 		return "Mean ± standard error (SE = std/√n) over seeds; no bar or band where n = 1"
 	case "pareto":
-		return "Each point the mean over its seeds"
+		return "Each point the mean over its seeds, bars ± standard error in both directions (none where n = 1)"
 	case "heatmap":
 		return "Each cell the mean over its seeds"
 	case "histogram", "density2d":

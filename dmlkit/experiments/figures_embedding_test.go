@@ -69,7 +69,7 @@ figures:
 		t.Fatal(err)
 	}
 	ef := fig.(*plots.EmbeddingFigure)
-	if !ef.OnCircle || len(ef.Titles) != 2 || ef.Titles[0] != "arcface (seed 0, first of 2 runs)" || ef.Titles[1] != "arcface+tcm (seed 0, first of 2 runs)" {
+	if !ef.OnCircle || len(ef.Titles) != 2 || ef.Titles[0] != "arcface (seed 0, first of 2 runs, R@1 0.90)" || ef.Titles[1] != "arcface+tcm (seed 0, first of 2 runs, R@1 0.90)" {
 		t.Fatalf("titles %q, on circle %v", ef.Titles, ef.OnCircle)
 	}
 	// The angles of class 0 are 0.4(i/49 − ½): R̄ = mean cos, by direct summation here.

@@ -34,8 +34,27 @@ func rawTexts(f FigureSpec, texts []string) []string {
 		if strings.Contains(t, " contains ") {
 			out = append(out, fmt.Sprintf("text %q shows a raw filter", t))
 		}
+		for _, p := range RawTexts(t) {
+			out = append(out, fmt.Sprintf("text %q shows %s", t, p))
+		}
 	}
 	return out
+}
+
+// crossReference reports whether a problem of [RawTexts] is the name of one of the paper's figures,
+// tables or tuning steps (a caption may point the reader to "table tune_margins").
+func crossReference(s *Spec, problem string) bool {
+	for _, f := range s.Figures {
+		if strings.HasSuffix(problem, fmt.Sprintf("%q", f.Name)) {
+			return true
+		}
+	}
+	for _, t := range s.AllTables() {
+		if strings.HasSuffix(problem, fmt.Sprintf("%q", t.Name)) {
+			return true
+		}
+	}
+	return false
 }
 
 // figureProblems renders figure f of spec s from the records at its print size and returns what a
@@ -88,6 +107,11 @@ func TestReproductionFiguresLayout(t *testing.T) {
 		for _, f := range s.Figures {
 			if f.Caption == "" || f.StandsFor == "" {
 				t.Errorf("%s: figure %s: caption and stands_for are required (they go into figures/%s/README.md)", s.Paper, f.Name, s.Paper)
+			}
+			for _, p := range RawTexts(f.Caption + " " + f.StandsFor) {
+				if !crossReference(s, p) {
+					t.Errorf("%s: figure %s: the caption shows %s", s.Paper, f.Name, p)
+				}
 			}
 			sel, sc := selectFor(recs, f.Scale, scale, f.Where)
 			if len(sel) == 0 {
@@ -147,4 +171,52 @@ func TestLayoutFlagsOldOpisByLoss(t *testing.T) {
 		return
 	}
 	t.Error("the TCM spec has no figure opis_by_loss")
+}
+
+// oldFig9Batch is contextual's fig9_batch as the spec declared it before issue 32: grouped by λ
+// alone, with the legend text "λ = 1 (L_context alone)".
+const oldFig9Batch = `
+paper: contextual
+labels:
+  "loss.set.lambda=1": "λ = 1 (L_context alone)"
+  "loss.set.lambda=0": "λ = 0 (contrastive term alone)"
+figures:
+  - {name: fig9_batch, kind: line, x: sampler.batch_size, y: R@1, group: [loss.set.lambda], factor: 100, log_x: true,
+     xlabel: "batch size", ylabel: "test R@1 (%)", where: {name: batch}}
+`
+
+// TestLayoutFlagsOldRawTexts: the figure check fails the old contextual fig9_batch (drawn from
+// the stored records) on its legend's identifier "L_context", and passes the spec's current one.
+func TestLayoutFlagsOldRawTexts(t *testing.T) {
+	s, recs, scale := loadPaper(t, filepath.Join("..", "..", "reproductions", "contextual", "spec.yaml"))
+	old := mustParse(t, oldFig9Batch)
+	f := old.Figures[0]
+	sel, _ := selectFor(recs, "", scale, f.Where)
+	if len(sel) == 0 {
+		t.Fatal("no stored contextual records for fig9_batch")
+	}
+	probs := figureProblems(t, old, f, sel, plots.DefaultStyle())
+	if !hasText(probs, `an identifier with an underscore "L_context"`) {
+		t.Errorf("old fig9_batch: L_context not flagged; problems: %q", probs)
+	}
+	for _, g := range s.Figures {
+		if g.Name != "fig9_batch" {
+			continue
+		}
+		sel, _ := selectFor(recs, g.Scale, scale, g.Where)
+		if probs := figureProblems(t, s, g, sel, plots.DefaultStyle()); len(probs) > 0 {
+			t.Errorf("current fig9_batch: %q", probs)
+		}
+		return
+	}
+	t.Error("the contextual spec has no figure fig9_batch")
+}
+
+func hasText(probs []string, sub string) bool {
+	for _, p := range probs {
+		if strings.Contains(p, sub) {
+			return true
+		}
+	}
+	return false
 }

@@ -38,8 +38,8 @@ func TestSelectWhere(t *testing.T) {
 	}
 }
 
-// TestParetoPointsSizeAndMark: marker radius ∝ √(batch / smallest batch) (so area ∝ batch), rings on
-// the groups whose loss contains "tcm", means over seeds per group.
+// TestParetoPointsSizeAndMark: marker radius ∝ √(batch / smallest batch) (so area ∝ batch), filled
+// markers for the groups whose loss contains "tcm", means over seeds per group with their SE.
 func TestParetoPointsSizeAndMark(t *testing.T) {
 	rec := func(expr string, batch int, seed int64, r1, opis float64) Record {
 		return Record{Scale: "small", Seed: seed, Config: map[string]any{"loss": map[string]any{"expr": expr}, "batch": batch},
@@ -55,7 +55,7 @@ func TestParetoPointsSizeAndMark(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(pts) != 2 || mark != "loss.expr contains tcm" {
+	if len(pts) != 2 || mark != "with tcm" {
 		t.Fatalf("points %+v, mark %q", pts, mark)
 	}
 	want := []struct {
@@ -67,6 +67,10 @@ func TestParetoPointsSizeAndMark(t *testing.T) {
 		if math.Abs(p.X-w.x) > 1e-12 || math.Abs(p.Y-w.y) > 1e-12 || math.Abs(p.Size-w.size) > 1e-12 || p.Marked != w.marked || p.Label != "" {
 			t.Errorf("point %d = %+v, want %+v", i, p, w)
 		}
+	}
+	// Two seeds: SE = std/√2 (R@1 0.5, 0.7: std 0.1414…, SE 0.1; OPIS 0.02, 0.04: SE 0.01); one seed: none.
+	if math.Abs(pts[0].XErr-0.1) > 1e-12 || math.Abs(pts[0].YErr-0.01) > 1e-12 || pts[1].XErr != 0 || pts[1].YErr != 0 {
+		t.Errorf("error bars %+v", pts)
 	}
 	f.Size = "loss.expr"
 	if _, _, err := paretoPoints(f, recs, 1); err == nil {

@@ -144,7 +144,7 @@ func nonNumericEdge(groups []*Group, k int, sel any) bool {
 }
 
 // selectionLine describes the selection below a table.
-func selectionLine(sel Selection, r SelectedRow, label func(string) string, factor float64, digits int, tex bool) string {
+func selectionLine(sel Selection, r SelectedRow, label func(string) string, value func(string, any) string, factor float64, digits int, tex bool) string {
 	esc := mdEscape
 	if tex {
 		esc = texEscape
@@ -154,7 +154,7 @@ func selectionLine(sel Selection, r SelectedRow, label func(string) string, fact
 	}
 	var kv []string
 	for i, k := range r.Keys {
-		kv = append(kv, label(k)+" = "+FormatValue(r.Values[i]))
+		kv = append(kv, label(k)+" = "+value(k, r.Values[i]))
 	}
 	dir := "highest"
 	if sel.Lower {

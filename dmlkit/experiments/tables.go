@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -31,6 +32,10 @@ type TableSpec struct {
 	Best    string            `yaml:"best"`    // "max" or "min": bold the best mean of each metric column
 	NoRef   bool              `yaml:"no_reference"`
 	Select  *Selection        `yaml:"select"` // a row chosen by a rule (hyperparameter tuning), reported below the table
+	// Paper is the spec's labels map ([Spec.AllTables] sets it): the texts of keys, metrics and
+	// values the table's own Labels do not give, with its fallbacks ([LabelMap.Key],
+	// [LabelMap.Value]).
+	Paper LabelMap `yaml:"-"`
 }
 
 func (t *TableSpec) check() error {
@@ -59,18 +64,24 @@ func (t *TableSpec) label(key string) string {
 	if l, ok := t.Labels[key]; ok {
 		return l
 	}
-	return key
+	return t.Paper.Key(key)
 }
 
-// valueText is the text of a row value: the label "key=value" when the spec gives one (as
+// valueText is the text of a row value: the table's label "key=value" when the spec gives one (as
 // FormatValue writes the value, so "data.corrupt.label_noise=null" names the records that do not
-// set the key), else the value as FormatValue writes it.
+// set the key), else the paper's labels map with its fallbacks ([LabelMap.Value]: "—" for a key
+// the records do not set).
 func (t *TableSpec) valueText(key string, v any) string {
 	if l, ok := t.Labels[key+"="+FormatValue(v)]; ok {
 		return l
 	}
-	return FormatValue(v)
+	// The paper's text of a value names its key for a legend ("m = 0.05", "λ = 1 (…)"); in a
+	// column headed by the key, the value alone.
+	return symbolPrefix.ReplaceAllString(t.Paper.Value(key, v), "")
 }
+
+// symbolPrefix is a short symbol and " = " at the start of a value's text ("γ = ", "m = ").
+var symbolPrefix = regexp.MustCompile(`^[^\s=]{1,3} = `)
 
 // Table is a rendered-independent results table built by [BuildTable].
 type Table struct {
@@ -251,11 +262,11 @@ func fmtNum(v float64, digits int) string {
 func (t *Table) Markdown() string {
 	var b strings.Builder
 	if t.Spec.Caption != "" {
-		fmt.Fprintf(&b, "**%s**\n\n", mdEscape(t.Spec.Caption))
+		fmt.Fprintf(&b, "**%s**\n\n", mdText(t.Spec.Caption))
 	}
 	b.WriteString("|")
 	for _, h := range t.Header {
-		b.WriteString(" " + mdEscape(h) + " |")
+		b.WriteString(" " + mdText(h) + " |")
 	}
 	b.WriteString("\n|")
 	for _, a := range t.Align {
@@ -270,7 +281,7 @@ func (t *Table) Markdown() string {
 	for _, row := range t.Rows {
 		b.WriteString("|")
 		for _, c := range row {
-			s := mdEscape(c.Text)
+			s := mdText(c.Text)
 			if c.Number {
 				s = fmtNum(c.Mean, d)
 				if c.HasStd {
@@ -291,15 +302,15 @@ func (t *Table) Markdown() string {
 		b.WriteString("\n_No stored results match this table._\n")
 	}
 	if t.Selected != nil {
-		b.WriteString("\n" + selectionLine(*t.Spec.Select, *t.Selected, t.Spec.label, t.factor(), d, false) + "\n")
+		b.WriteString("\n" + selectionLine(*t.Spec.Select, *t.Selected, t.Spec.label, t.Spec.valueText, t.factor(), d, false) + "\n")
 	}
 	if len(t.Failed) > 0 {
-		b.WriteString("\n" + mdEscape(t.failedLine()) + "\n")
+		b.WriteString("\n" + mdText(t.failedLine()) + "\n")
 	}
 	if len(t.Sources) > 0 {
 		b.WriteString("\nPaper numbers:\n")
 		for i, s := range t.Sources {
-			fmt.Fprintf(&b, "[%d] %s  \n", i+1, mdEscape(s))
+			fmt.Fprintf(&b, "[%d] %s  \n", i+1, mdText(s))
 		}
 	}
 	return b.String()
@@ -307,6 +318,12 @@ func (t *Table) Markdown() string {
 
 func mdEscape(s string) string {
 	return strings.NewReplacer("|", `\|`, "\n", " ").Replace(s)
+}
+
+// mdText is [mdEscape] with * and _ escaped too, for the texts of results tables: a product in a
+// formula ("0.9 * a + 0.1 * b") or an underscore would otherwise turn what lies between italic.
+func mdText(s string) string {
+	return strings.NewReplacer("|", `\|`, "\n", " ", "*", `\*`, "_", `\_`).Replace(s)
 }
 
 // LaTeX renders the table as a booktabs table environment; label is used for \label{...}.
@@ -354,7 +371,7 @@ func (t *Table) LaTeX(label string) string {
 	}
 	b.WriteString("\\bottomrule\n\\end{tabular}\n")
 	if t.Selected != nil {
-		b.WriteString("\\par\\smallskip\\footnotesize " + selectionLine(*t.Spec.Select, *t.Selected, t.Spec.label, t.factor(), d, true) + "\n")
+		b.WriteString("\\par\\smallskip\\footnotesize " + selectionLine(*t.Spec.Select, *t.Selected, t.Spec.label, t.Spec.valueText, t.factor(), d, true) + "\n")
 	}
 	if len(t.Failed) > 0 {
 		b.WriteString("\\par\\smallskip\\footnotesize " + texEscape(t.failedLine()) + "\n")

@@ -381,7 +381,11 @@ func (s *Spec) Selections(p *Plan, records []Record) []Selected {
 
 // AllTables returns the spec's tables followed by its tuning steps' selection tables ([Spec.TuneTables]).
 func (s *Spec) AllTables() []TableSpec {
-	return append(slices.Clone(s.Tables), s.TuneTables()...)
+	out := append(slices.Clone(s.Tables), s.TuneTables()...)
+	for i := range out {
+		out[i].Paper = s.Labels
+	}
+	return out
 }
 
 // TuneTables returns the selection table of every tuning step: one row per grid point (mean ±
@@ -432,7 +436,20 @@ func (s *Spec) TuneTables() []TableSpec {
 		}
 		caption := t.Caption
 		if caption == "" {
-			caption = fmt.Sprintf("Tuning step %q on held-out training classes: %s over %s", t.Name, strings.Join(metrics, ", "), strings.Join(sortedKeys(t.Grid), " × "))
+			label := func(k string) string {
+				if l, ok := t.Labels[k]; ok {
+					return l
+				}
+				return s.Labels.Key(k)
+			}
+			var ms, ks []string
+			for _, m := range metrics {
+				ms = append(ms, label(m))
+			}
+			for _, k := range sortedKeys(t.Grid) {
+				ks = append(ks, label(k))
+			}
+			caption = fmt.Sprintf("Tuning step %q on held-out training classes: %s over %s", t.Name, strings.Join(ms, ", "), strings.Join(ks, " × "))
 		}
 		sel := t.Select
 		digits := 3

@@ -38,6 +38,33 @@ type Chart struct {
 	Style    Style
 	Entries  []LegendEntry
 	ColorBar *ColorBar
+	// padPoints widens both axes by 5 % on each side when the chart is first drawn (on a log
+	// axis: by 5 % of its decades), so that markers drawn without a line ([Lines]: fewer than
+	// MinLinePoints values) do not sit on the axes.
+	padPoints, padded bool
+}
+
+// pad widens the axes once (see padPoints).
+func (ch *Chart) pad() {
+	if !ch.padPoints || ch.padded {
+		return
+	}
+	ch.padded = true
+	for _, a := range []*plot.Axis{&ch.Plot.X, &ch.Plot.Y} {
+		if _, log := a.Scale.(plot.LogScale); log && a.Min > 0 {
+			f := math.Pow(a.Max/a.Min, 0.05)
+			if f == 1 {
+				f = 1.2
+			}
+			a.Min, a.Max = a.Min/f, a.Max*f
+			continue
+		}
+		d := (a.Max - a.Min) * 0.05
+		if d == 0 {
+			d = math.Max(math.Abs(a.Max)*0.05, 0.5)
+		}
+		a.Min, a.Max = a.Min-d, a.Max+d
+	}
 }
 
 func newChart(st Style, l Labels) *Chart {
@@ -150,6 +177,7 @@ func (ch *Chart) Size() (w, h vg.Length) {
 
 // Draw draws the chart onto c, filling it white first.
 func (ch *Chart) Draw(c draw.Canvas) {
+	ch.pad()
 	c.SetColor(color.White)
 	c.Fill(c.Rectangle.Path())
 	rec := recorderOf(c.Canvas)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"image/color"
 	"math"
+	"slices"
 	"sort"
 	"strconv"
 
@@ -48,9 +49,16 @@ func xys(x, y []float64) plotter.XYs {
 	return out
 }
 
+// MinLinePoints is the fewest measured values a series needs to be drawn as a line with a band: a
+// line through two points draws a trend nobody measured, so a series with fewer values is drawn as
+// markers with ± Err error bars ([Lines]).
+const MinLinePoints = 3
+
 // Lines draws each series as a line with a translucent ± Err band (e.g. ± SE over seeds), with a
 // legend below the plot when there is more than one series (or the only one is named). A series
 // keeps its slot's colour, dash and marker ([Style.Slots]); Markers draws the marker at each point.
+// A series of fewer than [MinLinePoints] values gets no line and no band: its points are drawn as
+// markers with ± Err error bars, and its legend entry shows the marker alone.
 func Lines(st Style, l Labels, series []Series) (*Chart, error) {
 	if len(series) == 0 {
 		return nil, errors.New("plots: Lines: no series")
@@ -67,7 +75,7 @@ func Lines(st Style, l Labels, series []Series) (*Chart, error) {
 		if err := s.check(); err != nil {
 			return nil, fmt.Errorf("plots: Lines: %w", err)
 		}
-		if hasBand(s.Err) && len(s.X) > 1 {
+		if hasBand(s.Err) && len(s.X) >= MinLinePoints {
 			poly := make(plotter.XYs, 0, 2*len(s.X))
 			for j := range s.X {
 				poly = append(poly, plotter.XY{X: s.X[j], Y: s.Y[j] + s.Err[j]})
@@ -84,29 +92,46 @@ func Lines(st Style, l Labels, series []Series) (*Chart, error) {
 			ch.AddData(band)
 		}
 	}
-	named := 0
-	for _, s := range series {
-		if s.Name != "" {
-			named++
+	// Series drawn as points are dodged sideways (4 pt apart) so that error bars at one x do not
+	// hide each other.
+	var dodge []int
+	for i, s := range series {
+		if len(s.X) < MinLinePoints {
+			dodge = append(dodge, i)
 		}
+	}
+	ch.padPoints = len(dodge) > 0
+	offset := func(i int) vg.Length {
+		j := slices.Index(dodge, i)
+		if j < 0 || len(dodge) < 2 {
+			return 0
+		}
+		return vg.Length(4 * (float64(j) - float64(len(dodge)-1)/2))
 	}
 	for i, s := range series {
 		k := slots[i]
-		line, err := plotter.NewLine(xys(s.X, s.Y))
-		if err != nil {
-			return nil, fmt.Errorf("plots: Lines: series %q: %w", s.Name, err)
-		}
-		line.LineStyle = st.lineStyle(k)
-		ch.AddData(line)
-		thumbs := []plot.Thumbnailer{line}
-		if len(s.X) == 1 && hasBand(s.Err) {
-			// A band needs two points; show a lone point's spread as an error bar.
-			eb, err := plotter.NewYErrorBars(errXY{s.X[0], s.Y[0], s.Err[0]})
+		off := offset(i)
+		var thumbs []plot.Thumbnailer
+		if len(s.X) >= MinLinePoints {
+			line, err := plotter.NewLine(xys(s.X, s.Y))
 			if err != nil {
-				return nil, fmt.Errorf("plots: Lines: %w", err)
+				return nil, fmt.Errorf("plots: Lines: series %q: %w", s.Name, err)
 			}
-			eb.LineStyle = st.lineStyle(k)
-			ch.AddData(eb)
+			line.LineStyle = st.lineStyle(k)
+			ch.AddData(line)
+			thumbs = append(thumbs, line)
+		} else {
+			// Too few values for a line: each point with its error bar (solid, whatever the slot's dash).
+			s.Markers = true
+			if hasBand(s.Err) {
+				eb, err := plotter.NewYErrorBars(errPoints{s.X, s.Y, s.Err})
+				if err != nil {
+					return nil, fmt.Errorf("plots: Lines: %w", err)
+				}
+				eb.LineStyle = draw.LineStyle{Color: st.Color(k), Width: st.LineWidth}
+				eb.CapWidth = 4
+				ch.AddData(shiftedPlotter{eb, off})
+			}
 		}
 		if s.Markers {
 			sc, err := plotter.NewScatter(xys(s.X, s.Y))
@@ -114,7 +139,11 @@ func Lines(st Style, l Labels, series []Series) (*Chart, error) {
 				return nil, fmt.Errorf("plots: Lines: %w", err)
 			}
 			sc.GlyphStyle = draw.GlyphStyle{Color: st.Color(k), Radius: 2, Shape: Glyph(k)}
-			ch.AddData(sc)
+			if off != 0 {
+				ch.AddData(shiftedPlotter{sc, off})
+			} else {
+				ch.AddData(sc)
+			}
 			thumbs = append(thumbs, sc)
 		}
 		if s.Name != "" {
@@ -182,157 +211,6 @@ func hasBand(err []float64) bool {
 func Glyph(k int) draw.GlyphDrawer {
 	shapes := []draw.GlyphDrawer{draw.CircleGlyph{}, draw.SquareGlyph{}, draw.PyramidGlyph{}, draw.RingGlyph{}, draw.BoxGlyph{}, draw.TriangleGlyph{}, draw.PlusGlyph{}, draw.CrossGlyph{}}
 	return shapes[(k+k/len(shapes))%len(shapes)]
-}
-
-// Point is one labelled point of a scatter plot; points with the same Group share a colour and
-// marker (the group's slot, see [Style.Slots]).
-type Point struct {
-	X, Y   float64
-	Label  string  // optional annotation next to the point
-	Group  string  // legend entry
-	Size   float64 // marker radius relative to the default (0 or 1: default)
-	Marked bool    // drawn with a black ring (e.g. the TCM-regularised models of seed 000 Fig. 3)
-}
-
-// SizeKey is a legend entry for a marker size of [Pareto] (e.g. "batch 256" for Size 2).
-type SizeKey struct {
-	Label string
-	Size  float64
-}
-
-// ParetoOptions are the settings of [Pareto].
-type ParetoOptions struct {
-	MaxX, MaxY bool      // larger x (y) is better; otherwise smaller is
-	MarkLabel  string    // legend entry of the rings of marked points ("" for none)
-	Sizes      []SizeKey // legend entries of the marker sizes
-}
-
-// ScatterPareto is [Pareto] with the options as arguments (markLabel: the rings' legend entry).
-func ScatterPareto(st Style, l Labels, pts []Point, maxX, maxY bool, markLabel ...string) (*Chart, error) {
-	opt := ParetoOptions{MaxX: maxX, MaxY: maxY}
-	if len(markLabel) > 0 {
-		opt.MarkLabel = markLabel[0]
-	}
-	return Pareto(st, l, pts, opt)
-}
-
-// Pareto draws the points, coloured and shaped by group and sized by Point.Size, rings the marked
-// ones, and draws their Pareto frontier (see [ParetoFrontier]) on top as a black staircase through
-// the non-dominated points, which are drawn again with a black outline.
-func Pareto(st Style, l Labels, pts []Point, opt ParetoOptions) (*Chart, error) {
-	if len(pts) == 0 {
-		return nil, errors.New("plots: Pareto: no points")
-	}
-	ch := newChart(st, l)
-	ch.Plot.Add(plotter.NewGrid())
-	var groups []string
-	byGroup := map[string]plotter.XYs{}
-	sizes := map[string][]float64{}
-	var marked plotter.XYs
-	var markedSize []float64
-	x := make([]float64, len(pts))
-	y := make([]float64, len(pts))
-	radius := func(size float64) vg.Length {
-		if size <= 0 {
-			size = 1
-		}
-		return vg.Length(2.2 * size)
-	}
-	for i, pt := range pts {
-		x[i], y[i] = pt.X, pt.Y
-		if _, ok := byGroup[pt.Group]; !ok {
-			groups = append(groups, pt.Group)
-		}
-		byGroup[pt.Group] = append(byGroup[pt.Group], plotter.XY{X: pt.X, Y: pt.Y})
-		sizes[pt.Group] = append(sizes[pt.Group], pt.Size)
-		if pt.Marked {
-			marked = append(marked, plotter.XY{X: pt.X, Y: pt.Y})
-			markedSize = append(markedSize, pt.Size)
-		}
-	}
-	slots := st.SlotsOf(groups)
-	for i, g := range groups {
-		sc, err := plotter.NewScatter(byGroup[g])
-		if err != nil {
-			return nil, fmt.Errorf("plots: Pareto: %w", err)
-		}
-		k := slots[i]
-		col, sh, gs := withAlpha(st.Color(k), 210), filledGlyph(k), sizes[g]
-		sc.GlyphStyle = draw.GlyphStyle{Color: st.Color(k), Radius: 2.2, Shape: sh}
-		sc.GlyphStyleFunc = func(j int) draw.GlyphStyle {
-			return draw.GlyphStyle{Color: col, Radius: radius(gs[j]), Shape: sh}
-		}
-		ch.AddData(sc)
-		if g != "" {
-			th := *sc
-			th.GlyphStyleFunc = nil
-			ch.AddLegend(g, &th)
-		}
-	}
-	for _, sk := range opt.Sizes {
-		th := &plotter.Scatter{GlyphStyle: draw.GlyphStyle{Color: color.Gray{0x80}, Radius: radius(sk.Size), Shape: draw.RingGlyph{}}}
-		ch.AddLegend(sk.Label, th)
-	}
-	if len(marked) > 0 {
-		ring, err := plotter.NewScatter(marked)
-		if err != nil {
-			return nil, fmt.Errorf("plots: Pareto: %w", err)
-		}
-		ring.GlyphStyle = draw.GlyphStyle{Color: color.Black, Radius: 3.7, Shape: draw.RingGlyph{}}
-		ring.GlyphStyleFunc = func(k int) draw.GlyphStyle {
-			return draw.GlyphStyle{Color: color.Black, Radius: radius(markedSize[k]) + 1.5, Shape: draw.RingGlyph{}}
-		}
-		ch.AddData(ring)
-		if opt.MarkLabel != "" {
-			th := *ring
-			th.GlyphStyleFunc = nil
-			ch.AddLegend(opt.MarkLabel, &th)
-		}
-	}
-	front := ParetoFrontier(x, y, opt.MaxX, opt.MaxY)
-	fr := make(plotter.XYs, 0, 2*len(front))
-	for i, j := range front {
-		if i > 0 { // staircase: the edge of the region the frontier points dominate
-			prev := front[i-1]
-			if opt.MaxX {
-				fr = append(fr, plotter.XY{X: x[prev], Y: y[j]})
-			} else {
-				fr = append(fr, plotter.XY{X: x[j], Y: y[prev]})
-			}
-		}
-		fr = append(fr, plotter.XY{X: x[j], Y: y[j]})
-	}
-	fl, err := plotter.NewLine(fr)
-	if err != nil {
-		return nil, fmt.Errorf("plots: Pareto: %w", err)
-	}
-	fl.LineStyle = draw.LineStyle{Color: color.Black, Width: st.LineWidth}
-	fp, err := plotter.NewScatter(xysIdx(x, y, front))
-	if err != nil {
-		return nil, fmt.Errorf("plots: Pareto: %w", err)
-	}
-	fp.GlyphStyle = draw.GlyphStyle{Color: color.Black, Radius: 1.3, Shape: draw.CircleGlyph{}}
-	ch.AddData(fl, fp)
-	ch.AddLegend("Pareto frontier", fl, fp)
-	var lab plotter.XYLabels
-	for _, pt := range pts {
-		if pt.Label != "" {
-			lab.XYs = append(lab.XYs, plotter.XY{X: pt.X, Y: pt.Y})
-			lab.Labels = append(lab.Labels, pt.Label)
-		}
-	}
-	if len(lab.Labels) > 0 {
-		ls, err := plotter.NewLabels(lab)
-		if err != nil {
-			return nil, fmt.Errorf("plots: Pareto: %w", err)
-		}
-		for i := range ls.TextStyle {
-			ls.TextStyle[i].Font.Size = st.TickSize
-		}
-		ls.Offset = vg.Point{X: 4, Y: 2}
-		ch.AddData(ls)
-	}
-	return ch, nil
 }
 
 // filledGlyph is the filled marker of slot k (circle, square, triangle), for scatter plots whose
@@ -790,4 +668,38 @@ func (s shifted) Plot(c draw.Canvas, p *plot.Plot) {
 	c.Rectangle.Min.X += s.off
 	c.Rectangle.Max.X += s.off
 	s.YErrorBars.Plot(c, p)
+}
+
+// shiftedPlotter draws a plotter off vg.Length to the right (points of several series dodged at one
+// x), with its data range and its glyph boxes moved alike.
+type shiftedPlotter struct {
+	plot.Plotter
+	off vg.Length
+}
+
+func (s shiftedPlotter) Plot(c draw.Canvas, p *plot.Plot) {
+	c.Rectangle.Min.X += s.off
+	c.Rectangle.Max.X += s.off
+	s.Plotter.Plot(c, p)
+}
+
+func (s shiftedPlotter) DataRange() (xmin, xmax, ymin, ymax float64) {
+	if r, ok := s.Plotter.(plot.DataRanger); ok {
+		return r.DataRange()
+	}
+	inf := math.Inf(1)
+	return inf, -inf, inf, -inf
+}
+
+func (s shiftedPlotter) GlyphBoxes(p *plot.Plot) []plot.GlyphBox {
+	g, ok := s.Plotter.(plot.GlyphBoxer)
+	if !ok {
+		return nil
+	}
+	boxes := g.GlyphBoxes(p)
+	for i := range boxes {
+		boxes[i].Rectangle.Min.X += s.off
+		boxes[i].Rectangle.Max.X += s.off
+	}
+	return boxes
 }

@@ -168,7 +168,7 @@ func TestSlotsKeepMethodStyles(t *testing.T) {
 	if Glyph(8) == Glyph(0) || st.Dashes(8) == nil || st.Dashes(7) != nil {
 		t.Error("slot 8 must differ from slot 0 in marker and dash")
 	}
-	x := []float64{0, 1}
+	x := []float64{0, 1, 2}
 	ch, err := Lines(st, Labels{}, []Series{{Name: "RS@k", X: x, Y: x, Markers: true}})
 	if err != nil {
 		t.Fatal(err)

@@ -2,6 +2,7 @@ package plots
 
 import (
 	"bytes"
+	"gonum.org/v1/plot/plotter"
 	"image"
 	"image/color"
 	"image/png"
@@ -259,5 +260,38 @@ func TestTrimTicks(t *testing.T) {
 		if !slices.Equal(got, c.want) {
 			t.Errorf("[%g, %g]: labels %q, want %q", c.lo, c.hi, got, c.want)
 		}
+	}
+}
+
+// TestLinesNeedThreeValues: a series of fewer than MinLinePoints values gets no line and no band
+// (its legend entry shows the marker alone, and its points carry error bars); one of three or
+// more gets its line.
+func TestLinesNeedThreeValues(t *testing.T) {
+	ch, err := Lines(DefaultStyle(), Labels{X: "batch", Y: "R@1"}, []Series{
+		{Name: "two values", X: []float64{64, 256}, Y: []float64{0.6, 0.55}, Err: []float64{0.01, 0.02}},
+		{Name: "three values", X: []float64{64, 128, 256}, Y: []float64{0.2, 0.21, 0.22}, Err: []float64{0.01, 0.01, 0.01}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hasLine := func(e LegendEntry) bool {
+		for _, th := range e.Thumbs {
+			if _, ok := th.(*plotter.Line); ok {
+				return true
+			}
+		}
+		return false
+	}
+	if len(ch.Entries) != 2 {
+		t.Fatalf("%d legend entries, want 2", len(ch.Entries))
+	}
+	if hasLine(ch.Entries[0]) || len(ch.Entries[0].Thumbs) != 1 {
+		t.Errorf("two values: legend thumbs %T, want the marker alone", ch.Entries[0].Thumbs)
+	}
+	if !hasLine(ch.Entries[1]) {
+		t.Errorf("three values: legend thumbs %T, want a line", ch.Entries[1].Thumbs)
+	}
+	if probs, _ := CheckLayout(ch, DefaultStyle()); len(probs) > 0 {
+		t.Errorf("layout: %q", probs)
 	}
 }
