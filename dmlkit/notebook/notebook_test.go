@@ -77,7 +77,8 @@ func TestClaimsMarkdownMatchesTables(t *testing.T) {
 	if len(cells) < 9 {
 		t.Fatalf("tables/claims.md has no c14-unc-mixed row: %q", row)
 	}
-	effect := strings.ReplaceAll(strings.Fields(cells[5])[0]+" "+strings.Fields(cells[5])[1]+" "+strings.Fields(cells[5])[2], "−", "-")
+	// Columns: id, claim, where, regime, kind, arms, effect, …
+	effect := strings.ReplaceAll(strings.Fields(cells[6])[0]+" "+strings.Fields(cells[6])[1]+" "+strings.Fields(cells[6])[2], "−", "-")
 	verdict := strings.Trim(strings.Fields(cells[len(cells)-1])[0], "*|")
 	got := lines[1]
 	if !strings.Contains(got, "`c14-unc-mixed`") || !strings.Contains(got, "**"+verdict+"**") || !strings.Contains(got, "effect "+effect) {
