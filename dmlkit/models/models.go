@@ -15,9 +15,10 @@ type Config struct {
 	// Backbone: "cnn" (the small CNN), "resnet18", "resnet50", "vit_b16", "vit_s16", "vit_tiny"
 	// ([ViT]; Pool does not apply: the class token is the feature), "mobilenet_v2" /
 	// "mobilenet_v1" (a TFLite MobileNet read from Pretrained, [MobileNet]: the global average of
-	// its last feature map, [B, 1280] / [B, 1024]; Pool does not apply), or "features" (the input
-	// already is a [B, F] feature vector: precomputed-feature mode, only the head is trained).
-	Backbone string `yaml:"backbone" doc:"cnn, resnet18, resnet50, vit_b16, vit_s16, vit_tiny, mobilenet_v2, mobilenet_v1 or features"`
+	// its last feature map, [B, 1280] / [B, 1024]; Pool does not apply), "features" (the input
+	// already is a [B, F] feature vector: precomputed-feature mode, only the head is trained) or
+	// "onnx" (the network of ONNXFile, [ONNXBackbone]).
+	Backbone string `yaml:"backbone" doc:"cnn, resnet18, resnet50, vit_b16, vit_s16, vit_tiny, mobilenet_v2, mobilenet_v1, features or onnx"`
 	// Channels are the small CNN's block widths; default [32, 64, 128].
 	Channels []int `yaml:"channels" doc:"small-CNN block widths"`
 	// Norm is the backbone normalisation: "bn" (default) or "none".
@@ -85,6 +86,21 @@ type Config struct {
 	// configuration and weights, so every seed, class split and label-noise draw reuses it.
 	// Inputs are fixed per image: mixup then mixes features, not pixels.
 	FreezeBackbone bool `yaml:"freeze_backbone" doc:"train the head on cached features of a fixed backbone"`
+
+	// Backbone "onnx" (bring your own backbone, [ONNXBackbone]): the network of ONNXFile, e.g. a
+	// torchvision ResNet-50 exported with its classifier removed, converted by onnx-gomlx; its
+	// initializers are trainable variables under backbone/ONNX/ (BatchNorm statistics frozen).
+	ONNXFile string `yaml:"onnx_file" doc:"backbone onnx: the .onnx file of the network (images in, [B, F] features or a [B, C, H, W] map out)"`
+	// ONNXOutput names the node output taken as the features (default: the graph's one output);
+	// a [B, C, H, W] map is pooled with Pool.
+	ONNXOutput string `yaml:"onnx_output" doc:"backbone onnx: node output used as the features (default: the graph output)"`
+	// ONNXLayout is the network's input layout, nchw (PyTorch) or nhwc; empty: detected from the
+	// graph input's fixed channel axis (1 or 3 channels at axis 1 or 3).
+	ONNXLayout string `yaml:"onnx_layout" doc:"backbone onnx: input layout nchw or nhwc (default: detected)"`
+	// InputNorm normalises the [0, 1] images before backbone onnx: "none" (default: fed as the
+	// data gives them; the full-scale image datasets already normalise with ImageNet's
+	// statistics, data.options.mean/std) or "imagenet" ((x − mean)/std, torchvision's constants).
+	InputNorm string `yaml:"input_norm" doc:"backbone onnx: none or imagenet (per-channel (x − mean)/std in the graph)"`
 }
 
 // HeadOnly is the configuration of the network a frozen backbone leaves to train: the
@@ -121,11 +137,14 @@ func (c *Config) Validate(prefix string) error {
 		return prefix + "." + name
 	}
 	switch c.Backbone {
-	case "cnn", "resnet18", "resnet50", "features", "mobilenet_v2", "mobilenet_v1":
+	case "cnn", "resnet18", "resnet50", "features", "mobilenet_v2", "mobilenet_v1", "onnx":
 	default:
 		if _, ok := ViTSpecFor(c.Backbone); !ok {
-			return fmt.Errorf("%s: %q: want cnn, resnet18, resnet50, vit_b16, vit_s16, vit_tiny, mobilenet_v2, mobilenet_v1 or features", f("backbone"), c.Backbone)
+			return fmt.Errorf("%s: %q: want cnn, resnet18, resnet50, vit_b16, vit_s16, vit_tiny, mobilenet_v2, mobilenet_v1, features or onnx", f("backbone"), c.Backbone)
 		}
+	}
+	if err := c.validateONNX(f); err != nil {
+		return err
 	}
 	_, mobilenet := MobileNetFeatureDims[c.Backbone]
 	tflite := strings.HasSuffix(strings.ToLower(c.Pretrained), ".tflite")
@@ -243,6 +262,8 @@ func Build(scope *model.Scope, cfg Config, x *Node, mode Mode) Output {
 		f = ResNet(scope.At("backbone"), strings.TrimPrefix(cfg.Backbone, "resnet"), cfg, x, mode)
 	case "mobilenet_v2", "mobilenet_v1":
 		f = MobileNet(scope.At("backbone"), cfg, x)
+	case "onnx":
+		f = ONNXNet(scope.At("backbone"), cfg, x)
 	default:
 		spec, ok := ViTSpecFor(cfg.Backbone)
 		if !ok {
@@ -340,6 +361,9 @@ func SmallCNN(scope *model.Scope, cfg Config, x *Node, mode Mode) *Node {
 // ([TFLiteModel.LoadVariables]; the ImageNet classifier is left out); errors name
 // model.pretrained and the file.
 func LoadPretrained(scope *model.Scope, cfg Config) error {
+	if cfg.Backbone == "onnx" {
+		return LoadONNXBackbone(scope, cfg)
+	}
 	if cfg.Pretrained == "" {
 		return nil
 	}
