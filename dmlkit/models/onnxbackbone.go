@@ -196,12 +196,6 @@ func readONNXBackbone(path, layout, output string) (*ONNXBackbone, error) {
 	dims[spatial[1]].Value = &protos.TensorShapeProto_Dimension_DimParam{DimParam: "dmlkit_width"}
 
 	// The output.
-	producer := map[string]*protos.NodeProto{}
-	for _, n := range g.GetNode() {
-		for _, o := range n.GetOutput() {
-			producer[o] = n
-		}
-	}
 	if output == "" {
 		if len(g.GetOutput()) != 1 {
 			names := make([]string, len(g.GetOutput()))
@@ -211,6 +205,13 @@ func readONNXBackbone(path, layout, output string) (*ONNXBackbone, error) {
 			return nil, fmt.Errorf("model.onnx_output: %s: the graph has %d outputs %q: name the one that is the features", path, len(names), names)
 		}
 		output = g.GetOutput()[0].GetName()
+	}
+	output = removeIdentities(g, inits, output)
+	producer := map[string]*protos.NodeProto{}
+	for _, n := range g.GetNode() {
+		for _, o := range n.GetOutput() {
+			producer[o] = n
+		}
 	}
 	if _, ok := producer[output]; !ok {
 		return nil, fmt.Errorf("model.onnx_output: %s: %q is not the output of any node of the graph", path, output)
@@ -279,6 +280,66 @@ func readONNXBackbone(path, layout, output string) (*ONNXBackbone, error) {
 	}
 	b.model = om.WithBaseDir(filepath.Dir(path)) // external data files lie beside the model
 	return b, nil
+}
+
+// removeIdentities removes g's Identity nodes (inits holds g's initializers by name and is
+// updated) and returns the name output now has. PyTorch's exporter stores equal tensors once and
+// names the others with Identity nodes (an untrained network's BatchNorms all share one tensor of
+// ones for their scales and running variances); each alias becomes an initializer of its own,
+// a copy under the alias's name, so that each parameter is a variable of its own, as in PyTorch
+// (and GoMLX v0.28.16 defines no gradient for Identity). An Identity of a computed value is
+// bypassed: its consumers (top-level nodes and graph outputs) read its input.
+func removeIdentities(g *protos.GraphProto, inits map[string]*protos.TensorProto, output string) string {
+	for {
+		var rest []*protos.NodeProto
+		rename := map[string]string{}
+		for _, n := range g.GetNode() {
+			if n.GetOpType() != "Identity" || len(n.GetInput()) != 1 || len(n.GetOutput()) != 1 {
+				rest = append(rest, n)
+				continue
+			}
+			in, out := n.GetInput()[0], n.GetOutput()[0]
+			if t, ok := inits[in]; ok {
+				c := proto.Clone(t).(*protos.TensorProto)
+				c.Name = out
+				inits[out] = c
+				g.Initializer = append(g.Initializer, c)
+				continue
+			}
+			rename[out] = in
+		}
+		if len(rest) == len(g.GetNode()) {
+			return output
+		}
+		g.Node = rest
+		for len(rename) > 0 { // resolve chains of bypassed Identities
+			again := false
+			for out, in := range rename {
+				if in2, ok := rename[in]; ok {
+					rename[out] = in2
+					again = true
+				}
+			}
+			if !again {
+				break
+			}
+		}
+		for _, n := range g.GetNode() {
+			for i, in := range n.GetInput() {
+				if r, ok := rename[in]; ok {
+					n.Input[i] = r
+				}
+			}
+		}
+		for _, o := range g.GetOutput() {
+			if r, ok := rename[o.GetName()]; ok {
+				o.Name = r
+			}
+		}
+		if r, ok := rename[output]; ok {
+			output = r
+		}
+	}
 }
 
 func dimString(dims []*protos.TensorShapeProto_Dimension) string {

@@ -3,15 +3,19 @@ package models
 import (
 	"math"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/dmlkit/dmlkit/dmlkit/backend"
 	"github.com/dmlkit/dmlkit/dmlkit/npy"
+	"github.com/gomlx/compute-onnx/support/protos"
 	. "github.com/gomlx/gomlx/core/graph"
 	"github.com/gomlx/gomlx/core/tensors"
 	"github.com/gomlx/gomlx/ml/model"
+	"google.golang.org/protobuf/proto"
 )
 
 // The fixture of backbone "onnx": a torchvision-style ResNet in miniature exported by PyTorch
@@ -286,6 +290,232 @@ func TestONNXBackboneErrors(t *testing.T) {
 			if !strings.Contains(err.Error(), s) {
 				t.Errorf("error %q lacks %q", err, s)
 			}
+		}
+	}
+}
+
+// torchResNet50ONNX exports an untrained torchvision ResNet-50 (random weights: nothing is
+// downloaded) with its classifier removed, in one of two forms: "folded" is torch.onnx.export's
+// default (eval mode: every BatchNorm folded into its convolution, weights renamed), "named" keeps
+// the BatchNormalization nodes and the state_dict names (do_constant_folding=False,
+// TrainingMode.PRESERVE). It saves a random input [1, 3, 224, 224] and PyTorch's features
+// [1, 2048], and prints PyTorch's forward and forward+backward times (2 threads).
+const torchResNet50ONNX = `
+import sys, time, numpy as np, torch, torchvision
+torch.manual_seed(0)
+torch.set_num_threads(2)
+m = torchvision.models.resnet50()
+m.fc = torch.nn.Identity()
+m.eval()
+d, form = sys.argv[1], sys.argv[2]
+kw = dict(input_names=['images'], output_names=['features'], dynamic_axes={'images': {0: 'batch'}, 'features': {0: 'batch'}})
+if form == 'named':
+    kw.update(do_constant_folding=False, training=torch.onnx.TrainingMode.PRESERVE)
+torch.onnx.export(m, torch.zeros(1, 3, 224, 224), d + '/r50.onnx', **kw)
+x = torch.rand(1, 3, 224, 224)
+with torch.no_grad():
+    m(x)
+    t = time.time(); y = m(x); tf = time.time() - t
+xg = x.clone().requires_grad_(True)
+(m(xg) ** 2).sum().backward()
+t = time.time(); (m(xg) ** 2).sum().backward(); tb = time.time() - t
+np.save(d + '/x.npy', x.numpy())
+np.save(d + '/y.npy', y.numpy())
+print('torch forward %.3f s, forward+backward %.3f s' % (tf, tb))
+`
+
+// TestONNXBackboneResNet50 (DMLKIT_HEAVY=1, needs python3-torchvision; not run in CI): an
+// untrained torchvision ResNet-50 exported both ways imports, runs a forward pass on a
+// 1×224×224×3 input equal to PyTorch's to 1e-4 relative to the largest feature (float32 through
+// 53 convolutions), and a forward+backward pass; it logs the import, compile and run times.
+func TestONNXBackboneResNet50(t *testing.T) {
+	if os.Getenv("DMLKIT_HEAVY") == "" {
+		t.Skip("set DMLKIT_HEAVY=1")
+	}
+	if err := exec.Command("/usr/bin/python3", "-c", "import torch, torchvision, numpy").Run(); err != nil {
+		t.Skip("no python3 with torch, torchvision and numpy")
+	}
+	for _, form := range []string{"folded", "named"} {
+		t.Run(form, func(t *testing.T) {
+			dir := t.TempDir()
+			py := filepath.Join(dir, "r50.py")
+			os.WriteFile(py, []byte(torchResNet50ONNX), 0o644)
+			cmd := exec.Command("/usr/bin/python3", py, dir, form)
+			cmd.Env = append(os.Environ(), "OPENBLAS_CORETYPE=Cooperlake", "OMP_WAIT_POLICY=PASSIVE", "OMP_NUM_THREADS=2")
+			out, err := cmd.CombinedOutput()
+			if err != nil {
+				t.Fatalf("torch export: %v\n%s", err, out)
+			}
+			t.Logf("%s", strings.TrimSpace(string(out)))
+			xs, xshape, err := npy.ReadFloat32(filepath.Join(dir, "x.npy"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, _, err := npy.ReadFloat32(filepath.Join(dir, "y.npy"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			x, dims := nchwToNHWC(xs, xshape)
+			cfg := Config{Backbone: "onnx", ONNXFile: filepath.Join(dir, "r50.onnx"), Pool: "avg", Head: "identity"}
+			start := time.Now()
+			b, err := OpenONNXBackbone(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			store := model.NewStore()
+			if err := b.LoadVariables(store.RootScope().At("backbone")); err != nil {
+				t.Fatal(err)
+			}
+			tImport := time.Since(start)
+			trainable := 0
+			for v := range store.IterVariables() {
+				if v.Trainable {
+					trainable++
+				}
+			}
+			t.Logf("%s export: %d parameters, %d variables (%d trainable); import %v", form, b.Params, store.NumVariables(), trainable, tImport.Round(time.Millisecond))
+
+			fwd, err := model.NewExec(backend.MustShared(), store, func(scope *model.Scope, x *Node) *Node {
+				return Build(scope, cfg, x, Mode{}).Features
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			xt := tensors.FromFlatDataAndDimensions(x, dims...)
+			start = time.Now()
+			res, err := fwd.Call(xt)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tFirst := time.Since(start)
+			start = time.Now()
+			if _, err := fwd.Call(xt); err != nil {
+				t.Fatal(err)
+			}
+			tFwd := time.Since(start)
+			got := tensors.MustCopyFlatData[float32](res[0])
+			worst, scale := 0.0, 0.0
+			for i := range want {
+				scale = math.Max(scale, math.Abs(float64(want[i])))
+			}
+			worst = maxAbsDiff(t, "features", got, want)
+			t.Logf("%s: forward first call (build + compile + run) %v, second %v; max |Δ| vs PyTorch %.3g (max |feature| %.3g, relative %.2g)",
+				form, tFirst.Round(time.Millisecond), tFwd.Round(time.Millisecond), worst, scale, worst/scale)
+			if worst > 1e-4*scale {
+				t.Errorf("features differ from PyTorch's by %g (scale %g)", worst, scale)
+			}
+
+			bwd, err := model.NewExec(backend.MustShared(), store, func(scope *model.Scope, x *Node) *Node {
+				f := Build(scope, cfg, x, Mode{Train: true}).Features
+				loss := ReduceAllSum(Square(f))
+				var nodes []*Node
+				for v := range store.IterVariables() {
+					if v.Trainable && v.InUseByGraph(x.Graph()) {
+						nodes = append(nodes, v.NodeValue(x.Graph()))
+					}
+				}
+				grads := Gradient(loss, nodes...)
+				s := loss
+				for _, g := range grads {
+					s = Add(s, ReduceAllSum(g))
+				}
+				return s
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			start = time.Now()
+			if _, err := bwd.Call(xt); err != nil {
+				t.Fatal(err)
+			}
+			tFirst = time.Since(start)
+			start = time.Now()
+			if _, err := bwd.Call(xt); err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("%s: forward+backward (gradients of all %d trainable variables) first call %v, second %v",
+				form, trainable, tFirst.Round(time.Millisecond), time.Since(start).Round(time.Millisecond))
+		})
+	}
+}
+
+// TestONNXBackboneIdentityAliases: PyTorch's exporter stores equal tensors once and names the
+// others with Identity nodes. A graph written here with Go's protobuf types —
+// features = Identity(flatten(GlobalAveragePool(images)) · s · Identity(s)), s = (1, 2, 3) — loads
+// with s and its alias t as two trainable variables of their own (as two PyTorch parameters
+// would be) and differentiates (GoMLX has no gradient for Identity; the nodes are removed). On
+// an NHWC image [1, 2, 2, 3] whose channel c holds c + 1 + k at pixel k = 0…3 the channel means
+// are m = (2.5, 3.5, 4.5): features m·s² = (2.5, 14, 40.5) and, for L = Σ features,
+// ∂L/∂s = ∂L/∂t = m·s = (2.5, 7, 13.5). Exact in float32 (small integers and halves).
+func TestONNXBackboneIdentityAliases(t *testing.T) {
+	f32 := int32(protos.TensorProto_FLOAT)
+	dim := func(p string, v int64) *protos.TensorShapeProto_Dimension {
+		if p != "" {
+			return &protos.TensorShapeProto_Dimension{Value: &protos.TensorShapeProto_Dimension_DimParam{DimParam: p}}
+		}
+		return &protos.TensorShapeProto_Dimension{Value: &protos.TensorShapeProto_Dimension_DimValue{DimValue: v}}
+	}
+	tensorType := func(dims ...*protos.TensorShapeProto_Dimension) *protos.TypeProto {
+		return &protos.TypeProto{Value: &protos.TypeProto_TensorType{TensorType: &protos.TypeProto_Tensor{
+			ElemType: f32, Shape: &protos.TensorShapeProto{Dim: dims}}}}
+	}
+	node := func(op string, in []string, out string) *protos.NodeProto {
+		return &protos.NodeProto{OpType: op, Name: out, Input: in, Output: []string{out}}
+	}
+	flatten := node("Flatten", []string{"p"}, "f")
+	flatten.Attribute = []*protos.AttributeProto{{Name: "axis", Type: protos.AttributeProto_INT, I: 1}}
+	m := &protos.ModelProto{IrVersion: 8, OpsetImport: []*protos.OperatorSetIdProto{{Domain: "", Version: 14}}, Graph: &protos.GraphProto{
+		Name:        "aliases",
+		Input:       []*protos.ValueInfoProto{{Name: "images", Type: tensorType(dim("batch", 0), dim("", 3), dim("", 2), dim("", 2))}},
+		Output:      []*protos.ValueInfoProto{{Name: "features", Type: tensorType(dim("batch", 0), dim("", 3))}},
+		Initializer: []*protos.TensorProto{{Name: "s", Dims: []int64{3}, DataType: f32, FloatData: []float32{1, 2, 3}}},
+		Node: []*protos.NodeProto{
+			node("GlobalAveragePool", []string{"images"}, "p"),
+			flatten,
+			node("Mul", []string{"f", "s"}, "m"),
+			node("Identity", []string{"s"}, "t"),
+			node("Mul", []string{"m", "t"}, "o"),
+			node("Identity", []string{"o"}, "features"),
+		},
+	}}
+	raw, err := proto.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "aliases.onnx")
+	if err := os.WriteFile(path, raw, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg := Config{Backbone: "onnx", ONNXFile: path, Head: "identity"}
+	store := model.NewStore()
+	if err := LoadPretrained(store.RootScope(), cfg); err != nil {
+		t.Fatal(err)
+	}
+	sv, tv := store.GetVariable("/backbone/ONNX/s"), store.GetVariable("/backbone/ONNX/t")
+	if store.NumVariables() != 2 || sv == nil || tv == nil || !sv.Trainable || !tv.Trainable {
+		t.Fatalf("want trainable variables s and t only; got %d variables, s %v, t %v", store.NumVariables(), sv, tv)
+	}
+	e, err := model.NewExec(backend.MustShared(), store, func(scope *model.Scope, x *Node) []*Node {
+		f := Build(scope, cfg, x, Mode{Train: true}).Features
+		g := Gradient(ReduceAllSum(f), sv.NodeValue(x.Graph()), tv.NodeValue(x.Graph()))
+		return []*Node{f, g[0], g[1]}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := make([]float32, 12) // NHWC [1, 2, 2, 3]: pixel k, channel c at 3k + c
+	for k := 0; k < 4; k++ {
+		for c := 0; c < 3; c++ {
+			x[3*k+c] = float32(c + 1 + k)
+		}
+	}
+	out, err := e.Call(tensors.FromFlatDataAndDimensions(x, 1, 2, 2, 3))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range [][]float32{{2.5, 14, 40.5}, {2.5, 7, 13.5}, {2.5, 7, 13.5}} {
+		if d := maxAbsDiff(t, []string{"features", "dL/ds", "dL/dt"}[i], tensors.MustCopyFlatData[float32](out[i]), want); d != 0 {
+			t.Errorf("%s = %v, want %v", []string{"features", "dL/ds", "dL/dt"}[i], tensors.MustCopyFlatData[float32](out[i]), want)
 		}
 	}
 }

@@ -16,8 +16,9 @@
 // torchvision layout, pooled map [B, 512] / [B, 2048]), "vit_b16" (ViT-B/16, [B, 768]),
 // "vit_s16" (DeiT-S = ViT-S/16, [B, 384]), "vit_tiny" (a test-sized ViT for 32×32 images,
 // [B, 48]) — see [ViT] —, "mobilenet_v2" / "mobilenet_v1" (ImageNet MobileNets imported from
-// TFLite files, [B, 1280] / [B, 1024]: see [MobileNet] and [TFLiteModel]) and "features"
-// (precomputed [B, F] features).
+// TFLite files, [B, 1280] / [B, 1024]: see [MobileNet] and [TFLiteModel]), "features"
+// (precomputed [B, F] features) and "onnx" (a user's ONNX network, e.g. a torchvision ResNet-50
+// without its classifier, imported with onnx-gomlx: [ONNXBackbone]).
 //
 // Pretrained weights come from ONNX files ([Config].Pretrained, read by [ReadONNXWeights] and
 // [LoadTorchResNet] / [LoadTorchViT]); dmlkit never downloads them. On a machine with internet,
