@@ -61,7 +61,8 @@ type ONNXBackbone struct {
 	Channels int
 	// Output is the name of the node output taken as the features.
 	Output string
-	// Params is the number of float parameters of the initializers Output depends on.
+	// Params is the number of float values of the initializers Output depends on (BatchNorm
+	// running statistics included).
 	Params int
 
 	model onnx.Model
