@@ -208,6 +208,21 @@ func readONNXBackbone(path, layout, output string) (*ONNXBackbone, error) {
 		output = g.GetOutput()[0].GetName()
 	}
 	output = removeIdentities(g, inits, output)
+	// onnx-gomlx v0.5.5 refuses a BatchNormalization momentum other than 0.9, which only the
+	// running-statistics update of a training-mode BN uses; PyTorch exports 1 − momentum
+	// (torchvision's MobileNetV3, BatchNorm2d(momentum=0.01), gives 0.99). It is dropped.
+	for _, n := range g.GetNode() {
+		if n.GetOpType() != "BatchNormalization" {
+			continue
+		}
+		var attrs []*protos.AttributeProto
+		for _, a := range n.GetAttribute() {
+			if a.GetName() != "momentum" {
+				attrs = append(attrs, a)
+			}
+		}
+		n.Attribute = attrs
+	}
 	producer := map[string]*protos.NodeProto{}
 	for _, n := range g.GetNode() {
 		for _, o := range n.GetOutput() {

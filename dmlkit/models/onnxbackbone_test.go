@@ -448,44 +448,14 @@ func TestONNXBackboneResNet50(t *testing.T) {
 // are m = (2.5, 3.5, 4.5): features m·s² = (2.5, 14, 40.5) and, for L = Σ features,
 // ∂L/∂s = ∂L/∂t = m·s = (2.5, 7, 13.5). Exact in float32 (small integers and halves).
 func TestONNXBackboneIdentityAliases(t *testing.T) {
-	f32 := int32(protos.TensorProto_FLOAT)
-	dim := func(p string, v int64) *protos.TensorShapeProto_Dimension {
-		if p != "" {
-			return &protos.TensorShapeProto_Dimension{Value: &protos.TensorShapeProto_Dimension_DimParam{DimParam: p}}
-		}
-		return &protos.TensorShapeProto_Dimension{Value: &protos.TensorShapeProto_Dimension_DimValue{DimValue: v}}
-	}
-	tensorType := func(dims ...*protos.TensorShapeProto_Dimension) *protos.TypeProto {
-		return &protos.TypeProto{Value: &protos.TypeProto_TensorType{TensorType: &protos.TypeProto_Tensor{
-			ElemType: f32, Shape: &protos.TensorShapeProto{Dim: dims}}}}
-	}
-	node := func(op string, in []string, out string) *protos.NodeProto {
-		return &protos.NodeProto{OpType: op, Name: out, Input: in, Output: []string{out}}
-	}
-	flatten := node("Flatten", []string{"p"}, "f")
-	flatten.Attribute = []*protos.AttributeProto{{Name: "axis", Type: protos.AttributeProto_INT, I: 1}}
-	m := &protos.ModelProto{IrVersion: 8, OpsetImport: []*protos.OperatorSetIdProto{{Domain: "", Version: 14}}, Graph: &protos.GraphProto{
-		Name:        "aliases",
-		Input:       []*protos.ValueInfoProto{{Name: "images", Type: tensorType(dim("batch", 0), dim("", 3), dim("", 2), dim("", 2))}},
-		Output:      []*protos.ValueInfoProto{{Name: "features", Type: tensorType(dim("batch", 0), dim("", 3))}},
-		Initializer: []*protos.TensorProto{{Name: "s", Dims: []int64{3}, DataType: f32, FloatData: []float32{1, 2, 3}}},
-		Node: []*protos.NodeProto{
-			node("GlobalAveragePool", []string{"images"}, "p"),
-			flatten,
-			node("Mul", []string{"f", "s"}, "m"),
-			node("Identity", []string{"s"}, "t"),
-			node("Mul", []string{"m", "t"}, "o"),
-			node("Identity", []string{"o"}, "features"),
-		},
-	}}
-	raw, err := proto.Marshal(m)
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(t.TempDir(), "aliases.onnx")
-	if err := os.WriteFile(path, raw, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	path := writeTinyONNX(t, []*protos.TensorProto{floatInit("s", 1, 2, 3)},
+		onnxNode("GlobalAveragePool", []string{"images"}, "p"),
+		onnxNode("Flatten", []string{"p"}, "f", &protos.AttributeProto{Name: "axis", Type: protos.AttributeProto_INT, I: 1}),
+		onnxNode("Mul", []string{"f", "s"}, "m"),
+		onnxNode("Identity", []string{"s"}, "t"),
+		onnxNode("Mul", []string{"m", "t"}, "o"),
+		onnxNode("Identity", []string{"o"}, "features"),
+	)
 	cfg := Config{Backbone: "onnx", ONNXFile: path, Head: "identity"}
 	store := model.NewStore()
 	if err := LoadPretrained(store.RootScope(), cfg); err != nil {
@@ -503,13 +473,7 @@ func TestONNXBackboneIdentityAliases(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	x := make([]float32, 12) // NHWC [1, 2, 2, 3]: pixel k, channel c at 3k + c
-	for k := 0; k < 4; k++ {
-		for c := 0; c < 3; c++ {
-			x[3*k+c] = float32(c + 1 + k)
-		}
-	}
-	out, err := e.Call(tensors.FromFlatDataAndDimensions(x, 1, 2, 2, 3))
+	out, err := e.Call(tinyImage())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -517,5 +481,98 @@ func TestONNXBackboneIdentityAliases(t *testing.T) {
 		if d := maxAbsDiff(t, []string{"features", "dL/ds", "dL/dt"}[i], tensors.MustCopyFlatData[float32](out[i]), want); d != 0 {
 			t.Errorf("%s = %v, want %v", []string{"features", "dL/ds", "dL/dt"}[i], tensors.MustCopyFlatData[float32](out[i]), want)
 		}
+	}
+}
+
+// floatInit is a float32 initializer [len(v)].
+func floatInit(name string, v ...float32) *protos.TensorProto {
+	return &protos.TensorProto{Name: name, Dims: []int64{int64(len(v))}, DataType: int32(protos.TensorProto_FLOAT), FloatData: v}
+}
+
+// onnxNode is a node with one output, named as its output.
+func onnxNode(op string, in []string, out string, attrs ...*protos.AttributeProto) *protos.NodeProto {
+	return &protos.NodeProto{OpType: op, Name: out, Input: in, Output: []string{out}, Attribute: attrs}
+}
+
+// writeTinyONNX writes an ONNX model (opset 14) with input "images" [batch, 3, 2, 2] (NCHW),
+// output "features" [batch, 3], the given initializers and nodes, and returns its path.
+func writeTinyONNX(t *testing.T, inits []*protos.TensorProto, nodes ...*protos.NodeProto) string {
+	t.Helper()
+	f32 := int32(protos.TensorProto_FLOAT)
+	dim := func(p string, v int64) *protos.TensorShapeProto_Dimension {
+		if p != "" {
+			return &protos.TensorShapeProto_Dimension{Value: &protos.TensorShapeProto_Dimension_DimParam{DimParam: p}}
+		}
+		return &protos.TensorShapeProto_Dimension{Value: &protos.TensorShapeProto_Dimension_DimValue{DimValue: v}}
+	}
+	tensorType := func(dims ...*protos.TensorShapeProto_Dimension) *protos.TypeProto {
+		return &protos.TypeProto{Value: &protos.TypeProto_TensorType{TensorType: &protos.TypeProto_Tensor{
+			ElemType: f32, Shape: &protos.TensorShapeProto{Dim: dims}}}}
+	}
+	m := &protos.ModelProto{IrVersion: 8, OpsetImport: []*protos.OperatorSetIdProto{{Domain: "", Version: 14}}, Graph: &protos.GraphProto{
+		Name:        "tiny",
+		Input:       []*protos.ValueInfoProto{{Name: "images", Type: tensorType(dim("batch", 0), dim("", 3), dim("", 2), dim("", 2))}},
+		Output:      []*protos.ValueInfoProto{{Name: "features", Type: tensorType(dim("batch", 0), dim("", 3))}},
+		Initializer: inits,
+		Node:        nodes,
+	}}
+	raw, err := proto.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "tiny.onnx")
+	if err := os.WriteFile(path, raw, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// tinyImage is the NHWC image [1, 2, 2, 3] whose channel c holds c + 1 + k at pixel k = 0…3
+// (channel means 2.5, 3.5, 4.5).
+func tinyImage() *tensors.Tensor {
+	x := make([]float32, 12)
+	for k := 0; k < 4; k++ {
+		for c := 0; c < 3; c++ {
+			x[3*k+c] = float32(c + 1 + k)
+		}
+	}
+	return tensors.FromFlatDataAndDimensions(x, 1, 2, 2, 3)
+}
+
+// TestONNXBackboneBatchNormMomentum: an inference BatchNormalization with momentum 0.99 (what
+// PyTorch exports for BatchNorm2d(momentum=0.01), which onnx-gomlx v0.5.5 refuses) loads, uses
+// its statistics — scale 2, bias 1, mean 0.5, variance 4, ε 0: y = (x − 0.5)/2·2 + 1 = x + 0.5, so
+// the pooled features of [tinyImage] are (3, 4, 5) exactly — and only scale and bias are trainable.
+func TestONNXBackboneBatchNormMomentum(t *testing.T) {
+	path := writeTinyONNX(t,
+		[]*protos.TensorProto{floatInit("g", 2, 2, 2), floatInit("b", 1, 1, 1), floatInit("mu", 0.5, 0.5, 0.5), floatInit("var", 4, 4, 4)},
+		onnxNode("BatchNormalization", []string{"images", "g", "b", "mu", "var"}, "n",
+			&protos.AttributeProto{Name: "epsilon", Type: protos.AttributeProto_FLOAT, F: 0},
+			&protos.AttributeProto{Name: "momentum", Type: protos.AttributeProto_FLOAT, F: 0.99}),
+		onnxNode("GlobalAveragePool", []string{"n"}, "p"),
+		onnxNode("Flatten", []string{"p"}, "features", &protos.AttributeProto{Name: "axis", Type: protos.AttributeProto_INT, I: 1}),
+	)
+	cfg := Config{Backbone: "onnx", ONNXFile: path, Head: "identity"}
+	store := model.NewStore()
+	if err := LoadPretrained(store.RootScope(), cfg); err != nil {
+		t.Fatal(err)
+	}
+	for name, trainable := range map[string]bool{"g": true, "b": true, "mu": false, "var": false} {
+		if v := store.GetVariable("/backbone/ONNX/" + name); v == nil || v.Trainable != trainable {
+			t.Errorf("variable %s: %v, want trainable %v", name, v, trainable)
+		}
+	}
+	e, err := model.NewExec(backend.MustShared(), store, func(scope *model.Scope, x *Node) *Node {
+		return Build(scope, cfg, x, Mode{Train: true}).Features
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := e.Call(tinyImage())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := tensors.MustCopyFlatData[float32](out[0]); maxAbsDiff(t, "features", got, []float32{3, 4, 5}) != 0 {
+		t.Errorf("features %v, want [3 4 5]", got)
 	}
 }
