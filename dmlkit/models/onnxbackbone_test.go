@@ -294,24 +294,28 @@ func TestONNXBackboneErrors(t *testing.T) {
 	}
 }
 
-// torchResNet50ONNX exports an untrained torchvision ResNet-50 (random weights: nothing is
-// downloaded) with its classifier removed, in one of two forms: "folded" is torch.onnx.export's
-// default (eval mode: every BatchNorm folded into its convolution, weights renamed), "named" keeps
-// the BatchNormalization nodes and the state_dict names (do_constant_folding=False,
-// TrainingMode.PRESERVE). It saves a random input [1, 3, 224, 224] and PyTorch's features
-// [1, 2048], and prints PyTorch's forward and forward+backward times (2 threads).
-const torchResNet50ONNX = `
+// torchvisionONNX exports an untrained torchvision network (random weights: nothing is
+// downloaded) with its classifier removed: "resnet50" (fc) in one of two forms — "folded" is
+// torch.onnx.export's default (eval mode: every BatchNorm folded into its convolution, weights
+// renamed), "named" keeps the BatchNormalization nodes and the state_dict names
+// (do_constant_folding=False, TrainingMode.PRESERVE) — or "vit_b_16" (heads; named). It saves a
+// random input [1, 3, 224, 224] and PyTorch's features, and prints PyTorch's forward and
+// forward+backward times (2 threads).
+const torchvisionONNX = `
 import sys, time, numpy as np, torch, torchvision
 torch.manual_seed(0)
 torch.set_num_threads(2)
-m = torchvision.models.resnet50()
-m.fc = torch.nn.Identity()
+d, arch, form = sys.argv[1], sys.argv[2], sys.argv[3]
+m = getattr(torchvision.models, arch)()
+if arch == 'vit_b_16':
+    m.heads = torch.nn.Identity()
+else:
+    m.fc = torch.nn.Identity()
 m.eval()
-d, form = sys.argv[1], sys.argv[2]
 kw = dict(input_names=['images'], output_names=['features'], dynamic_axes={'images': {0: 'batch'}, 'features': {0: 'batch'}})
 if form == 'named':
     kw.update(do_constant_folding=False, training=torch.onnx.TrainingMode.PRESERVE)
-torch.onnx.export(m, torch.zeros(1, 3, 224, 224), d + '/r50.onnx', **kw)
+torch.onnx.export(m, torch.zeros(1, 3, 224, 224), d + '/net.onnx', **kw)
 x = torch.rand(1, 3, 224, 224)
 with torch.no_grad():
     m(x)
@@ -324,23 +328,25 @@ np.save(d + '/y.npy', y.numpy())
 print('torch forward %.3f s, forward+backward %.3f s' % (tf, tb))
 `
 
-// TestONNXBackboneResNet50 (DMLKIT_HEAVY=1, needs python3-torchvision; not run in CI): an
-// untrained torchvision ResNet-50 exported both ways imports, runs a forward pass on a
-// 1×224×224×3 input equal to PyTorch's to 1e-4 relative to the largest feature (float32 through
-// 53 convolutions), and a forward+backward pass; it logs the import, compile and run times.
-func TestONNXBackboneResNet50(t *testing.T) {
+// TestONNXBackboneTorchvision (DMLKIT_HEAVY=1, needs python3-torchvision; not run in CI): an
+// untrained torchvision ResNet-50 exported both ways, and a ViT-B/16, import, run a forward pass
+// on a 1×224×224×3 input equal to PyTorch's to 1e-4 relative to the largest feature (float32
+// through 53 convolutions or 12 transformer blocks), and a forward+backward pass; it logs the
+// import, compile and run times (minutes: GoMLX's convolution on the Go backend is slow).
+func TestONNXBackboneTorchvision(t *testing.T) {
 	if os.Getenv("DMLKIT_HEAVY") == "" {
 		t.Skip("set DMLKIT_HEAVY=1")
 	}
 	if err := exec.Command("/usr/bin/python3", "-c", "import torch, torchvision, numpy").Run(); err != nil {
 		t.Skip("no python3 with torch, torchvision and numpy")
 	}
-	for _, form := range []string{"folded", "named"} {
-		t.Run(form, func(t *testing.T) {
+	for _, tc := range [][2]string{{"resnet50", "folded"}, {"resnet50", "named"}, {"vit_b_16", "named"}} {
+		arch, form := tc[0], tc[1]
+		t.Run(arch+"/"+form, func(t *testing.T) {
 			dir := t.TempDir()
-			py := filepath.Join(dir, "r50.py")
-			os.WriteFile(py, []byte(torchResNet50ONNX), 0o644)
-			cmd := exec.Command("/usr/bin/python3", py, dir, form)
+			py := filepath.Join(dir, "export.py")
+			os.WriteFile(py, []byte(torchvisionONNX), 0o644)
+			cmd := exec.Command("/usr/bin/python3", py, dir, arch, form)
 			cmd.Env = append(os.Environ(), "OPENBLAS_CORETYPE=Cooperlake", "OMP_WAIT_POLICY=PASSIVE", "OMP_NUM_THREADS=2")
 			out, err := cmd.CombinedOutput()
 			if err != nil {
@@ -356,7 +362,7 @@ func TestONNXBackboneResNet50(t *testing.T) {
 				t.Fatal(err)
 			}
 			x, dims := nchwToNHWC(xs, xshape)
-			cfg := Config{Backbone: "onnx", ONNXFile: filepath.Join(dir, "r50.onnx"), Pool: "avg", Head: "identity"}
+			cfg := Config{Backbone: "onnx", ONNXFile: filepath.Join(dir, "net.onnx"), Pool: "avg", Head: "identity"}
 			start := time.Now()
 			b, err := OpenONNXBackbone(cfg)
 			if err != nil {
@@ -373,7 +379,7 @@ func TestONNXBackboneResNet50(t *testing.T) {
 					trainable++
 				}
 			}
-			t.Logf("%s export: %d parameters, %d variables (%d trainable); import %v", form, b.Params, store.NumVariables(), trainable, tImport.Round(time.Millisecond))
+			t.Logf("%s %s export: %d parameters, %d variables (%d trainable); import %v", arch, form, b.Params, store.NumVariables(), trainable, tImport.Round(time.Millisecond))
 
 			fwd, err := model.NewExec(backend.MustShared(), store, func(scope *model.Scope, x *Node) *Node {
 				return Build(scope, cfg, x, Mode{}).Features
