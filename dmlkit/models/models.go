@@ -17,7 +17,7 @@ type Config struct {
 	// "mobilenet_v1" (a TFLite MobileNet read from Pretrained, [MobileNet]: the global average of
 	// its last feature map, [B, 1280] / [B, 1024]; Pool does not apply), "features" (the input
 	// already is a [B, F] feature vector: precomputed-feature mode, only the head is trained) or
-	// "onnx" (the network of ONNXFile, [ONNXBackbone]).
+	// "onnx" (the network of the .onnx file Pretrained, [ONNXBackbone]).
 	Backbone string `yaml:"backbone" doc:"cnn, resnet18, resnet50, vit_b16, vit_s16, vit_tiny, mobilenet_v2, mobilenet_v1, features or onnx"`
 	// Channels are the small CNN's block widths; default [32, 64, 128].
 	Channels []int `yaml:"channels" doc:"small-CNN block widths"`
@@ -46,9 +46,10 @@ type Config struct {
 	// torchvision-named ResNet weights ([LoadTorchResNet]) or torchvision/timm-named ViT weights
 	// ([LoadTorchViT]), optional; for mobilenet_v2 / mobilenet_v1 a .tflite file (required: it
 	// holds the architecture too), e.g. ../shared/weights/coral/mobilenet_v2_1.0_224_quant.tflite
-	// or mobilenet_v1_1.0_224_quant_embedding_extractor.tflite ([TFLiteModel]). The weights stay
-	// trainable.
-	Pretrained string `yaml:"pretrained" doc:"backbone weights: ONNX file (resnet, vit: torchvision/timm names) or .tflite file (mobilenet_v2, mobilenet_v1; required)"`
+	// or mobilenet_v1_1.0_224_quant_embedding_extractor.tflite ([TFLiteModel]); for onnx the .onnx
+	// file of the network (required: it holds the architecture too, [ONNXBackbone]). The weights
+	// stay trainable.
+	Pretrained string `yaml:"pretrained" doc:"backbone weights: ONNX file (resnet, vit: torchvision/timm names; onnx: the network, required) or .tflite file (mobilenet_v2, mobilenet_v1; required)"`
 	// InitFrom initialises the backbone from a stored dmlkit run: a run directory (its newest
 	// checkpoint) or a checkpoint file (checkpoints/ckpt-*.gob). Only the variables under the
 	// model's backbone scope are taken (BatchNorm statistics included); the head, the loss's
@@ -87,10 +88,11 @@ type Config struct {
 	// Inputs are fixed per image: mixup then mixes features, not pixels.
 	FreezeBackbone bool `yaml:"freeze_backbone" doc:"train the head on cached features of a fixed backbone"`
 
-	// Backbone "onnx" (bring your own backbone, [ONNXBackbone]): the network of ONNXFile, e.g. a
-	// torchvision ResNet-50 exported with its classifier removed, converted by onnx-gomlx; its
-	// initializers are trainable variables under backbone/ONNX/ (BatchNorm statistics frozen).
-	ONNXFile string `yaml:"onnx_file" doc:"backbone onnx: the .onnx file of the network (images in, [B, F] features or a [B, C, H, W] map out)"`
+	// Backbone "onnx" (bring your own backbone, [ONNXBackbone]): the network of the .onnx file
+	// Pretrained, e.g. a torchvision ResNet-50 exported with its classifier removed, converted by
+	// onnx-gomlx; its initializers are trainable variables under backbone/ONNX/ (BatchNorm
+	// statistics frozen). The three fields below apply to it only.
+	//
 	// ONNXOutput names the node output taken as the features (default: the graph's one output);
 	// a [B, C, H, W] map is pooled with Pool.
 	ONNXOutput string `yaml:"onnx_output" doc:"backbone onnx: node output used as the features (default: the graph output)"`
@@ -110,6 +112,7 @@ func (c Config) HeadOnly() Config {
 	h := c
 	h.Backbone, h.Channels, h.Pretrained, h.InitFrom, h.InputSize, h.FreezeBackbone = "features", nil, "", "", 0, false
 	h.FrozenBN, h.Norm, h.Pool, h.GeMP = false, "", "", 0
+	h.ONNXOutput, h.ONNXLayout, h.InputNorm = "", "", ""
 	return h
 }
 
@@ -191,10 +194,11 @@ func (c *Config) Validate(prefix string) error {
 			return fmt.Errorf("%s[%d]: %d: want > 0", f("projector"), i, p)
 		}
 	}
-	if _, vit := ViTSpecFor(c.Backbone); c.Pretrained != "" && c.Backbone != "resnet18" && c.Backbone != "resnet50" && !vit && !mobilenet {
-		return fmt.Errorf("%s: pretrained weights are supported for resnet, vit and mobilenet backbones, not %q", f("pretrained"), c.Backbone)
+	onnx := c.Backbone == "onnx" // its file, like a mobilenet's, holds the architecture
+	if _, vit := ViTSpecFor(c.Backbone); c.Pretrained != "" && c.Backbone != "resnet18" && c.Backbone != "resnet50" && !vit && !mobilenet && !onnx {
+		return fmt.Errorf("%s: pretrained weights are supported for resnet, vit, mobilenet and onnx backbones, not %q", f("pretrained"), c.Backbone)
 	}
-	if c.InitFrom != "" && c.Pretrained != "" && !mobilenet {
+	if c.InitFrom != "" && c.Pretrained != "" && !mobilenet && !onnx {
 		return fmt.Errorf("%s: %q and %s: %q are exclusive: the backbone is initialised from one of them", f("init_from"), c.InitFrom, f("pretrained"), c.Pretrained)
 	}
 	if c.InitFrom != "" && c.Backbone == "features" {

@@ -86,20 +86,20 @@ var onnxCache = struct {
 	m map[onnxKey]*ONNXBackbone
 }{m: map[onnxKey]*ONNXBackbone{}}
 
-// OpenONNXBackbone reads and prepares cfg.ONNXFile (cached per file, size, modification time,
+// OpenONNXBackbone reads and prepares the .onnx file cfg.Pretrained (cached per file, size, modification time,
 // layout and output: [Build] calls it for every graph). Errors name the file and the field.
 func OpenONNXBackbone(cfg Config) (*ONNXBackbone, error) {
-	path := cfg.ONNXFile
+	path := cfg.Pretrained
 	if path == "" {
-		return nil, fmt.Errorf("model.onnx_file: empty: backbone onnx needs the .onnx file of the network")
+		return nil, fmt.Errorf("model.pretrained: empty: backbone onnx needs the .onnx file of the network")
 	}
 	fi, err := os.Stat(path)
 	if err != nil {
-		return nil, fmt.Errorf("model.onnx_file: %w", err)
+		return nil, fmt.Errorf("model.pretrained: %w", err)
 	}
 	abs, err := filepath.Abs(path)
 	if err != nil {
-		return nil, fmt.Errorf("model.onnx_file: %w", err)
+		return nil, fmt.Errorf("model.pretrained: %w", err)
 	}
 	key := onnxKey{path: abs, layout: cfg.ONNXLayout, output: cfg.ONNXOutput, size: fi.Size(), mod: fi.ModTime()}
 	onnxCache.Lock()
@@ -120,15 +120,15 @@ func OpenONNXBackbone(cfg Config) (*ONNXBackbone, error) {
 func readONNXBackbone(path, layout, output string) (*ONNXBackbone, error) {
 	raw, err := os.ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("model.onnx_file: %w", err)
+		return nil, fmt.Errorf("model.pretrained: %w", err)
 	}
 	var m protos.ModelProto
 	if err := proto.Unmarshal(raw, &m); err != nil {
-		return nil, fmt.Errorf("model.onnx_file: %s: not an ONNX model: %w", path, err)
+		return nil, fmt.Errorf("model.pretrained: %s: not an ONNX model: %w", path, err)
 	}
 	g := m.GetGraph()
 	if g == nil {
-		return nil, fmt.Errorf("model.onnx_file: %s: the ONNX model has no graph", path)
+		return nil, fmt.Errorf("model.pretrained: %s: the ONNX model has no graph", path)
 	}
 	b := &ONNXBackbone{Path: path}
 
@@ -152,18 +152,18 @@ func readONNXBackbone(path, layout, output string) (*ONNXBackbone, error) {
 		for i, vi := range inputs {
 			names[i] = vi.GetName()
 		}
-		return nil, fmt.Errorf("model.onnx_file: %s: the graph has %d inputs %q; a backbone has one, the images", path, len(inputs), names)
+		return nil, fmt.Errorf("model.pretrained: %s: the graph has %d inputs %q; a backbone has one, the images", path, len(inputs), names)
 	}
 	in = inputs[0]
 	g.Input = inputs
 	b.Input = in.GetName()
 	tt := in.GetType().GetTensorType()
 	if tt == nil || tt.GetElemType() != int32(protos.TensorProto_FLOAT) {
-		return nil, fmt.Errorf("model.onnx_file: %s: input %q is not a float32 tensor", path, b.Input)
+		return nil, fmt.Errorf("model.pretrained: %s: input %q is not a float32 tensor", path, b.Input)
 	}
 	dims := tt.GetShape().GetDim()
 	if len(dims) != 4 {
-		return nil, fmt.Errorf("model.onnx_file: %s: input %q has rank %d; a backbone takes images [B, C, H, W] or [B, H, W, C]", path, b.Input, len(dims))
+		return nil, fmt.Errorf("model.pretrained: %s: input %q has rank %d; a backbone takes images [B, C, H, W] or [B, H, W, C]", path, b.Input, len(dims))
 	}
 	fixed := func(i int) int { return int(dims[i].GetDimValue()) } // 0 for a symbolic axis
 	isCh := func(d int) bool { return d == 1 || d == 3 }
@@ -187,7 +187,7 @@ func readONNXBackbone(path, layout, output string) (*ONNXBackbone, error) {
 		chAxis, spatial = 3, [2]int{1, 2}
 	}
 	if b.Channels = fixed(chAxis); b.Channels <= 0 {
-		return nil, fmt.Errorf("model.onnx_file: %s: input %q (dims %s, %s) has no fixed channel count", path, b.Input, dimString(dims), layout)
+		return nil, fmt.Errorf("model.pretrained: %s: input %q (dims %s, %s) has no fixed channel count", path, b.Input, dimString(dims), layout)
 	}
 	// Any batch and any image size: the axes become symbolic (networks that end in a global
 	// pooling, as ResNets do, accept any size; a graph that needs its export size fails when it
@@ -288,11 +288,11 @@ func readONNXBackbone(path, layout, output string) (*ONNXBackbone, error) {
 
 	edited, err := proto.Marshal(&m)
 	if err != nil {
-		return nil, fmt.Errorf("model.onnx_file: %s: %w", path, err)
+		return nil, fmt.Errorf("model.pretrained: %s: %w", path, err)
 	}
 	om, err := parser.Parse(edited)
 	if err != nil {
-		return nil, fmt.Errorf("model.onnx_file: %s: %w", path, err)
+		return nil, fmt.Errorf("model.pretrained: %s: %w", path, err)
 	}
 	b.model = om.WithBaseDir(filepath.Dir(path)) // external data files lie beside the model
 	return b, nil
@@ -385,7 +385,7 @@ func onnxVarPath(scope *model.Scope, name string) string {
 func (b *ONNXBackbone) LoadVariables(scope *model.Scope) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			err = fmt.Errorf("model.onnx_file: %s: %v", b.Path, r)
+			err = fmt.Errorf("model.pretrained: %s: %v", b.Path, r)
 		}
 	}()
 	store := scope.Store()
@@ -397,7 +397,7 @@ func (b *ONNXBackbone) LoadVariables(scope *model.Scope) (err error) {
 	err = b.model.VariablesToScope(scope)
 	b.mu.Unlock()
 	if err != nil {
-		return fmt.Errorf("model.onnx_file: %s: %w", b.Path, err)
+		return fmt.Errorf("model.pretrained: %s: %w", b.Path, err)
 	}
 	// onnx-gomlx creates a variable for every initializer: drop those the output does not use,
 	// and set the trainable flags of those it created.
@@ -418,7 +418,7 @@ func (b *ONNXBackbone) LoadVariables(scope *model.Scope) (err error) {
 		name, ok := usedPath[p]
 		if !ok {
 			if err := store.DeleteVariable(p); err != nil {
-				return fmt.Errorf("model.onnx_file: %s: %w", b.Path, err)
+				return fmt.Errorf("model.pretrained: %s: %w", b.Path, err)
 			}
 			continue
 		}
@@ -497,7 +497,7 @@ func (b *ONNXBackbone) Apply(scope *model.Scope, cfg Config, x *Node) *Node {
 	return out
 }
 
-// ONNXNet is [Build]'s backbone "onnx": cfg.ONNXFile applied to x under scope (see
+// ONNXNet is [Build]'s backbone "onnx": cfg.Pretrained applied to x under scope (see
 // [ONNXBackbone.Apply]); it panics when the file cannot be read.
 func ONNXNet(scope *model.Scope, cfg Config, x *Node) *Node {
 	b, err := OpenONNXBackbone(cfg)
@@ -508,7 +508,8 @@ func ONNXNet(scope *model.Scope, cfg Config, x *Node) *Node {
 }
 
 // LoadONNXBackbone creates the variables of backbone "onnx" under scope.At("backbone") (scope as
-// passed to [Build]); see [ONNXBackbone.LoadVariables]. Errors name model.onnx_file.
+// passed to [Build]) from cfg.Pretrained; see [ONNXBackbone.LoadVariables]. Errors name
+// model.pretrained (or model.onnx_output, model.onnx_layout) and the file.
 func LoadONNXBackbone(scope *model.Scope, cfg Config) error {
 	b, err := OpenONNXBackbone(cfg)
 	if err != nil {
@@ -518,18 +519,22 @@ func LoadONNXBackbone(scope *model.Scope, cfg Config) error {
 }
 
 // validateONNX checks the fields of backbone onnx (without reading the file: [OpenONNXBackbone]
-// does, when the run starts) and that they are not set for another backbone; f names a field.
+// does, when the run starts) and that its own fields are not set for another backbone; f names a
+// field.
 func (c *Config) validateONNX(f func(string) string) error {
 	if c.Backbone != "onnx" {
-		for _, kv := range [][2]string{{"onnx_file", c.ONNXFile}, {"onnx_output", c.ONNXOutput}, {"onnx_layout", c.ONNXLayout}, {"input_norm", c.InputNorm}} {
+		for _, kv := range [][2]string{{"onnx_output", c.ONNXOutput}, {"onnx_layout", c.ONNXLayout}, {"input_norm", c.InputNorm}} {
 			if kv[1] != "" {
 				return fmt.Errorf("%s: %q: only backbone onnx takes it, not %q", f(kv[0]), kv[1], c.Backbone)
 			}
 		}
 		return nil
 	}
-	if c.ONNXFile == "" {
-		return fmt.Errorf("%s: empty: backbone onnx needs the .onnx file of the network", f("onnx_file"))
+	if c.Pretrained == "" {
+		return fmt.Errorf("%s: empty: backbone onnx needs the .onnx file of the network", f("pretrained"))
+	}
+	if strings.HasSuffix(strings.ToLower(c.Pretrained), ".tflite") {
+		return fmt.Errorf("%s: %q: backbone onnx needs an .onnx file (a .tflite file is a mobilenet's)", f("pretrained"), c.Pretrained)
 	}
 	switch c.ONNXLayout {
 	case "", onnxNCHW, onnxNHWC:

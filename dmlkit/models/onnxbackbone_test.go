@@ -52,7 +52,7 @@ func nhwc(x []float32, shape []int) []float32 {
 }
 
 func onnxFixtureConfig() Config {
-	return Config{Backbone: "onnx", ONNXFile: onnxFixture, Pool: "avg", Head: "identity"}
+	return Config{Backbone: "onnx", Pretrained: onnxFixture, Pool: "avg", Head: "identity"}
 }
 
 // TestONNXBackboneMatchesTorch runs the fixture through [Build] (NHWC input, transposed to the
@@ -249,11 +249,12 @@ func TestONNXBackboneErrors(t *testing.T) {
 		mod  func(*Config)
 		want []string
 	}{
-		{func(c *Config) { c.ONNXFile = "" }, []string{"model.onnx_file", "empty"}},
+		{func(c *Config) { c.Pretrained = "" }, []string{"model.pretrained", "empty", "backbone onnx"}},
+		{func(c *Config) { c.Pretrained = "mobilenet.tflite" }, []string{"model.pretrained", "mobilenet.tflite"}},
 		{func(c *Config) { c.ONNXLayout = "chw" }, []string{"model.onnx_layout", "chw"}},
 		{func(c *Config) { c.InputNorm = "imagenet1k" }, []string{"model.input_norm", "imagenet1k"}},
-		{func(c *Config) { c.Backbone = "cnn"; c.Channels = []int{4} }, []string{"model.onnx_file", "only backbone onnx"}},
-		{func(c *Config) { c.Pretrained = "w.onnx" }, []string{"model.pretrained"}},
+		{func(c *Config) { c.Backbone, c.Pretrained, c.Channels, c.InputNorm = "cnn", "", []int{4}, "imagenet" }, []string{"model.input_norm", "only backbone onnx"}},
+		{func(c *Config) { c.Backbone, c.Pretrained, c.Channels, c.ONNXOutput = "cnn", "", []int{4}, "x" }, []string{"model.onnx_output", "only backbone onnx"}},
 	} {
 		cfg := onnxFixtureConfig()
 		tc.mod(&cfg)
@@ -275,8 +276,8 @@ func TestONNXBackboneErrors(t *testing.T) {
 		mod  func(*Config)
 		want []string
 	}{
-		{func(c *Config) { c.ONNXFile = filepath.Join(dir, "missing.onnx") }, []string{"model.onnx_file", "missing.onnx"}},
-		{func(c *Config) { c.ONNXFile = garbage }, []string{"model.onnx_file", "garbage.onnx", "not an ONNX model"}},
+		{func(c *Config) { c.Pretrained = filepath.Join(dir, "missing.onnx") }, []string{"model.pretrained", "missing.onnx"}},
+		{func(c *Config) { c.Pretrained = garbage }, []string{"model.pretrained", "garbage.onnx", "not an ONNX model"}},
 		{func(c *Config) { c.ONNXOutput = "/layer9/Relu_output_0" }, []string{"model.onnx_output", "/layer9/Relu_output_0", "onnx_backbone.onnx"}},
 	} {
 		cfg := onnxFixtureConfig()
@@ -362,7 +363,7 @@ func TestONNXBackboneTorchvision(t *testing.T) {
 				t.Fatal(err)
 			}
 			x, dims := nchwToNHWC(xs, xshape)
-			cfg := Config{Backbone: "onnx", ONNXFile: filepath.Join(dir, "net.onnx"), Pool: "avg", Head: "identity"}
+			cfg := Config{Backbone: "onnx", Pretrained: filepath.Join(dir, "net.onnx"), Pool: "avg", Head: "identity"}
 			start := time.Now()
 			b, err := OpenONNXBackbone(cfg)
 			if err != nil {
@@ -462,7 +463,7 @@ func TestONNXBackboneIdentityAliases(t *testing.T) {
 		onnxNode("Mul", []string{"m", "t"}, "o"),
 		onnxNode("Identity", []string{"o"}, "features"),
 	)
-	cfg := Config{Backbone: "onnx", ONNXFile: path, Head: "identity"}
+	cfg := Config{Backbone: "onnx", Pretrained: path, Head: "identity"}
 	store := model.NewStore()
 	if err := LoadPretrained(store.RootScope(), cfg); err != nil {
 		t.Fatal(err)
@@ -558,7 +559,7 @@ func TestONNXBackboneBatchNormMomentum(t *testing.T) {
 		onnxNode("GlobalAveragePool", []string{"n"}, "p"),
 		onnxNode("Flatten", []string{"p"}, "features", &protos.AttributeProto{Name: "axis", Type: protos.AttributeProto_INT, I: 1}),
 	)
-	cfg := Config{Backbone: "onnx", ONNXFile: path, Head: "identity"}
+	cfg := Config{Backbone: "onnx", Pretrained: path, Head: "identity"}
 	store := model.NewStore()
 	if err := LoadPretrained(store.RootScope(), cfg); err != nil {
 		t.Fatal(err)

@@ -48,7 +48,8 @@ func featureCacheDir() (string, error) {
 }
 
 // backboneKey identifies the function from an input image to its backbone features: the
-// backbone's configuration, the digests of the files its weights come from (model.pretrained and
+// backbone's configuration (for backbone onnx also model.onnx_output, onnx_layout and
+// input_norm), the digests of the files its weights come from (model.pretrained and
 // the model.init_from checkpoint, both for a mobilenet whose .tflite weights a run replaces) or,
 // without one, the seed of its random initialisation, the
 // input shape and the cache version. Head, loss and optimiser settings are not part of it.
@@ -64,8 +65,12 @@ func backboneKey(cfg *Config, h, w, c int) (string, error) {
 		InputSize, H, W, C int
 		Weights            string
 		Seed               int64
+		// Backbone onnx: which output, layout and input normalisation (empty for the others,
+		// which leaves their keys as they were).
+		ONNXOutput, ONNXLayout, InputNorm string `json:",omitempty"`
 	}{Version: featureCacheVersion, Backbone: m.Backbone, Channels: m.Channels, Norm: m.Norm, Pool: m.Pool,
-		FrozenBN: m.FrozenBN, GeMP: m.GeMP, InputSize: m.InputSize, H: h, W: w, C: c}
+		FrozenBN: m.FrozenBN, GeMP: m.GeMP, InputSize: m.InputSize, H: h, W: w, C: c,
+		ONNXOutput: m.ONNXOutput, ONNXLayout: m.ONNXLayout, InputNorm: m.InputNorm}
 	if m.Pretrained != "" {
 		d, err := fileDigest(m.Pretrained)
 		if err != nil {

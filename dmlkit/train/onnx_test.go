@@ -1,6 +1,8 @@
 package train
 
 import (
+	"context"
+	"math"
 	"testing"
 
 	"github.com/dmlkit/dmlkit/dmlkit/models"
@@ -18,7 +20,7 @@ const onnxFixture = "../models/testdata/onnx_backbone.onnx"
 func onnxRunConfig() Config {
 	cfg := testConfig()
 	cfg.Model.Backbone = "onnx"
-	cfg.Model.ONNXFile = onnxFixture
+	cfg.Model.Pretrained = onnxFixture
 	cfg.Model.Channels = nil
 	cfg.Epochs = 4
 	cfg.Checkpoint.Keep = 1
@@ -110,5 +112,56 @@ func TestONNXBackboneTrains(t *testing.T) {
 	_, store = runONNXStore(t, cfg)
 	if changed, _, total := backboneVsFile(t, store); total != 30 || changed != 0 {
 		t.Errorf("frozen backbone (lr_mul 0): %d of %d tensors changed", changed, total)
+	}
+}
+
+// TestONNXBackboneFrozen: model.freeze_backbone with backbone onnx (head trained on cached
+// features) gives the losses and test metrics of the full model with the backbone's learning
+// rate 0 (the ONNX BatchNorms always use their statistics, so training and inference mode compute
+// the same features; tolerance 1e-6 relative, as TestFreezeBackboneEqualsZeroBackboneRate). The
+// cache key holds model.onnx_output: naming layer1's output computes the features of all
+// 16·8 + 10·6 images again instead of reusing those of the graph output.
+func TestONNXBackboneFrozen(t *testing.T) {
+	t.Setenv(FeatureCacheEnv, t.TempDir())
+	frozen := onnxRunConfig()
+	frozen.Model.FreezeBackbone = true
+	frozen.Eval.Every = 0
+	zero := onnxRunConfig()
+	zero.Optimizer.Groups = []GroupConfig{{Match: "/backbone/", LRMul: 0}}
+	zero.Eval.Every = 0
+	run := func(cfg Config) (*Result, int) {
+		computed := 0
+		res, err := Run(context.Background(), cfg, t.TempDir(), func(p Progress) {
+			if p.Phase == "features" {
+				computed = p.Step
+			}
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res, computed
+	}
+	a, n := run(frozen)
+	b, _ := run(zero)
+	if n != 16*8+10*6 {
+		t.Errorf("features computed for %d images, want %d", n, 16*8+10*6)
+	}
+	if a.Steps != b.Steps || a.Steps == 0 {
+		t.Fatalf("steps %d vs %d", a.Steps, b.Steps)
+	}
+	if d := math.Abs(a.FinalLoss - b.FinalLoss); d > 1e-6*math.Abs(b.FinalLoss) {
+		t.Errorf("final loss %.7f (frozen) vs %.7f (backbone rate 0)", a.FinalLoss, b.FinalLoss)
+	}
+	for _, k := range []string{"test/R@1", "test/MAP@R"} {
+		if d := math.Abs(a.Metrics[k] - b.Metrics[k]); d > 1e-6 {
+			t.Errorf("%s %.5f (frozen) vs %.5f (backbone rate 0)", k, a.Metrics[k], b.Metrics[k])
+		}
+	}
+	if _, n := run(frozen); n != 0 {
+		t.Errorf("the same frozen run computed %d features again, want 0 (cached)", n)
+	}
+	frozen.Model.ONNXOutput = "/layer1/layer1.0/relu_1/Relu_output_0"
+	if _, n := run(frozen); n != 16*8+10*6 {
+		t.Errorf("with onnx_output the frozen run computed %d features, want %d (a new cache key)", n, 16*8+10*6)
 	}
 }
