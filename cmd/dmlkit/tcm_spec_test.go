@@ -364,8 +364,8 @@ func TestTCMSmokeEndToEnd(t *testing.T) {
 		t.Errorf("tables --out %s rewrote %s", filepath.Join(tmp, "tables"), readme)
 	}
 	stdout = strings.ReplaceAll(stdout, "**", "") // a single row is bolded as the best
-	r1 := fmt.Sprintf("| rsk+tcm | %.2f | 72.20 [", 100*rec.Metrics["R@1"])
-	opis := fmt.Sprintf("| rsk+tcm | %.3f | 0.110 [", 1000*rec.Metrics["OPIS"])
+	r1 := fmt.Sprintf("| RS@k + TCM | %.2f | 72.20 [", 100*rec.Metrics["R@1"])
+	opis := fmt.Sprintf("| RS@k + TCM | %.3f | 0.110 [", 1000*rec.Metrics["OPIS"])
 	for _, want := range []string{r1, opis, "FAR 1e-2..1e-1 (default)"} {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("tables output lacks %q:\n%s", want, stdout)

@@ -45,7 +45,7 @@ type ParetoOptions struct {
 	// that a few outliers do not squash the cluster a reader needs to tell apart.
 	XMin    float64
 	HasXMin bool
-	LogY    bool // log y axis, ticks at 1, 2 and 5 times the powers of ten
+	LogY    bool // log y axis, ticks at 1, 2 and 5 times the powers of ten; y error bars cut at y/10
 	// Numbered labels each point with its number (in the order of the points, 1-based), placed
 	// next to its marker where no other number or marker is, and lists "n  Label" below the plot.
 	Numbered     bool
@@ -72,6 +72,12 @@ func Pareto(st Style, l Labels, pts []Point, opt ParetoOptions) (*Chart, error) 
 	}
 	if opt.Numbered {
 		st.Legend = LegendBelow
+	}
+	if opt.LogY { // a log axis has no 0: a bar's lower end is cut at a tenth of its point
+		pts = append([]Point(nil), pts...)
+		for i := range pts {
+			pts[i].YErr = math.Min(pts[i].YErr, 0.9*pts[i].Y)
+		}
 	}
 	ch := newChart(st, l)
 	ch.Plot.Add(plotter.NewGrid())
@@ -152,10 +158,21 @@ func Pareto(st Style, l Labels, pts []Point, opt ParetoOptions) (*Chart, error) 
 		// The tails: from the frontier's ends to the edges of the visible points, so that the
 		// boundary of the region the frontier dominates shows even for a one-model frontier.
 		minX, maxX, minY, maxY := math.Inf(1), math.Inf(-1), math.Inf(1), math.Inf(-1)
+		noNaN := func(e float64) float64 { // a single seed has no error bar
+			if math.IsNaN(e) {
+				return 0
+			}
+			return e
+		}
 		for _, p := range pts {
 			if visible(p) {
-				minX, maxX = math.Min(minX, p.X-p.XErr), math.Max(maxX, p.X+p.XErr)
-				minY, maxY = math.Min(minY, p.Y-p.YErr), math.Max(maxY, p.Y+p.YErr)
+				xe, ye := noNaN(p.XErr), noNaN(p.YErr)
+				minX, maxX = math.Min(minX, p.X-xe), math.Max(maxX, p.X+xe)
+				lo := p.Y - ye
+				if opt.LogY && !(lo > 0) { // a log axis starts above 0: the bar is cut there
+					lo = p.Y
+				}
+				minY, maxY = math.Min(minY, lo), math.Max(maxY, p.Y+ye)
 			}
 		}
 		if opt.HasXMin {
@@ -236,10 +253,21 @@ func Pareto(st Style, l Labels, pts []Point, opt ParetoOptions) (*Chart, error) 
 	// The axes: the visible points with their bars and 3 % room, so that no marker sits on an axis.
 	{
 		minX, maxX, minY, maxY := math.Inf(1), math.Inf(-1), math.Inf(1), math.Inf(-1)
+		noNaN := func(e float64) float64 { // a single seed has no error bar
+			if math.IsNaN(e) {
+				return 0
+			}
+			return e
+		}
 		for _, p := range pts {
 			if visible(p) {
-				minX, maxX = math.Min(minX, p.X-p.XErr), math.Max(maxX, p.X+p.XErr)
-				minY, maxY = math.Min(minY, p.Y-p.YErr), math.Max(maxY, p.Y+p.YErr)
+				xe, ye := noNaN(p.XErr), noNaN(p.YErr)
+				minX, maxX = math.Min(minX, p.X-xe), math.Max(maxX, p.X+xe)
+				lo := p.Y - ye
+				if opt.LogY && !(lo > 0) { // a log axis starts above 0: the bar is cut there
+					lo = p.Y
+				}
+				minY, maxY = math.Min(minY, lo), math.Max(maxY, p.Y+ye)
 			}
 		}
 		dx := (maxX - minX) * 0.03
@@ -249,9 +277,15 @@ func Pareto(st Style, l Labels, pts []Point, opt ParetoOptions) (*Chart, error) 
 		}
 		if opt.LogY && minY > 0 {
 			f := math.Pow(maxY/minY, 0.03)
+			if f < 1.05 { // one point, or points at one height
+				f = 1.2
+			}
 			ch.Plot.Y.Min, ch.Plot.Y.Max = minY/f, maxY*f
 		} else {
 			dy := (maxY - minY) * 0.03
+			if dy == 0 {
+				dy = math.Max(math.Abs(maxY)*0.1, 1e-9)
+			}
 			ch.Plot.Y.Min, ch.Plot.Y.Max = minY-dy, maxY+dy
 		}
 	}

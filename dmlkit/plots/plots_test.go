@@ -295,3 +295,25 @@ func TestLinesNeedThreeValues(t *testing.T) {
 		t.Errorf("layout: %q", probs)
 	}
 }
+
+// TestParetoLogYDegenerate: a log-OPIS Pareto chart of single-seed points (no error bars: NaN) at
+// one height, or with a bar reaching below 0, renders (it failed with "Values must be greater than
+// 0 for a log scale" at the smoke scale); the y axis stays above 0 and around the points.
+func TestParetoLogYDegenerate(t *testing.T) {
+	for _, pts := range [][]Point{
+		{{X: 0.5, Y: 0.01, XErr: math.NaN(), YErr: math.NaN()}},
+		{{X: 0.5, Y: 0.01}, {X: 0.6, Y: 0.01}},
+		{{X: 0.5, Y: 0.01, YErr: 0.05}, {X: 0.6, Y: 0.02, YErr: 0.001}},
+	} {
+		ch, err := Pareto(DefaultStyle(), Labels{X: "R@1", Y: "OPIS"}, pts, ParetoOptions{MaxX: true, LogY: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !(ch.Plot.Y.Min > 0 && ch.Plot.Y.Min < 0.01 && ch.Plot.Y.Max > 0.01) {
+			t.Errorf("%v: y axis [%g, %g]", pts, ch.Plot.Y.Min, ch.Plot.Y.Max)
+		}
+		if _, err := Save(ch, ch.Style, filepath.Join(t.TempDir(), "p"), "png"); err != nil {
+			t.Errorf("%v: %v", pts, err)
+		}
+	}
+}

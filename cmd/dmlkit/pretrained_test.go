@@ -1,0 +1,94 @@
+package main
+
+import (
+	"path/filepath"
+	"testing"
+
+	"github.com/dmlkit/dmlkit/dmlkit/experiments"
+	"github.com/dmlkit/dmlkit/dmlkit/reproduce"
+)
+
+// TestPretrainedClaimsMatchSpecs: every paper's pretrained regime (issue 30) plans to completion —
+// its tuning steps first, then the points at their selections, every run a valid trainer
+// configuration (a frozen ImageNet MobileNetV2) — and each claim at the pretrained scale finds
+// 5 seeds in each of its arms in the simulated records, and names a twin.
+func TestPretrainedClaimsMatchSpecs(t *testing.T) {
+	reproduce.Register()
+	for _, c := range []struct {
+		paper  string
+		claims int
+	}{{"tcm", 8}, {"cit", 5}, {"idml", 3}, {"rsk", 3}, {"contextual", 12}} {
+		t.Run(c.paper, func(t *testing.T) {
+			dir := filepath.Join("..", "..", "reproductions", c.paper)
+			s := mustLoadSpec(t, filepath.Join(dir, "spec.yaml"))
+			cs, err := experiments.LoadClaims(filepath.Join(dir, "claims.yaml"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			metrics := []string{"val/R@1"}
+			n := 0
+			for _, cl := range cs.Claims {
+				if cl.Scale == "pretrained" {
+					n++
+					metrics = append(metrics, cl.Metric)
+				}
+			}
+			if n != c.claims {
+				t.Errorf("%d claims at the pretrained scale, want %d", n, c.claims)
+			}
+			var recs []experiments.Record
+			stored := map[string]bool{}
+			var plan *experiments.Plan
+			for range 6 {
+				if plan, err = s.PlanWith("pretrained", recs); err != nil {
+					t.Fatal(err)
+				}
+				added := 0
+				for _, r := range plan.Runs {
+					if stored[r.Hash] {
+						continue
+					}
+					if err := reproduce.ValidateTrainConfig(r.Config); err != nil {
+						t.Fatalf("run %s: %v", r.Label(), err)
+					}
+					stored[r.Hash] = true
+					added++
+					m := experiments.Metrics{}
+					for _, k := range metrics {
+						m[k] = fakeValue(r.Hash, k)
+					}
+					recs = append(recs, experiments.Record{Hash: r.Hash, Paper: s.Paper, Scale: "pretrained", Seed: r.Seed, Params: r.Params, Config: r.Config, Metrics: m})
+				}
+				if added == 0 {
+					break
+				}
+			}
+			if len(plan.Pending) > 0 {
+				t.Fatalf("pending with every planned run stored: %s (%s)", plan.Pending[0].Point, plan.Pending[0].Reason)
+			}
+			for _, cl := range cs.Claims {
+				if cl.Scale != "pretrained" {
+					continue
+				}
+				if cl.Twin == "" && cl.ID != "c1p-label0-contrastive" && cl.ID != "c1p-label0-multisimilarity" {
+					t.Errorf("%s: no twin", cl.ID)
+				}
+				v, err := experiments.EvaluateClaim(cl, cs, recs, experiments.ClaimOptions{Scale: "small", Spec: s})
+				if err != nil {
+					t.Errorf("%s: %v", cl.ID, err)
+					continue
+				}
+				for _, f := range append([]experiments.ClaimVerdict{v}, v.Forms...) {
+					for _, a := range f.Arms {
+						if a.N != 5 {
+							t.Errorf("%s %s: arm %q has n = %d, want 5", cl.ID, f.Form, a.Label, a.N)
+						}
+					}
+					if f.Regime() != experiments.RegimeFrozen {
+						t.Errorf("%s %s: regime %q, want %q", cl.ID, f.Form, f.Regime(), experiments.RegimeFrozen)
+					}
+				}
+			}
+		})
+	}
+}
