@@ -2,6 +2,7 @@ package experiments
 
 import (
 	"fmt"
+	"sort"
 	"strings"
 )
 
@@ -146,4 +147,23 @@ func (r *ClaimsReport) RegimeMarkdown() string {
 			mdEscape(p.Retest.Regime()), short(p.Retest), mdEscape(p.Retest.effectText()), ch)
 	}
 	return b.String()
+}
+
+// sortRegimes orders regimes from scratch first, pretrained ones last (mixed regimes beside their
+// first part), stably.
+func sortRegimes(rs []string) {
+	rank := func(g string) int {
+		switch {
+		case strings.HasPrefix(g, RegimeScratch):
+			return 0
+		case strings.HasPrefix(g, RegimeStoredStart):
+			return 1
+		case strings.HasPrefix(g, RegimeFrozen):
+			return 2
+		case strings.HasPrefix(g, RegimeFineTuned):
+			return 3
+		}
+		return 4
+	}
+	sort.SliceStable(rs, func(i, j int) bool { return rank(rs[i]) < rank(rs[j]) })
 }

@@ -122,6 +122,7 @@ func SummaryMarkdown(reports []*ClaimsReport) string {
 				}
 			}
 		}
+		sortRegimes(order)
 		for _, g := range order {
 			n := counts[g]
 			row(r.Paper, g, *n)
@@ -139,6 +140,7 @@ func SummaryMarkdown(reports []*ClaimsReport) string {
 			formLines = append(formLines, fmt.Sprintf("- %s, claims tested under two forms, %s: %d held, %d contradicted, %d inconclusive", r.Paper, f, c[0], c[1], c[2]))
 		}
 	}
+	sortRegimes(regimeOrder)
 	if len(regimeOrder) > 1 {
 		for _, g := range regimeOrder {
 			row("**all**", g, *perRegime[g])
