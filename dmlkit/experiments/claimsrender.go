@@ -15,6 +15,10 @@ type ClaimsReport struct {
 	Verdicts []ClaimVerdict
 	// Central lists the paper's central claims ([ClaimSet.Central]).
 	Central []CentralClaim
+	// Labels is the spec's labels map (set by [ClaimSet.Report] when the options carry the spec):
+	// the configuration keys and values that the comparability notes and reasons name are written
+	// with it ([LabelMap.Humanize]).
+	Labels LabelMap
 }
 
 // WeakBaseline reports whether an arm of the verdict is a baseline below its level ([ClaimSet.Weak]).
@@ -121,7 +125,12 @@ func (v *ClaimVerdict) effectText() string {
 	}
 	switch v.Claim.Kind {
 	case KindTrend:
-		s += " per " + map[bool]string{true: "decade", false: "unit"}[v.Claim.Sweep.Log]
+		switch {
+		case v.Claim.Sweep != nil && v.Claim.Sweep.Log:
+			s += " per decade"
+		case !strings.Contains(v.Claim.Unit, " per "): // a unit of x named by the claim ("points per degree") stays
+			s += " per unit"
+		}
 	case KindArgmax:
 		s += " (margin over the best other value)"
 	}
@@ -163,8 +172,8 @@ func (r *ClaimsReport) Markdown() string {
 			arms = append(arms, mdEscape(pre+f.armsText()))
 			effect = append(effect, mdEscape(pre+f.effectText()))
 			seeds = append(seeds, mdEscape(pre+f.seedsText()))
-			comp = append(comp, mdEscape(pre+f.ComparabilityNote()))
-			vs := mdEscape(pre) + "**" + f.Verdict + "** (" + mdEscape(f.Reason) + ")"
+			comp = append(comp, mdEscape(pre+r.Labels.Humanize(f.ComparabilityNote())))
+			vs := mdEscape(pre) + "**" + f.Verdict + "** (" + mdEscape(r.Labels.Humanize(f.Reason)) + ")"
 			if f.WeakBaseline() {
 				vs += " — weak baseline"
 			}
@@ -269,7 +278,19 @@ func (v *ClaimVerdict) effectTextPlain() string {
 	if !math.IsNaN(v.Lo) {
 		s += " [" + claimNum(v.Lo*f, d, true) + ", " + claimNum(v.Hi*f, d, true) + "]"
 	}
-	return s + unitSuffix(c.Unit)
+	return s + unitSuffix(c.effectUnit())
+}
+
+// effectUnit is the unit of the paired quantity: for a trend on a log axis, the claim's unit
+// without a denominator of its own ("points per doubling" → "points"), since the slope is per
+// decade and [ClaimVerdict.effectText] says so.
+func (c *ClaimSpec) effectUnit() string {
+	if c.Kind == KindTrend && c.Sweep != nil && c.Sweep.Log {
+		if i := strings.Index(c.Unit, " per "); i >= 0 {
+			return c.Unit[:i]
+		}
+	}
+	return c.Unit
 }
 
 // verdictShort is the verdict with its cause when a rule other than the interval decided it

@@ -218,6 +218,9 @@ func (cs *ClaimSet) Report(records []Record, opt ClaimOptions) (*ClaimsReport, e
 		return nil, err
 	}
 	rep := &ClaimsReport{Paper: cs.Paper, Scale: opt.Scale, Verdicts: vs, Central: cs.Central}
+	if opt.Spec != nil {
+		rep.Labels = opt.Spec.Labels
+	}
 	if cs.Scale != "" {
 		rep.Scale = cs.Scale
 	}
