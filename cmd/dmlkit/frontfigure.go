@@ -6,6 +6,7 @@ import (
 	"image/color"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/dmlkit/dmlkit/dmlkit/experiments"
 	"github.com/dmlkit/dmlkit/dmlkit/plots"
@@ -43,18 +44,40 @@ func verdictGroup(e experiments.CentralEffect) string {
 // re-test), effects as % of the baseline's mean in the claimed direction, coloured by verdict.
 // It returns the files written (none when no claim has a twin).
 func drawRegimeFigure(dir string, rep *experiments.ClaimsReport) ([]string, error) {
+	// Each original claim once, followed by its re-tests; a re-test's label ends with what its claim
+	// text adds after its last ";" (e.g. "pretrained backbone, CIFAR-10"), else its regime.
 	var rows []plots.ForestRow
-	for _, p := range rep.RegimePairs() {
-		for _, v := range []*experiments.ClaimVerdict{p.Original, p.Retest} {
-			e, ok := experiments.RelativeEffect(rep.Paper, v, "")
-			if !ok {
-				continue
+	add := func(v *experiments.ClaimVerdict, where string) {
+		e, ok := experiments.RelativeEffect(rep.Paper, v, "")
+		if !ok {
+			return
+		}
+		if where == "" {
+			where = e.Regime
+		}
+		label := e.Compared + " · " + where
+		if r := []rune(label); len(r) > 80 {
+			label = string(r[:79]) + "…"
+		}
+		rows = append(rows, plots.ForestRow{Label: label, Group: verdictGroup(e), X: e.Effect, Lo: e.Lo, Hi: e.Hi})
+	}
+	drawn := map[string]bool{}
+	pairs := rep.RegimePairs()
+	for _, p := range pairs {
+		if drawn[p.Original.Claim.ID] {
+			continue
+		}
+		drawn[p.Original.Claim.ID] = true
+		add(p.Original, "")
+		for _, q := range pairs {
+			if q.Original.Claim.ID == p.Original.Claim.ID {
+				where := ""
+				if i := strings.LastIndex(q.Retest.Claim.Paper, ";"); i >= 0 {
+					where = q.Retest.Regime() + ", " + strings.TrimPrefix(strings.TrimSpace(q.Retest.Claim.Paper[i+1:]), "pretrained backbone, ")
+					where = strings.TrimSuffix(where, ", pretrained backbone")
+				}
+				add(q.Retest, where)
 			}
-			label := e.Compared + " · " + e.Regime
-			if r := []rune(label); len(r) > 80 {
-				label = string(r[:79]) + "…"
-			}
-			rows = append(rows, plots.ForestRow{Label: label, Group: verdictGroup(e), X: e.Effect, Lo: e.Lo, Hi: e.Hi})
 		}
 	}
 	if len(rows) == 0 {
