@@ -27,8 +27,8 @@ import (
 const FeatureCacheEnv = "DMLKIT_FEATURE_CACHE"
 
 // featureCacheVersion changes whenever the features a backbone configuration gives could change
-// for the same key (it is part of the key).
-const featureCacheVersion = 1
+// for the same key (it is part of the key). 2: settings that do not apply to a backbone left out.
+const featureCacheVersion = 2
 
 // extractBatch is the number of images per backbone call when features are computed (one
 // compiled shape; the last batch is padded).
@@ -71,6 +71,19 @@ func backboneKey(cfg *Config, h, w, c int) (string, error) {
 	}{Version: featureCacheVersion, Backbone: m.Backbone, Channels: m.Channels, Norm: m.Norm, Pool: m.Pool,
 		FrozenBN: m.FrozenBN, GeMP: m.GeMP, InputSize: m.InputSize, H: h, W: w, C: c,
 		ONNXOutput: m.ONNXOutput, ONNXLayout: m.ONNXLayout, InputNorm: m.InputNorm}
+	// Settings that do not shape this backbone's features stay out of the key, so that every
+	// paper's spec shares one cache whatever its small-CNN settings say.
+	switch {
+	case m.Backbone == "mobilenet_v2" || m.Backbone == "mobilenet_v1": // pools globally, no BatchNorm
+		k.Channels, k.Norm, k.Pool, k.FrozenBN, k.GeMP = nil, "", "", false, 0
+	case m.Backbone == "onnx": // its own BatchNorm statistics; model.pool pools an intermediate output
+		k.Channels, k.Norm, k.FrozenBN = nil, "", false
+	case m.Backbone != "cnn":
+		k.Channels = nil
+	}
+	if k.Pool != "gem" {
+		k.GeMP = 0
+	}
 	if m.Pretrained != "" {
 		d, err := fileDigest(m.Pretrained)
 		if err != nil {

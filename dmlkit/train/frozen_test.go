@@ -155,3 +155,38 @@ func TestFreezeBackboneRefusesAugmentation(t *testing.T) {
 		t.Errorf("frozen backbone with augmentation: %v, want an error naming data.options.augment", err)
 	}
 }
+
+// TestBackboneKeyIgnoresInapplicableSettings: the small CNN's settings (block widths, norm,
+// pooling) do not change a MobileNet's key, but do change the small CNN's; the weights file's
+// content does.
+func TestBackboneKeyIgnoresInapplicableSettings(t *testing.T) {
+	dir := t.TempDir()
+	w := filepath.Join(dir, "m.tflite")
+	if err := os.WriteFile(w, []byte("weights"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	key := func(mut func(c *Config)) string {
+		cfg := testConfig()
+		mut(&cfg)
+		k, err := backboneKey(&cfg, 28, 28, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return k
+	}
+	mobile := func(c *Config) { c.Model.Backbone, c.Model.Pretrained = "mobilenet_v2", w }
+	a := key(mobile)
+	b := key(func(c *Config) { mobile(c); c.Model.Pool, c.Model.GeMP, c.Model.Norm, c.Model.Channels = "gem", 3, "none", []int{16, 32, 64} })
+	if a != b {
+		t.Error("a MobileNet's key depends on the small CNN's pool, norm or widths")
+	}
+	if key(func(c *Config) {}) == key(func(c *Config) { c.Model.Pool = "gem" }) {
+		t.Error("the small CNN's key ignores its pooling")
+	}
+	if err := os.WriteFile(w, []byte("other weights"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if key(mobile) == a {
+		t.Error("the key ignores the weights file's content")
+	}
+}
