@@ -78,6 +78,16 @@ func (p *Paper) Spec() (*experiments.Spec, error) {
 
 // Records are the stored records of the shown scale.
 func (p *Paper) Records() ([]experiments.Record, error) {
+	recs, err := p.allRecords()
+	if err != nil {
+		return nil, err
+	}
+	return experiments.Select(recs, p.ShownScale(), nil), nil
+}
+
+// allRecords are the stored records of every scale in the results directory (the claims of the
+// pretrained regime read the pretrained scale's), superseded ones left out.
+func (p *Paper) allRecords() ([]experiments.Record, error) {
 	recs, _, err := experiments.NewStore(p.ResultsDir()).Load()
 	if err != nil {
 		return nil, err
@@ -86,7 +96,7 @@ func (p *Paper) Records() ([]experiments.Record, error) {
 		reproduce.Register()
 		recs, _ = experiments.DropSuperseded(spec, recs) // as dmlkit tables and figures do
 	}
-	return experiments.Select(recs, p.ShownScale(), nil), nil
+	return recs, nil
 }
 
 // Report evaluates claims.yaml on the records as `dmlkit tables <paper> --include-dirty` does:
@@ -97,7 +107,7 @@ func (p *Paper) Report() (*experiments.ClaimsReport, error) {
 	if err != nil {
 		return nil, err
 	}
-	recs, err := p.Records()
+	recs, err := p.allRecords() // each claim reads its own scale's
 	if err != nil {
 		return nil, err
 	}

@@ -172,3 +172,22 @@ func TestClaimsMarkdownStalePrefix(t *testing.T) {
 		t.Errorf("a stale prefix: err = %v", err)
 	}
 }
+
+// TestReportReadsEveryScale: a notebook's claims report evaluates the pretrained regime's claims
+// on the pretrained scale's stored records, as dmlkit tables does (tcm has them).
+func TestReportReadsEveryScale(t *testing.T) {
+	p := &Paper{Root: root, Name: "tcm", Scale: "small"}
+	rep, err := p.Report()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range rep.Verdicts {
+		if v.Claim.ID == "t2p-opis-cifar10-smoothap" {
+			if v.Cause == experiments.CauseNoRecords || len(v.Seeds) != 5 {
+				t.Errorf("%s: cause %q, %d seeds; want the 5 stored pretrained seeds", v.Claim.ID, v.Cause, len(v.Seeds))
+			}
+			return
+		}
+	}
+	t.Error("no claim t2p-opis-cifar10-smoothap")
+}
