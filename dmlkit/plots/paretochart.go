@@ -86,6 +86,27 @@ func Pareto(st Style, l Labels, pts []Point, opt ParetoOptions) (*Chart, error) 
 		anyMarked = anyMarked || p.Marked
 	}
 	visible := func(p Point) bool { return !opt.HasXMin || p.X >= opt.XMin }
+	// The extent of the visible points with their bars (the frontier's tails and the axes): a
+	// single seed has no bar (NaN), and on a log axis a bar is cut above 0.
+	visMinX, visMaxX, visMinY, visMaxY := math.Inf(1), math.Inf(-1), math.Inf(1), math.Inf(-1)
+	for _, p := range pts {
+		if !visible(p) {
+			continue
+		}
+		xe, ye := p.XErr, p.YErr
+		if math.IsNaN(xe) {
+			xe = 0
+		}
+		if math.IsNaN(ye) {
+			ye = 0
+		}
+		lo := p.Y - ye
+		if opt.LogY && !(lo > 0) {
+			lo = p.Y
+		}
+		visMinX, visMaxX = math.Min(visMinX, p.X-xe), math.Max(visMaxX, p.X+xe)
+		visMinY, visMaxY = math.Min(visMinY, lo), math.Max(visMaxY, p.Y+ye)
+	}
 	radius := func(size float64) vg.Length {
 		if size <= 0 {
 			size = 1
@@ -157,24 +178,7 @@ func Pareto(st Style, l Labels, pts []Point, opt ParetoOptions) (*Chart, error) 
 	if len(fr) > 0 {
 		// The tails: from the frontier's ends to the edges of the visible points, so that the
 		// boundary of the region the frontier dominates shows even for a one-model frontier.
-		minX, maxX, minY, maxY := math.Inf(1), math.Inf(-1), math.Inf(1), math.Inf(-1)
-		noNaN := func(e float64) float64 { // a single seed has no error bar
-			if math.IsNaN(e) {
-				return 0
-			}
-			return e
-		}
-		for _, p := range pts {
-			if visible(p) {
-				xe, ye := noNaN(p.XErr), noNaN(p.YErr)
-				minX, maxX = math.Min(minX, p.X-xe), math.Max(maxX, p.X+xe)
-				lo := p.Y - ye
-				if opt.LogY && !(lo > 0) { // a log axis starts above 0: the bar is cut there
-					lo = p.Y
-				}
-				minY, maxY = math.Min(minY, lo), math.Max(maxY, p.Y+ye)
-			}
-		}
+		minX, maxX, minY, maxY := visMinX, visMaxX, visMinY, visMaxY
 		if opt.HasXMin {
 			minX = opt.XMin
 		}
@@ -252,24 +256,7 @@ func Pareto(st Style, l Labels, pts []Point, opt ParetoOptions) (*Chart, error) 
 	}
 	// The axes: the visible points with their bars and 3 % room, so that no marker sits on an axis.
 	{
-		minX, maxX, minY, maxY := math.Inf(1), math.Inf(-1), math.Inf(1), math.Inf(-1)
-		noNaN := func(e float64) float64 { // a single seed has no error bar
-			if math.IsNaN(e) {
-				return 0
-			}
-			return e
-		}
-		for _, p := range pts {
-			if visible(p) {
-				xe, ye := noNaN(p.XErr), noNaN(p.YErr)
-				minX, maxX = math.Min(minX, p.X-xe), math.Max(maxX, p.X+xe)
-				lo := p.Y - ye
-				if opt.LogY && !(lo > 0) { // a log axis starts above 0: the bar is cut there
-					lo = p.Y
-				}
-				minY, maxY = math.Min(minY, lo), math.Max(maxY, p.Y+ye)
-			}
-		}
+		minX, maxX, minY, maxY := visMinX, visMaxX, visMinY, visMaxY
 		dx := (maxX - minX) * 0.03
 		ch.Plot.X.Min, ch.Plot.X.Max = minX-dx, maxX+dx
 		if opt.HasXMin {
