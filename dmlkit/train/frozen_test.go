@@ -32,34 +32,13 @@ func TestFreezeBackboneEqualsZeroBackboneRate(t *testing.T) {
 	frozen.Model.FreezeBackbone = true
 	zero := frozenConfig()
 	zero.Optimizer.Groups = []GroupConfig{{Match: "/backbone/", LRMul: 0}}
-	var computed int
-	a, err := Run(context.Background(), frozen, t.TempDir(), func(p Progress) {
-		if p.Phase == "features" {
-			computed = p.Step
-		}
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := Run(context.Background(), zero, t.TempDir(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	a, computed := runCountingFeatures(t, frozen)
+	b, _ := runCountingFeatures(t, zero)
 	// synth-test: 16 × 8 training and 10 × 6 test images, all distinct.
 	if computed != 16*8+10*6 {
 		t.Errorf("features computed for %d images, want %d", computed, 16*8+10*6)
 	}
-	if a.Steps != b.Steps || a.Steps == 0 {
-		t.Fatalf("steps %d vs %d", a.Steps, b.Steps)
-	}
-	if d := math.Abs(a.FinalLoss - b.FinalLoss); d > 1e-6*math.Abs(b.FinalLoss) {
-		t.Errorf("final loss %.6f (frozen) vs %.6f (backbone rate 0)", a.FinalLoss, b.FinalLoss)
-	}
-	for _, k := range []string{"test/R@1", "test/MAP@R"} {
-		if d := math.Abs(a.Metrics[k] - b.Metrics[k]); d > 1e-6 {
-			t.Errorf("%s %.5f (frozen) vs %.5f (backbone rate 0)", k, a.Metrics[k], b.Metrics[k])
-		}
-	}
+	assertSameRun(t, a, b)
 	// The run directory keeps the configuration as written (the frozen backbone, not "features").
 	dir := t.TempDir()
 	if _, err := Run(context.Background(), frozen, dir, nil); err != nil {
@@ -74,6 +53,39 @@ func TestFreezeBackboneEqualsZeroBackboneRate(t *testing.T) {
 	}
 }
 
+// runCountingFeatures runs cfg in a fresh directory and returns its result and the number of
+// images whose frozen-backbone features it computed (0: all cached, or no frozen backbone).
+func runCountingFeatures(t *testing.T, cfg Config) (*Result, int) {
+	t.Helper()
+	computed := 0
+	res, err := Run(context.Background(), cfg, t.TempDir(), func(p Progress) {
+		if p.Phase == "features" {
+			computed = p.Step
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res, computed
+}
+
+// assertSameRun fails unless the frozen run a and the backbone-rate-0 run b took the same number of
+// steps to the same final loss (relative 1e-6) and test R@1 and MAP@R (absolute 1e-6).
+func assertSameRun(t *testing.T, a, b *Result) {
+	t.Helper()
+	if a.Steps != b.Steps || a.Steps == 0 {
+		t.Fatalf("steps %d vs %d", a.Steps, b.Steps)
+	}
+	if d := math.Abs(a.FinalLoss - b.FinalLoss); d > 1e-6*math.Abs(b.FinalLoss) {
+		t.Errorf("final loss %.7f (frozen) vs %.7f (backbone rate 0)", a.FinalLoss, b.FinalLoss)
+	}
+	for _, k := range []string{"test/R@1", "test/MAP@R"} {
+		if d := math.Abs(a.Metrics[k] - b.Metrics[k]); d > 1e-6 {
+			t.Errorf("%s %.5f (frozen) vs %.5f (backbone rate 0)", k, a.Metrics[k], b.Metrics[k])
+		}
+	}
+}
+
 // TestFeatureCacheReuse: a second run with another seed (so another validation split and
 // sampler) computes no feature; a corrupt part file is an error naming it.
 func TestFeatureCacheReuse(t *testing.T) {
@@ -83,14 +95,7 @@ func TestFeatureCacheReuse(t *testing.T) {
 	cfg.Model.FreezeBackbone = true
 	cfg.Epochs = 1
 	count := func(c Config) int {
-		n := 0
-		if _, err := Run(context.Background(), c, t.TempDir(), func(p Progress) {
-			if p.Phase == "features" {
-				n = p.Step
-			}
-		}); err != nil {
-			t.Fatal(err)
-		}
+		_, n := runCountingFeatures(t, c)
 		return n
 	}
 	if n := count(cfg); n != 16*8+10*6 {

@@ -1,8 +1,6 @@
 package train
 
 import (
-	"context"
-	"math"
 	"testing"
 
 	"github.com/dmlkit/dmlkit/dmlkit/models"
@@ -129,34 +127,13 @@ func TestONNXBackboneFrozen(t *testing.T) {
 	zero := onnxRunConfig()
 	zero.Optimizer.Groups = []GroupConfig{{Match: "/backbone/", LRMul: 0}}
 	zero.Eval.Every = 0
-	run := func(cfg Config) (*Result, int) {
-		computed := 0
-		res, err := Run(context.Background(), cfg, t.TempDir(), func(p Progress) {
-			if p.Phase == "features" {
-				computed = p.Step
-			}
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return res, computed
-	}
+	run := func(cfg Config) (*Result, int) { return runCountingFeatures(t, cfg) }
 	a, n := run(frozen)
 	b, _ := run(zero)
 	if n != 16*8+10*6 {
 		t.Errorf("features computed for %d images, want %d", n, 16*8+10*6)
 	}
-	if a.Steps != b.Steps || a.Steps == 0 {
-		t.Fatalf("steps %d vs %d", a.Steps, b.Steps)
-	}
-	if d := math.Abs(a.FinalLoss - b.FinalLoss); d > 1e-6*math.Abs(b.FinalLoss) {
-		t.Errorf("final loss %.7f (frozen) vs %.7f (backbone rate 0)", a.FinalLoss, b.FinalLoss)
-	}
-	for _, k := range []string{"test/R@1", "test/MAP@R"} {
-		if d := math.Abs(a.Metrics[k] - b.Metrics[k]); d > 1e-6 {
-			t.Errorf("%s %.5f (frozen) vs %.5f (backbone rate 0)", k, a.Metrics[k], b.Metrics[k])
-		}
-	}
+	assertSameRun(t, a, b)
 	if _, n := run(frozen); n != 0 {
 		t.Errorf("the same frozen run computed %d features again, want 0 (cached)", n)
 	}
