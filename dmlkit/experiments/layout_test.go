@@ -160,21 +160,24 @@ func TestLayoutFlagsOldOpisByLoss(t *testing.T) {
 	}
 	t.Logf("old opis_by_loss: %d problems, %d overlaps, e.g. %q", len(probs), overlap, probs[0])
 
+	checkCurrentFigure(t, s, recs, scale, "opis_by_loss")
+}
+
+// checkCurrentFigure fails when the spec has no figure name or the figure, drawn from recs, has
+// layout or text problems.
+func checkCurrentFigure(t *testing.T, s *Spec, recs []Record, scale, name string) {
+	t.Helper()
 	for _, g := range s.Figures {
-		if g.Name != "opis_by_loss" {
+		if g.Name != name {
 			continue
 		}
 		sel, _ := selectFor(recs, g.Scale, scale, g.Where)
-		if len(sel) == 0 {
-			t.Log("the current fig9_batch has no current records yet (the batch points' own-tuned reruns)")
-			return
-		}
 		if probs := figureProblems(t, s, g, sel, plots.DefaultStyle()); len(probs) > 0 {
-			t.Errorf("current opis_by_loss: %q", probs)
+			t.Errorf("current %s: %q", name, probs)
 		}
 		return
 	}
-	t.Error("the TCM spec has no figure opis_by_loss")
+	t.Errorf("the %s spec has no figure %s", s.Paper, name)
 }
 
 // oldFig9Batch is contextual's fig9_batch as the spec declared it before issue 32: grouped by λ
@@ -193,15 +196,9 @@ figures:
 // the stored records) on its legend's identifier "L_context", and passes the spec's current one.
 func TestLayoutFlagsOldRawTexts(t *testing.T) {
 	s, recs, scale := loadPaper(t, filepath.Join("..", "..", "reproductions", "contextual", "spec.yaml"))
-	// The old figure reads every stored record, superseded ones included (the batch points are
-	// rerun at their own tuned rates since issue 29; the old records still show the old legend).
-	all, _, err := NewStore(filepath.Join(s.Dir, "results")).Load()
-	if err != nil {
-		t.Fatal(err)
-	}
 	old := mustParse(t, oldFig9Batch)
 	f := old.Figures[0]
-	sel, _ := selectFor(all, "", scale, f.Where)
+	sel, _ := selectFor(recs, "", scale, f.Where)
 	if len(sel) == 0 {
 		t.Fatal("no stored contextual records for fig9_batch")
 	}
@@ -209,21 +206,7 @@ func TestLayoutFlagsOldRawTexts(t *testing.T) {
 	if !hasText(probs, `an identifier with an underscore "L_context"`) {
 		t.Errorf("old fig9_batch: L_context not flagged; problems: %q", probs)
 	}
-	for _, g := range s.Figures {
-		if g.Name != "fig9_batch" {
-			continue
-		}
-		sel, _ := selectFor(recs, g.Scale, scale, g.Where)
-		if len(sel) == 0 {
-			t.Log("the current fig9_batch has no current records yet (the batch points' own-tuned reruns)")
-			return
-		}
-		if probs := figureProblems(t, s, g, sel, plots.DefaultStyle()); len(probs) > 0 {
-			t.Errorf("current fig9_batch: %q", probs)
-		}
-		return
-	}
-	t.Error("the contextual spec has no figure fig9_batch")
+	checkCurrentFigure(t, s, recs, scale, "fig9_batch")
 }
 
 func hasText(probs []string, sub string) bool {
