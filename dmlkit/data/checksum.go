@@ -27,7 +27,7 @@ var checked sync.Map // string → checkStamp
 type checkStamp struct {
 	size    int64
 	mtime   time.Time
-	sidecar string
+	sidecar string // the algorithm and the digest checked against
 }
 
 // VerifySidecar checks path against PATH.sha256 when that file exists (sha256sum's format:
@@ -57,37 +57,10 @@ func VerifySidecar(dataset, path string) error {
 			return ferr(dataset, path+".sha256", 1, ErrFormat, "names %q, not %s", name, filepath.Base(path))
 		}
 	}
-	abs, err := filepath.Abs(path)
-	if err != nil {
-		abs = path
-	}
-	st, err := os.Stat(path)
-	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return ferr(dataset, path, 0, ErrMissing, "%v", err)
-		}
-		return ferr(dataset, path, 0, nil, "%v", err)
-	}
-	stamp := checkStamp{size: st.Size(), mtime: st.ModTime(), sidecar: want}
-	if v, ok := checked.Load(abs); ok && v.(checkStamp) == stamp {
-		return nil
-	}
-	f, err := os.Open(path)
-	if err != nil {
-		return ferr(dataset, path, 0, nil, "%v", err)
-	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return ferr(dataset, path, 0, nil, "reading for its checksum: %v", err)
-	}
-	if got := hex.EncodeToString(h.Sum(nil)); got != want {
-		checked.Delete(abs)
+	return verifyCached(dataset, path, "sha256", sha256.New(), want, func(got string) error {
 		return ferr(dataset, path, 0, ErrChecksum, "sha256 %s, but %s.sha256 says %s (the file changed since its checksum was taken; restore it, e.g. with `dmlkit data fetch`)",
 			got, filepath.Base(path), want)
-	}
-	checked.Store(abs, stamp)
-	return nil
+	})
 }
 
 // VerifyDigest checks the file at path against the hex digest want of algo ("sha256" or "md5").
@@ -105,6 +78,15 @@ func VerifyDigest(dataset, path, algo, want string) error {
 		return fmt.Errorf("data: %s: %s: unknown checksum algorithm %q", dataset, path, algo)
 	}
 	want = strings.ToLower(want)
+	return verifyCached(dataset, path, algo, h, want, func(got string) error {
+		return ferr(dataset, path, 0, ErrChecksum, "%s %s, want %s (a damaged or different file; fetch it again)", algo, got, want)
+	})
+}
+
+// verifyCached hashes the file at path with h and compares the hex digest with want, returning
+// mismatch(got) when they differ. A file verified once (same algo and want) is not hashed again
+// in this process while its size and modification time stay the same.
+func verifyCached(dataset, path, algo string, h hash.Hash, want string, mismatch func(got string) error) error {
 	abs, err := filepath.Abs(path)
 	if err != nil {
 		abs = path
@@ -130,7 +112,7 @@ func VerifyDigest(dataset, path, algo, want string) error {
 	}
 	if got := hex.EncodeToString(h.Sum(nil)); got != want {
 		checked.Delete(abs)
-		return ferr(dataset, path, 0, ErrChecksum, "%s %s, want %s (a damaged or different file; fetch it again)", algo, got, want)
+		return mismatch(got)
 	}
 	checked.Store(abs, stamp)
 	return nil
