@@ -57,17 +57,23 @@ func (o *AugmentOptions) resolve() error {
 		}
 		return nil
 	}
-	if o.Scale == nil {
-		o.Scale = []float64{0.08, 1}
+	return resolveCropBox(p, &o.Scale, &o.Ratio)
+}
+
+// resolveCropBox fills the random resized crop's defaults (torchvision's: scale (0.08, 1), ratio
+// (3/4, 4/3)) and checks both ranges; p prefixes the option names in errors.
+func resolveCropBox(p string, scale, ratio *[]float64) error {
+	if *scale == nil {
+		*scale = []float64{0.08, 1}
 	}
-	if o.Ratio == nil {
-		o.Ratio = []float64{3.0 / 4, 4.0 / 3}
+	if *ratio == nil {
+		*ratio = []float64{3.0 / 4, 4.0 / 3}
 	}
-	if len(o.Scale) != 2 || !(o.Scale[0] > 0 && o.Scale[0] <= o.Scale[1] && o.Scale[1] <= 1) {
-		return fmt.Errorf(p+"scale: %v: want [lo, hi] with 0 < lo ≤ hi ≤ 1", o.Scale)
+	if s := *scale; len(s) != 2 || !(s[0] > 0 && s[0] <= s[1] && s[1] <= 1) {
+		return fmt.Errorf(p+"scale: %v: want [lo, hi] with 0 < lo ≤ hi ≤ 1", s)
 	}
-	if len(o.Ratio) != 2 || !(o.Ratio[0] > 0 && o.Ratio[0] <= o.Ratio[1]) {
-		return fmt.Errorf(p+"ratio: %v: want [lo, hi] with 0 < lo ≤ hi", o.Ratio)
+	if r := *ratio; len(r) != 2 || !(r[0] > 0 && r[0] <= r[1]) {
+		return fmt.Errorf(p+"ratio: %v: want [lo, hi] with 0 < lo ≤ hi", r)
 	}
 	return nil
 }

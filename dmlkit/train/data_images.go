@@ -198,17 +198,8 @@ func (o *ImageOptions) resolve() error {
 	default:
 		return fmt.Errorf(p+"augment: %q: want random_resized_crop, random_crop or none", o.Augment)
 	}
-	if o.Scale == nil {
-		o.Scale = []float64{0.08, 1}
-	}
-	if o.Ratio == nil {
-		o.Ratio = []float64{3.0 / 4, 4.0 / 3}
-	}
-	if len(o.Scale) != 2 || !(o.Scale[0] > 0 && o.Scale[0] <= o.Scale[1] && o.Scale[1] <= 1) {
-		return fmt.Errorf(p+"scale: %v: want [lo, hi] with 0 < lo ≤ hi ≤ 1", o.Scale)
-	}
-	if len(o.Ratio) != 2 || !(o.Ratio[0] > 0 && o.Ratio[0] <= o.Ratio[1]) {
-		return fmt.Errorf(p+"ratio: %v: want [lo, hi] with 0 < lo ≤ hi", o.Ratio)
+	if err := resolveCropBox(p, &o.Scale, &o.Ratio); err != nil {
+		return err
 	}
 	if o.Workers < 0 {
 		return fmt.Errorf(p+"workers: %d: want ≥ 0 (0: GOMAXPROCS)", o.Workers)

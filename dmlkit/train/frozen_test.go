@@ -181,7 +181,10 @@ func TestBackboneKeyIgnoresInapplicableSettings(t *testing.T) {
 	}
 	mobile := func(c *Config) { c.Model.Backbone, c.Model.Pretrained = "mobilenet_v2", w }
 	a := key(mobile)
-	b := key(func(c *Config) { mobile(c); c.Model.Pool, c.Model.GeMP, c.Model.Norm, c.Model.Channels = "gem", 3, "none", []int{16, 32, 64} })
+	b := key(func(c *Config) {
+		mobile(c)
+		c.Model.Pool, c.Model.GeMP, c.Model.Norm, c.Model.Channels = "gem", 3, "none", []int{16, 32, 64}
+	})
 	if a != b {
 		t.Error("a MobileNet's key depends on the small CNN's pool, norm or widths")
 	}
