@@ -7,7 +7,6 @@ import (
 	"sort"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/gomlx/compute-onnx/support/protos"
 	"github.com/gomlx/compute/dtypes"
@@ -76,16 +75,8 @@ type ONNXBackbone struct {
 	mu sync.Mutex
 }
 
-type onnxKey struct {
-	path, layout, output string
-	size                 int64
-	mod                  time.Time
-}
-
-var onnxCache = struct {
-	sync.Mutex
-	m map[onnxKey]*ONNXBackbone
-}{m: map[onnxKey]*ONNXBackbone{}}
+// onnxCache keeps prepared networks per file, layout and output (see [OpenONNXBackbone]).
+var onnxCache fileCache[*ONNXBackbone]
 
 // OpenONNXBackbone reads and prepares the .onnx file cfg.Pretrained. It is cached per file,
 // size, modification time, layout and output, since [Build] calls it for every graph: the parsed
@@ -96,26 +87,8 @@ func OpenONNXBackbone(cfg Config) (*ONNXBackbone, error) {
 	if path == "" {
 		return nil, fmt.Errorf("model.pretrained: empty: backbone onnx needs the .onnx file of the network")
 	}
-	fi, err := os.Stat(path)
-	if err != nil {
-		return nil, fmt.Errorf("model.pretrained: %w", err)
-	}
-	abs, err := filepath.Abs(path)
-	if err != nil {
-		return nil, fmt.Errorf("model.pretrained: %w", err)
-	}
-	key := onnxKey{path: abs, layout: cfg.ONNXLayout, output: cfg.ONNXOutput, size: fi.Size(), mod: fi.ModTime()}
-	onnxCache.Lock()
-	defer onnxCache.Unlock()
-	if b, ok := onnxCache.m[key]; ok {
-		return b, nil
-	}
-	b, err := readONNXBackbone(path, cfg.ONNXLayout, cfg.ONNXOutput)
-	if err != nil {
-		return nil, err
-	}
-	onnxCache.m[key] = b
-	return b, nil
+	return onnxCache.get(path, cfg.ONNXLayout+"\x00"+cfg.ONNXOutput, func(err error) error { return fmt.Errorf("model.pretrained: %w", err) },
+		func() (*ONNXBackbone, error) { return readONNXBackbone(path, cfg.ONNXLayout, cfg.ONNXOutput) })
 }
 
 // readONNXBackbone parses path and prepares it (see [ONNXBackbone]); layout and output are

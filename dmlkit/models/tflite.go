@@ -2,11 +2,7 @@ package models
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
-	"sync"
-	"time"
 
 	. "github.com/gomlx/gomlx/core/graph"
 	"github.com/gomlx/gomlx/ml/model"
@@ -320,41 +316,14 @@ func (m *TFLiteModel) LoadVariables(scope *model.Scope, classifier bool) error {
 	return nil
 }
 
-// tfliteCache keeps parsed files by path (checked against size and modification time) so that
-// every graph built from a configuration shares one parse.
-var tfliteCache = struct {
-	sync.Mutex
-	m map[string]tfliteCached
-}{m: map[string]tfliteCached{}}
-
-type tfliteCached struct {
-	size  int64
-	mtime time.Time
-	model *TFLiteModel
-}
+// tfliteCache keeps parsed files so that every graph built from a configuration shares one parse.
+var tfliteCache fileCache[*TFLiteModel]
 
 // CachedTFLite is [LoadTFLite] with a per-process cache keyed by the file's absolute path, size
 // and modification time.
 func CachedTFLite(path string) (*TFLiteModel, error) {
-	abs, err := filepath.Abs(path)
-	if err != nil {
-		return nil, fmt.Errorf("models: %w", err)
-	}
-	fi, err := os.Stat(abs)
-	if err != nil {
-		return nil, fmt.Errorf("models: %w", err)
-	}
-	tfliteCache.Lock()
-	defer tfliteCache.Unlock()
-	if c, ok := tfliteCache.m[abs]; ok && c.size == fi.Size() && c.mtime.Equal(fi.ModTime()) {
-		return c.model, nil
-	}
-	m, err := LoadTFLite(path)
-	if err != nil {
-		return nil, err
-	}
-	tfliteCache.m[abs] = tfliteCached{fi.Size(), fi.ModTime(), m}
-	return m, nil
+	return tfliteCache.get(path, "", func(err error) error { return fmt.Errorf("models: %w", err) },
+		func() (*TFLiteModel, error) { return LoadTFLite(path) })
 }
 
 // MobileNetFeatureDims are the feature widths of the registered TFLite backbones.
