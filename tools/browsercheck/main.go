@@ -111,20 +111,20 @@ func run(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	t0 := time.Now()
+	absOut, err := filepath.Abs(*out)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(absOut, 0o755); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
+	defer cancel()
 	if *exports != "" {
 		files, err := filepath.Glob(*exports)
 		if err != nil || len(files) == 0 {
 			return fmt.Errorf("-exports %q: no files", *exports)
 		}
-		absOut, err := filepath.Abs(*out)
-		if err != nil {
-			return err
-		}
-		if err := os.MkdirAll(absOut, 0o755); err != nil {
-			return err
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), *timeout)
-		defer cancel()
 		if err := checkExports(ctx, *chromium, files, absOut, stdout); err != nil {
 			return err
 		}
@@ -146,15 +146,6 @@ func run(args []string, stdout, stderr io.Writer) error {
 			_ = os.WriteFile(absNB, original, 0o644)
 		}
 	}()
-	absOut, err := filepath.Abs(*out)
-	if err != nil {
-		return err
-	}
-	if err := os.MkdirAll(absOut, 0o755); err != nil {
-		return err
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
-	defer cancel()
 
 	// 1. The notebook server.
 	port, err := freePort()
