@@ -380,13 +380,19 @@ func loadData(cfg *Config) (*sets, error) {
 }
 
 func isFeatures(s Set) bool {
-	switch v := s.(type) {
-	case *Features:
-		return true
-	case *subset:
-		return isFeatures(v.base)
+	_, ok := baseSet(s).(*Features)
+	return ok
+}
+
+// baseSet is the set a chain of subsets (class limits, validation splits) views.
+func baseSet(s Set) Set {
+	for {
+		v, ok := s.(*subset)
+		if !ok {
+			return s
+		}
+		s = v.base
 	}
-	return false
 }
 
 // firstClasses keeps the inputs of the n smallest labels.

@@ -384,11 +384,6 @@ func freezeBackbone(ctx context.Context, cfg *Config, b compute.Backend, split *
 
 // augmented reports whether s draws new training views every epoch (data.options.augment).
 func augmented(s Set) bool {
-	switch v := s.(type) {
-	case *AugmentedImages:
-		return true
-	case *subset:
-		return augmented(v.base)
-	}
-	return false
+	_, ok := baseSet(s).(*AugmentedImages)
+	return ok
 }
