@@ -71,12 +71,12 @@ func writeFrontPage(root string, f *frontPage, check bool) (changed, stale []str
 			continue
 		}
 		for _, blk := range []struct{ name, md string }{{"summary", f.summary}, {"findings", f.findings(page.dir)}} {
-			b, err := os.ReadFile(page.path)
-			if err != nil {
-				return nil, nil, err
-			}
-			if blk.name == "findings" && !strings.Contains(string(b), "dmlkit:findings:begin") {
-				continue // a page without the block
+			if blk.name == "findings" { // optional: a page without the block keeps none
+				if has, err := experiments.HasMarked(page.path, blk.name); err != nil {
+					return nil, nil, err
+				} else if !has {
+					continue
+				}
 			}
 			if check {
 				ok, err := experiments.MarkedIs(page.path, blk.name, blk.md)

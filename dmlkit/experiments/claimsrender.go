@@ -375,6 +375,16 @@ func markedBlock(path, name string) (s string, i, j int, err error) {
 	return s, i + len(begin), j, nil
 }
 
+// HasMarked reports whether the file at path has the begin marker of block name (an optional
+// block, such as a README's "changes" or "findings").
+func HasMarked(path, name string) (bool, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return false, fmt.Errorf("experiments: %w", err)
+	}
+	return strings.Contains(string(b), fmt.Sprintf(markBegin, name)), nil
+}
+
 // MarkedIs reports whether block name of the file at path holds content (as [UpdateMarked] would
 // write it).
 func MarkedIs(path, name, content string) (bool, error) {
@@ -412,7 +422,7 @@ func RenderClaims(cs *ClaimSet, records []Record, opt ClaimOptions, outDir, read
 			}
 			// The "What changed and why" and "regimes" blocks, where the README has them.
 			for _, blk := range []struct{ name, md string }{{"changes", rep.ChangesMarkdown()}, {"regimes", rep.RegimeMarkdown()}} {
-				if b, err := os.ReadFile(readme); err == nil && strings.Contains(string(b), fmt.Sprintf(markBegin, blk.name)) {
+				if has, err := HasMarked(readme, blk.name); err == nil && has {
 					c, err := UpdateMarked(readme, blk.name, blk.md)
 					if err != nil {
 						return nil, nil, err

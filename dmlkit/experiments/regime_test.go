@@ -1,6 +1,9 @@
 package experiments
 
 import (
+	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -80,5 +83,22 @@ func TestRegimePairs(t *testing.T) {
 	}
 	if (&ClaimsReport{Verdicts: []ClaimVerdict{orig}}).RegimeMarkdown() != "" {
 		t.Error("a report without twins has a regimes table")
+	}
+}
+
+// TestHasMarked: a block's begin marker is found; another block's is not; a missing file is an error.
+func TestHasMarked(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "README.md")
+	if err := os.WriteFile(p, []byte("x\n"+fmt.Sprintf(markBegin, "changes")+"\n"+fmt.Sprintf(markEnd, "changes")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := HasMarked(p, "changes"); !ok || err != nil {
+		t.Errorf("changes: %v, %v", ok, err)
+	}
+	if ok, err := HasMarked(p, "regimes"); ok || err != nil {
+		t.Errorf("regimes: %v, %v", ok, err)
+	}
+	if _, err := HasMarked(p+".missing", "changes"); err == nil {
+		t.Error("a missing file gave no error")
 	}
 }
