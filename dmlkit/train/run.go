@@ -189,13 +189,11 @@ func RunWithOptions(ctx context.Context, cfg Config, outDir string, opt Options)
 		}
 	}
 	// With model.freeze_backbone the sets become cached backbone features and the model to
-	// train is the head alone (runCfg); the run's files keep the configuration as written.
-	runCfg := cfg
+	// train is the head alone (trainedModel); the run's files keep the configuration as written.
 	if cfg.Model.FreezeBackbone {
 		if split, err = freezeBackbone(ctx, &cfg, b, split, opt.Progress); err != nil {
 			return nil, err
 		}
-		runCfg.Model = cfg.Model.HeadOnly()
 	}
 	eval := opt.Evaluator
 	if eval == nil {
@@ -227,14 +225,12 @@ func RunWithOptions(ctx context.Context, cfg Config, outDir string, opt Options)
 				return nil, fmt.Errorf("train: %w", err)
 			}
 		}
-		if err := initModel(store, runCfg.Model); err != nil {
+		if err := initModel(store, trainedModel(cfg)); err != nil {
 			return nil, err
 		}
 	}
-	runCfg = cfg // again: a resume may have changed cfg
-	if cfg.Model.FreezeBackbone {
-		runCfg.Model = cfg.Model.HeadOnly()
-	}
+	runCfg := cfg // after a resume, which may change cfg
+	runCfg.Model = trainedModel(cfg)
 	if err := writeRunFiles(outDir, &cfg); err != nil {
 		return nil, err
 	}
@@ -285,6 +281,15 @@ func RunWithOptions(ctx context.Context, cfg Config, outDir string, opt Options)
 		return nil, err
 	}
 	return r.res, nil
+}
+
+// trainedModel is the network a run trains: the head alone on cached features with
+// model.freeze_backbone ([models.Config.HeadOnly]), otherwise cfg.Model.
+func trainedModel(cfg Config) models.Config {
+	if cfg.Model.FreezeBackbone {
+		return cfg.Model.HeadOnly()
+	}
+	return cfg.Model
 }
 
 type runner struct {
