@@ -80,6 +80,13 @@ func readSuperseded(t *testing.T, path string) map[string]string {
 
 func checkStoredResultsMatchSpec(t *testing.T, s *experiments.Spec, specPath string, noFailed bool) {
 	t.Helper()
+	checkStoredScaleMatchesSpec(t, s, specPath, "small", noFailed)
+}
+
+// checkStoredScaleMatchesSpec is [checkStoredResultsMatchSpec] for one committed scale (small or
+// pretrained): the store's records of that scale are exactly the scale's plan.
+func checkStoredScaleMatchesSpec(t *testing.T, s *experiments.Spec, specPath, scale string, noFailed bool) {
+	t.Helper()
 	recs, rep, err := experiments.NewStore(filepath.Join(filepath.Dir(specPath), "results")).Load()
 	if err != nil {
 		t.Fatal(err)
@@ -87,7 +94,7 @@ func checkStoredResultsMatchSpec(t *testing.T, s *experiments.Spec, specPath str
 	if len(rep.Bad) > 0 || len(rep.Duplicates) > 0 {
 		t.Errorf("store: %d unreadable, %d duplicate records", len(rep.Bad), len(rep.Duplicates))
 	}
-	p, err := s.PlanWith("small", recs)
+	p, err := s.PlanWith(scale, recs)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,7 +109,7 @@ func checkStoredResultsMatchSpec(t *testing.T, s *experiments.Spec, specPath str
 	stored := map[string]bool{}
 	for i := range recs {
 		r := &recs[i]
-		if r.Scale != "small" {
+		if r.Scale != scale {
 			continue
 		}
 		stored[r.Hash] = true
