@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -181,6 +182,11 @@ type FigureResult struct {
 	// Records are the records the figure was drawn from (after scale and Where).
 	Records []Record
 	Scale   string
+	// Caption and Width describe a figure drawn from another section of the spec than figures:
+	// (the leaderboard's, [RenderLeaderboardFigures]); [WriteFigureReadme] lists such results
+	// after the spec's figures. Empty for the spec's figures, whose FigureSpec says.
+	Caption string
+	Width   string
 }
 
 // FigureStyle is the style of figure f: st at the figure's print width (column: st as given,
@@ -1243,6 +1249,36 @@ func WriteFigureReadme(s *Spec, results []FigureResult, outDir string) (string, 
 		}
 		facts = append(facts, strings.ToUpper(width[:1])+width[1:]+" width", strings.Join(links, " · "))
 		fmt.Fprintf(&b, "%s.\n", strings.Join(facts, ". "))
+	}
+	// Figures drawn from other sections of the spec (the leaderboard's), in the order given.
+	for _, r := range results {
+		if r.Caption == "" || slices.ContainsFunc(s.Figures, func(f FigureSpec) bool { return f.Name == r.Name }) {
+			continue
+		}
+		fmt.Fprintf(&b, "\n## %s\n\n", r.Name)
+		if r.Err != nil || len(r.Files) == 0 {
+			msg := "not drawn"
+			if r.Err != nil {
+				msg += ": " + r.Err.Error()
+			}
+			fmt.Fprintf(&b, "*%s*\n\n%s\n", msg, strings.TrimSpace(r.Caption))
+			continue
+		}
+		var links []string
+		for _, file := range r.Files {
+			base := filepath.Base(file)
+			drawn[base] = true
+			ext := strings.TrimPrefix(filepath.Ext(base), ".")
+			links = append(links, fmt.Sprintf("[%s](%s)", strings.ToUpper(ext), base))
+			if ext == "png" {
+				fmt.Fprintf(&b, "![%s](%s)\n\n", r.Name, base)
+			}
+		}
+		width := r.Width
+		if width == "" {
+			width = "column"
+		}
+		fmt.Fprintf(&b, "%s\n\nScale: %s. %s width. %s.\n", strings.TrimSpace(r.Caption), r.Scale, strings.ToUpper(width[:1])+width[1:], strings.Join(links, " · "))
 	}
 	if entries, err := os.ReadDir(outDir); err == nil {
 		var other []string

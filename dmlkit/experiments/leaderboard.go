@@ -1,7 +1,6 @@
 package experiments
 
 import (
-	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -1096,6 +1095,3 @@ func LeaderboardSummary(s *Spec, recordsByScale map[string][]Record) (string, er
 	}
 	return b.String(), nil
 }
-
-// errNoLeaderboard is returned by the figures when the spec has no leaderboard section.
-var errNoLeaderboard = errors.New("no leaderboard section")
