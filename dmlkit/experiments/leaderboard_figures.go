@@ -96,7 +96,7 @@ func LeaderboardFigure(lb *Leaderboard, lm LabelMap) (*plots.Chart, error) {
 	slots := l.leaderboardSlots()
 	var groups []plots.ForestGroup
 	for _, g := range l.Groups() {
-		groups = append(groups, plots.ForestGroup{Name: g, Color: st.Color(slots[g])})
+		groups = append(groups, plots.ForestGroup{Name: g, Color: st.Color(slots[g]), Shape: plots.FilledGlyph(slots[g])})
 	}
 	lab := plots.Labels{Title: lb.Regime.Label, X: l.axisText(lm, m) + ": mean and 95 % CI over seeds"}
 	return plots.ForestWith(st, lab, rows, groups, plots.ForestOptions{NoZero: true})

@@ -27,6 +27,7 @@ const forestRowHeight = 0.17 * vg.Inch
 type ForestGroup struct {
 	Name  string
 	Color color.Color
+	Shape draw.GlyphDrawer // its marker (nil: a filled circle), e.g. [FilledGlyph] of its slot
 }
 
 // Forest draws the rows top to bottom, each a filled marker at X and a horizontal line from Lo to
@@ -69,11 +70,19 @@ func ForestWith(st Style, l Labels, rows []ForestRow, groups []ForestGroup, opt 
 	}
 	var order []string
 	col := map[string]color.Color{}
+	shape := map[string]draw.GlyphDrawer{}
 	for _, g := range groups {
 		if present[g.Name] {
 			order = append(order, g.Name)
 			col[g.Name] = g.Color
+			shape[g.Name] = g.Shape
 		}
+	}
+	shapeOf := func(g string) draw.GlyphDrawer {
+		if s := shape[g]; s != nil {
+			return s
+		}
+		return draw.CircleGlyph{}
 	}
 	for i, g := range extra {
 		order = append(order, g)
@@ -101,7 +110,7 @@ func ForestWith(st Style, l Labels, rows []ForestRow, groups []ForestGroup, opt 
 		if err != nil {
 			return nil, err
 		}
-		sc.GlyphStyle = draw.GlyphStyle{Color: col[r.Group], Radius: 2.2, Shape: draw.CircleGlyph{}}
+		sc.GlyphStyle = draw.GlyphStyle{Color: col[r.Group], Radius: 2.2, Shape: shapeOf(r.Group)}
 		ch.AddData(sc)
 	}
 	if !opt.NoZero {
@@ -114,7 +123,7 @@ func ForestWith(st Style, l Labels, rows []ForestRow, groups []ForestGroup, opt 
 	}
 	for _, g := range order {
 		sc, _ := plotter.NewScatter(plotter.XYs{{}})
-		sc.GlyphStyle = draw.GlyphStyle{Color: col[g], Radius: 2.2, Shape: draw.CircleGlyph{}}
+		sc.GlyphStyle = draw.GlyphStyle{Color: col[g], Radius: 2.2, Shape: shapeOf(g)}
 		ch.AddLegend(g, sc)
 	}
 	pad := 0.05 * (hi - lo)
