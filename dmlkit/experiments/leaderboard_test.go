@@ -415,3 +415,29 @@ func TestLeaderboardSpecErrors(t *testing.T) {
 		t.Errorf("the fixture itself: %v", err)
 	}
 }
+
+// TestLeaderboardCheckSelections: a metric, arm key or where key that no record or spec item has is
+// a typo, refused with the field named; the fixture as written passes.
+func TestLeaderboardCheckSelections(t *testing.T) {
+	s, recs := loadBoard(t)
+	if err := CheckSelections(s, recs); err != nil {
+		t.Fatalf("the fixture: %v", err)
+	}
+	for _, c := range []struct {
+		name string
+		edit func(l *LeaderboardSpec)
+		want string
+	}{
+		{"metric", func(l *LeaderboardSpec) { l.Metrics = []string{"R@1", "OPSI"} }, `leaderboard: field "metrics[1]": metric "OPSI": none of the stored records has it`},
+		{"where", func(l *LeaderboardSpec) { l.Where = map[string]any{"loss.nam": "x"} }, `leaderboard: field "where"`},
+		{"arm", func(l *LeaderboardSpec) { l.Arm = "nmae" }, `leaderboard: field "arm"`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s, _ := loadBoard(t)
+			c.edit(s.Leaderboard)
+			if err := CheckSelections(s, recs); err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("err = %v, want %q", err, c.want)
+			}
+		})
+	}
+}
