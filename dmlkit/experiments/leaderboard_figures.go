@@ -213,14 +213,14 @@ func RenderLeaderboardFigures(s *Spec, records []Record, scale, outDir, agreeDir
 	floor := fmt.Sprintf("below %s × the best method's %s", fmtNum(l.minTrain(), 2), lm.Key(TrainMetric))
 	ch, err := LeaderboardFigure(lb, lm)
 	perScale = append(perScale, save(FigLeaderboard, ch, err, outDir, fmt.Sprintf(
-		"The leaderboard of the regime %s (tables: leaderboard.md): each method's mean test %s (%s) over its seeds with the 95 %% t-interval (n − 1 degrees of freedom; no bar for one seed), best at the top. "+
+		"Leaderboard — %s (tables: leaderboard.md): each method's mean test %s (%s) over its seeds with the 95 %% t-interval (n − 1 degrees of freedom; no bar for one seed), best at the top. "+
 			"Colour and marker: the seed paper that proposes the method, black for an earlier method (a baseline). "+
 			"\"(did not train)\": its training R@1 is %s. Methods not run yet are left out (the table lists them).",
 		lb.Regime.Label, m, unitWords(l.factor(l.Metrics[0])), floor)))
 	if xm, ym, ok := l.paretoAxes(); ok {
 		ch, _, err := ParetoFigure(lb, lm)
 		perScale = append(perScale, save(FigPareto, ch, err, outDir, fmt.Sprintf(
-			"%s against %s of every method run in the regime %s: means over seeds, bars ± SE both ways; colour and marker as in the leaderboard figure; numbers refer to the key below the plot. "+
+			"%s against %s — %s: every method run, means over seeds, bars ± SE both ways; colour and marker as in the leaderboard figure; numbers refer to the key below the plot. "+
 				"The dashed staircase is the Pareto frontier (%s %s, %s %s); the %s axis is logarithmic when the means span a factor of 10.",
 			titleCase(lm.Key(ym)), lm.Key(xm), lb.Regime.Label, betterWord(l.lower(xm)), lm.Key(xm), betterWord(l.lower(ym)), lm.Key(ym), lm.Key(ym))))
 	}
@@ -233,7 +233,7 @@ func RenderLeaderboardFigures(s *Spec, records []Record, scale, outDir, agreeDir
 	}
 	ch, err = AgreementFigure(ra, l, lm)
 	res := save(FigRankAgreement, ch, err, agreeDir, fmt.Sprintf(
-		"Rank agreement of the two regimes (tables: rank_agreement.md): each method ranked in both, by its rank by mean test %s in the regime %s (x) and %s (y); 1 is the best; the dashed diagonal: equal ranks. "+
+		"Rank agreement of the two regimes (tables: rank_agreement.md): each method ranked in both, by its rank by mean test %s in the two regimes, %s (x) and %s (y); 1 is the best; the dashed diagonal: equal ranks. "+
 			"Title: Kendall's τ-b between the regimes' means, with its 95 %% percentile bootstrap interval (B = %d replicates, each resampling every method's seeds with replacement in each regime independently; generator seed %d). "+
 			"Drawn when at least %d methods are ranked in both.",
 		m, ra.Regimes[0].Label, ra.Regimes[1].Label, ra.B, ra.Seed, MinAgreementMethods))
