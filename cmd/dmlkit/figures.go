@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/dmlkit/dmlkit/dmlkit/experiments"
@@ -63,22 +64,40 @@ func loadRecords(spec *experiments.Spec, scale, results string, stderr io.Writer
 	return recs, nil
 }
 
-// makeFigures draws the spec's figures from recs (loaded once by the caller, see loadRecords).
+// makeFigures draws the spec's figures from recs (loaded once by the caller, see loadRecords), and
+// the leaderboard's (experiments.RenderLeaderboardFigures): leaderboard and leaderboard_pareto
+// beside them, the rank agreement in the first regime's figures directory (with --out, beside
+// them), each with its caption in the README of the directory it is in.
 func makeFigures(spec *experiments.Spec, scale string, recs []experiments.Record, out string, formats []string, stdout, stderr io.Writer) error {
-	if len(spec.Figures) == 0 {
+	if len(spec.Figures) == 0 && spec.Leaderboard == nil {
 		fmt.Fprintf(stdout, "%s declares no figures\n", spec.Path)
 		return nil
 	}
 	if err := experiments.CheckSelections(spec, recs); err != nil {
 		return err
 	}
+	agree := out // the leaderboard's rank agreement: beside the figures with --out
 	if out == "" {
 		out = figuresDir(spec, scale)
+		agree = leaderboardAgreeDir(spec, figuresDir, out)
 	}
 	st := plots.DefaultStyle()
 	var failed []string
 	rendered := experiments.RenderFigures(spec, recs, scale, out, st, formats...)
-	for _, r := range rendered {
+	var drawn []experiments.FigureResult // also those not in out's README (the rank agreement of another directory)
+	if spec.Leaderboard != nil {
+		per, ra, err := experiments.RenderLeaderboardFigures(spec, recs, scale, out, agree, formats...)
+		if err != nil {
+			return err
+		}
+		rendered = append(rendered, per...)
+		if ra != nil && agree == out {
+			rendered = append(rendered, *ra)
+		} else if ra != nil {
+			drawn = append(drawn, *ra)
+		}
+	}
+	for _, r := range append(slices.Clone(rendered), drawn...) {
 		switch {
 		case errors.Is(r.Err, experiments.ErrNoRecords):
 			fmt.Fprintf(stderr, "skipped %s: %v\n", r.Name, r.Err)

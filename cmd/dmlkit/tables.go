@@ -50,6 +50,16 @@ func runTables(args []string, stdout, stderr io.Writer) error {
 	return makeClaims(spec, sc, recs, *out, *includeDirty, !*quiet, stdout)
 }
 
+// leaderboardAgreeDir is where the leaderboard's rank agreement goes by default: the directory dir
+// (tablesDir or figuresDir) of the spec's first regime, so that both regimes' runs of `dmlkit
+// tables` and `dmlkit figures` write it to one place; dflt when the spec has no leaderboard.
+func leaderboardAgreeDir(spec *experiments.Spec, dir func(*experiments.Spec, string) string, dflt string) string {
+	if spec.Leaderboard == nil || len(spec.Leaderboard.Regimes) == 0 {
+		return dflt
+	}
+	return dir(spec, spec.Leaderboard.Regimes[0].Scale)
+}
+
 // makeClaims evaluates SPECDIR/claims.yaml (when there is one) on the stored records recs, writes
 // claims.md / claims.tex beside the tables and refreshes the "claims" block of SPECDIR/README.md.
 func makeClaims(spec *experiments.Spec, scale string, recs []experiments.Record, out string, includeDirty, print bool, stdout io.Writer) error {
@@ -125,9 +135,12 @@ func makeClaims(spec *experiments.Spec, scale string, recs []experiments.Record,
 	return nil
 }
 
-// makeTables renders the spec's tables from recs (loaded once by the caller, see loadRecords).
+// makeTables renders the spec's tables from recs (loaded once by the caller, see loadRecords), and
+// its leaderboard (experiments.RenderLeaderboard): leaderboard.md / .tex beside the tables and,
+// at a scale of the leaderboard's regimes, rank_agreement.md in the first regime's tables
+// directory (SPECDIR/tables for the committed scales; with --out, beside the tables).
 func makeTables(spec *experiments.Spec, scale string, recs []experiments.Record, out string, print bool, stdout, stderr io.Writer) error {
-	if len(spec.Tables) == 0 && len(spec.Tune) == 0 {
+	if len(spec.Tables) == 0 && len(spec.Tune) == 0 && spec.Leaderboard == nil {
 		fmt.Fprintf(stdout, "%s declares no tables\n", spec.Path)
 		return nil
 	}
@@ -136,8 +149,20 @@ func makeTables(spec *experiments.Spec, scale string, recs []experiments.Record,
 	if err := experiments.CheckSelections(spec, recs); err != nil {
 		return err
 	}
+	agree := out // the rank agreement of the leaderboard's regimes: beside the tables with --out
 	if out == "" {
 		out = tablesDir(spec, scale)
+		agree = leaderboardAgreeDir(spec, tablesDir, out)
+	}
+	if spec.Leaderboard != nil {
+		lb, files, err := experiments.RenderLeaderboard(spec, recs, scale, out, agree)
+		if err != nil {
+			return err
+		}
+		if print {
+			fmt.Fprintf(stdout, "%s\n", lb.Markdown(spec.Labels))
+			fmt.Fprintf(stdout, "wrote %s\n", strings.Join(files, " "))
+		}
 	}
 	var failed []string
 	for _, r := range experiments.RenderTables(spec, recs, scale, out) {

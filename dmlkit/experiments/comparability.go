@@ -450,7 +450,7 @@ func untrainedArms(facts []ArmFacts, frac float64) []string {
 	var out []string
 	for _, f := range facts {
 		switch {
-		case allR1 && f.TrainR1 < frac*best:
+		case allR1 && belowTrainFloor(f.TrainR1, best, frac):
 			out = append(out, fmt.Sprintf("%s did not train (train R@1 %s < %s × %s, the best arm's)",
 				f.Label, fmtNum(f.TrainR1, 3), fmtNum(frac, 2), fmtNum(best, 3)))
 		case !allR1 && f.LossSeeds > 0 && 2*f.LossFell <= f.LossSeeds:
@@ -458,6 +458,12 @@ func untrainedArms(facts []ArmFacts, frac float64) []string {
 		}
 	}
 	return out
+}
+
+// belowTrainFloor is the training rule's test, shared by the verdicts and the leaderboard: a
+// training R@1 below frac × the best comparable one's did not train (frac 0: the rule is off).
+func belowTrainFloor(trainR1, best, frac float64) bool {
+	return frac > 0 && trainR1 < frac*best
 }
 
 // unequalArms lists how the arms differ in tuning (unless the claim declares that deliberate) and

@@ -30,6 +30,8 @@ type Spec struct {
 	Tables      []TableSpec               `yaml:"tables"`      // declarative tables
 	Tune        []TuneSpec                `yaml:"tune"`        // tuning steps on held-out training classes (see [TuneSpec])
 	Launch      Launch                    `yaml:"launch"`      // container image and resources for --emit
+	// Leaderboard ranks the methods of the sweep per regime (see [LeaderboardSpec]); nil: none.
+	Leaderboard *LeaderboardSpec `yaml:"leaderboard"`
 
 	// Path is the file the spec was read from (empty when parsed from bytes); Dir its directory.
 	// Results live in Dir/results unless overridden.
@@ -215,6 +217,11 @@ func (s *Spec) check() error {
 	}
 	if err := s.checkTunes(); err != nil {
 		return err
+	}
+	if s.Leaderboard != nil {
+		if err := s.Leaderboard.check(s); err != nil {
+			return err
+		}
 	}
 	if err := s.Labels.Check(); err != nil {
 		return err

@@ -250,10 +250,10 @@ func editDistance(a, b string) int {
 	return prev[len(b)]
 }
 
-// CheckSelections checks the tables, figures and references of s against the vocabulary of s and
-// its stored records ([Vocabulary]): their scales, where and match keys and values, row, group and
-// axis keys, and the metrics of those that select records. Errors name the spec (or paper.yaml), the
-// table, figure or reference, the field and the value.
+// CheckSelections checks the tables, figures, leaderboard and references of s against the
+// vocabulary of s and its stored records ([Vocabulary]): their scales, where and match keys and
+// values, row, group, arm and axis keys, and the metrics of those that select records. Errors name
+// the spec (or paper.yaml), the table, figure, leaderboard or reference, the field and the value.
 func CheckSelections(s *Spec, records []Record) error {
 	v := NewVocabulary(s, records)
 	var errs []error
@@ -317,6 +317,15 @@ func CheckSelections(s *Spec, records []Record) error {
 		}
 		for i, sn := range f.Series {
 			keyOrMetric(fmt.Sprintf("series[%d]", i), sn, false)
+		}
+	}
+	if l := s.Leaderboard; l != nil {
+		what := "leaderboard"
+		at(what, "where", v.CheckWhere(l.Where))
+		at(what, "arm", v.CheckKey(l.arm()))
+		n := len(Select(records, "", l.Where))
+		for i, m := range l.Metrics {
+			at(what, fmt.Sprintf("metrics[%d]", i), v.CheckMetric(m, n, 0))
 		}
 	}
 	// A reference may transcribe a row of the paper that the spec does not run (another backbone,

@@ -27,6 +27,7 @@ const forestRowHeight = 0.17 * vg.Inch
 type ForestGroup struct {
 	Name  string
 	Color color.Color
+	Shape draw.GlyphDrawer // its marker (nil: a filled circle), e.g. [FilledGlyph] of its slot
 }
 
 // Forest draws the rows top to bottom, each a filled marker at X and a horizontal line from Lo to
@@ -35,6 +36,18 @@ type ForestGroup struct {
 // lists the groups present, those of groups first in its order. The figure is Style.Height high
 // plus forestRowHeight per row.
 func Forest(st Style, l Labels, rows []ForestRow, groups []ForestGroup) (*Chart, error) {
+	return ForestWith(st, l, rows, groups, ForestOptions{})
+}
+
+// ForestOptions are the settings of [ForestWith].
+type ForestOptions struct {
+	// NoZero leaves out the dashed line at x = 0, and 0 from the x range: for estimates that are
+	// not differences (e.g. a leaderboard's R@1 in %, far from 0).
+	NoZero bool
+}
+
+// ForestWith is [Forest] with options.
+func ForestWith(st Style, l Labels, rows []ForestRow, groups []ForestGroup, opt ForestOptions) (*Chart, error) {
 	if len(rows) == 0 {
 		return nil, errors.New("plots: Forest: no rows")
 	}
@@ -57,11 +70,19 @@ func Forest(st Style, l Labels, rows []ForestRow, groups []ForestGroup) (*Chart,
 	}
 	var order []string
 	col := map[string]color.Color{}
+	shape := map[string]draw.GlyphDrawer{}
 	for _, g := range groups {
 		if present[g.Name] {
 			order = append(order, g.Name)
 			col[g.Name] = g.Color
+			shape[g.Name] = g.Shape
 		}
+	}
+	shapeOf := func(g string) draw.GlyphDrawer {
+		if s := shape[g]; s != nil {
+			return s
+		}
+		return draw.CircleGlyph{}
 	}
 	for i, g := range extra {
 		order = append(order, g)
@@ -69,6 +90,9 @@ func Forest(st Style, l Labels, rows []ForestRow, groups []ForestGroup) (*Chart,
 	}
 	ticks := make([]plot.Tick, n)
 	lo, hi := 0.0, 0.0
+	if opt.NoZero {
+		lo, hi = math.Inf(1), math.Inf(-1)
+	}
 	for i, r := range rows {
 		y := float64(n - 1 - i)
 		ticks[i] = plot.Tick{Value: y, Label: r.Label}
@@ -86,23 +110,28 @@ func Forest(st Style, l Labels, rows []ForestRow, groups []ForestGroup) (*Chart,
 		if err != nil {
 			return nil, err
 		}
-		sc.GlyphStyle = draw.GlyphStyle{Color: col[r.Group], Radius: 2.2, Shape: draw.CircleGlyph{}}
+		sc.GlyphStyle = draw.GlyphStyle{Color: col[r.Group], Radius: 2.2, Shape: shapeOf(r.Group)}
 		ch.AddData(sc)
 	}
-	zero, err := plotter.NewLine(plotter.XYs{{X: 0, Y: -0.6}, {X: 0, Y: float64(n) - 0.4}})
-	if err != nil {
-		return nil, err
+	if !opt.NoZero {
+		zero, err := plotter.NewLine(plotter.XYs{{X: 0, Y: -0.6}, {X: 0, Y: float64(n) - 0.4}})
+		if err != nil {
+			return nil, err
+		}
+		zero.LineStyle = draw.LineStyle{Color: color.Gray{Y: 90}, Width: 0.6, Dashes: []vg.Length{2, 2}}
+		ch.Plot.Add(zero)
 	}
-	zero.LineStyle = draw.LineStyle{Color: color.Gray{Y: 90}, Width: 0.6, Dashes: []vg.Length{2, 2}}
-	ch.Plot.Add(zero)
 	for _, g := range order {
 		sc, _ := plotter.NewScatter(plotter.XYs{{}})
-		sc.GlyphStyle = draw.GlyphStyle{Color: col[g], Radius: 2.2, Shape: draw.CircleGlyph{}}
+		sc.GlyphStyle = draw.GlyphStyle{Color: col[g], Radius: 2.2, Shape: shapeOf(g)}
 		ch.AddLegend(g, sc)
 	}
 	pad := 0.05 * (hi - lo)
 	if pad == 0 {
-		pad = 1
+		pad = math.Max(0.05*math.Abs(hi), 1e-9)
+		if !opt.NoZero {
+			pad = 1
+		}
 	}
 	ch.Plot.X.Min, ch.Plot.X.Max = lo-pad, hi+pad
 	ch.Plot.Y.Min, ch.Plot.Y.Max = -0.6, float64(n)-0.4

@@ -213,6 +213,10 @@ func Glyph(k int) draw.GlyphDrawer {
 	return shapes[(k+k/len(shapes))%len(shapes)]
 }
 
+// FilledGlyph is the filled marker of slot k in [Pareto] and [Agreement] (circle, square,
+// triangle), for another figure that shows the same groups (e.g. a [ForestGroup]'s Shape).
+func FilledGlyph(k int) draw.GlyphDrawer { return filledGlyph(k) }
+
 // filledGlyph is the filled marker of slot k (circle, square, triangle), for scatter plots whose
 // rings and size keys are hollow circles.
 func filledGlyph(k int) draw.GlyphDrawer {
