@@ -2,6 +2,7 @@ package train
 
 import (
 	"context"
+	"image/color"
 	"math"
 	"os"
 	"path/filepath"
@@ -269,5 +270,25 @@ func TestTrainableTailCache(t *testing.T) {
 	both.Model.FreezeBackbone = true
 	if err := both.Validate(); err == nil || !strings.Contains(err.Error(), "model.trainable_tail") {
 		t.Errorf("trainable_tail with freeze_backbone: %v, want an error naming model.trainable_tail", err)
+	}
+}
+
+// TestTrainableTailRefusesAugmentation: as with a frozen backbone, augmented training views
+// change every epoch, so the maps in front of the tail cannot be cached: the run stops, naming
+// both fields.
+func TestTrainableTailRefusesAugmentation(t *testing.T) {
+	t.Setenv(FeatureCacheEnv, t.TempDir())
+	root := t.TempDir()
+	for k, c := range "abcd" {
+		for i := 0; i < 4; i++ {
+			writeFolderPNG(t, filepath.Join(root, string(c), string(rune('0'+i))+".png"), 12, color.NRGBA{uint8(50 * k), uint8(60 * i), 128, 255})
+		}
+	}
+	cfg := tailConfig(t, 1)
+	cfg.Data = DataConfig{Name: "imagefolder", Options: map[string]any{"root": root, "size": 12, "augment": "flip"}}
+	cfg.Sampler = SamplerConfig{Name: "m_per_class", BatchSize: 8, M: 4}
+	_, err := Run(context.Background(), cfg, t.TempDir(), nil)
+	if err == nil || !strings.Contains(err.Error(), "data.options.augment") || !strings.Contains(err.Error(), "model.trainable_tail") {
+		t.Errorf("trainable tail with augmentation: %v, want an error naming data.options.augment and model.trainable_tail", err)
 	}
 }
