@@ -29,7 +29,9 @@ import (
 // ([TFLiteModel.Prefix]) and ops [start, FeatureOp] with the global average the tail
 // ([TFLiteModel.TailFeatures]). For MobileNetV2 the tail holds the last n inverted residuals,
 // the final 1×1 convolution to 1280 channels and the pooling. The cut tensors at a 96 px input
-// for the uint8 MobileNetV2: n = 1, 2, 3 (ops 58, 54, 50): [3, 3, 160]; n = 4–6: [6, 6, 96].
+// for the uint8 MobileNetV2: n = 1, 2, 3 (ops 58, 54, 50): [3, 3, 160]; n = 4–6: [6, 6, 96]; for
+// the V1 embedding extractor: n = 1 (op 25): [3, 3, 1024] (7.2 times its pooled features),
+// n = 2, 3: [6, 6, 512].
 
 // BlockStarts returns the op indices at which the blocks of the feature extractor begin,
 // ascending (see the comment above for how a boundary is identified); nil when none is found.
@@ -155,8 +157,9 @@ func (m *TFLiteModel) checkStart(start int) {
 	panic(fmt.Sprintf("models: %s: op %d does not start a block (block starts: %v)", m.Path, start, m.BlockStarts()))
 }
 
-// TailConfig returns the op index at which the trainable tail of cfg begins (cfg.TrainableTail
-// > 0, a mobilenet backbone): errors name model.trainable_tail and the file.
+// TailConfig reads cfg's .tflite file ([CachedTFLite]) and returns it with the op index at which
+// the trainable tail of cfg begins ([TFLiteModel.TailStart] of cfg.TrainableTail; a mobilenet
+// backbone). Errors name model.pretrained, or model.trainable_tail and the file.
 func TailConfig(cfg Config) (*TFLiteModel, int, error) {
 	m, err := CachedTFLite(cfg.Pretrained)
 	if err != nil {
