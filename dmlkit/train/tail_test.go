@@ -292,3 +292,48 @@ func TestTrainableTailRefusesAugmentation(t *testing.T) {
 		t.Errorf("trainable tail with augmentation: %v, want an error naming data.options.augment and model.trainable_tail", err)
 	}
 }
+
+// TestTrainableTailResume: a trainable-tail run interrupted after 5 of its 16 steps and resumed
+// (its cut maps read back from the cache) ends with the uninterrupted run's test embeddings, bit
+// for bit; config.resolved.yaml keeps model.trainable_tail.
+func TestTrainableTailResume(t *testing.T) {
+	t.Setenv(FeatureCacheEnv, t.TempDir())
+	cfg := tailConfig(t, 2)
+	cfg.Optimizer.Groups = []GroupConfig{{Match: "/backbone/", LRMul: 0.1}}
+	ctx := context.Background()
+	dirA, dirB := t.TempDir(), t.TempDir()
+	a, err := Run(ctx, cfg, dirA, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r, err := RunWithOptions(ctx, cfg, dirB, Options{StopAfter: 5}); err != nil || !r.Interrupted || r.Steps != 5 {
+		t.Fatalf("interrupted run: %+v, %v", r, err)
+	}
+	computed := 0
+	b, err := RunWithOptions(ctx, cfg, dirB, Options{Resume: true, Progress: func(p Progress) {
+		if p.Phase == "features" {
+			computed = p.Step
+		}
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if computed != 0 {
+		t.Errorf("the resumed session computed %d maps, want 0 (cached)", computed)
+	}
+	if a.Steps != 16 || b.Steps != a.Steps || b.FinalLoss != a.FinalLoss {
+		t.Errorf("resumed: %d steps, loss %v; uninterrupted: %d steps, loss %v", b.Steps, b.FinalLoss, a.Steps, a.FinalLoss)
+	}
+	ea, _ := os.ReadFile(filepath.Join(dirA, "test_embeddings.npy"))
+	eb, _ := os.ReadFile(filepath.Join(dirB, "test_embeddings.npy"))
+	if len(ea) == 0 || string(ea) != string(eb) {
+		t.Error("the resumed run's test embeddings differ from the uninterrupted run's")
+	}
+	y, err := os.ReadFile(filepath.Join(dirA, "config.resolved.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(y), "trainable_tail: 2") || !strings.Contains(string(y), "input_size: 48") {
+		t.Errorf("config.resolved.yaml does not keep the configuration as written:\n%s", y)
+	}
+}
