@@ -295,7 +295,8 @@ func TestTrainableTailRefusesAugmentation(t *testing.T) {
 
 // TestTrainableTailResume: a trainable-tail run interrupted after 5 of its 16 steps and resumed
 // (its cut maps read back from the cache) ends with the uninterrupted run's test embeddings, bit
-// for bit; config.resolved.yaml keeps model.trainable_tail.
+// for bit; config.resolved.yaml keeps model.trainable_tail; and the run's checkpoint initialises
+// the whole network through model.init_from (tail from the run, prefix from the file).
 func TestTrainableTailResume(t *testing.T) {
 	t.Setenv(FeatureCacheEnv, t.TempDir())
 	cfg := tailConfig(t, 2)
@@ -335,5 +336,35 @@ func TestTrainableTailResume(t *testing.T) {
 	}
 	if !strings.Contains(string(y), "trainable_tail: 2") || !strings.Contains(string(y), "input_size: 48") {
 		t.Errorf("config.resolved.yaml does not keep the configuration as written:\n%s", y)
+	}
+
+	// The run's checkpoint initialises the whole network (model.init_from): the tail's
+	// variables come from the run (trained, so unlike the file's), the prefix's from the file.
+	value := func(s *model.Store, p string) []float32 {
+		v := s.GetVariable(p)
+		if v == nil {
+			t.Fatalf("no variable %s", p)
+		}
+		x, err := v.Value()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tensors.MustCopyFlatData[float32](x)
+	}
+	file, run := model.NewStore(), model.NewStore()
+	full := tailConfig(t, 0)
+	if err := initModel(file, full.Model); err != nil {
+		t.Fatal(err)
+	}
+	full.Model.InitFrom = dirA
+	if err := initModel(run, full.Model); err != nil {
+		t.Fatal(err)
+	}
+	const tailVar, prefixVar = "/model/backbone/061_MobilenetV2_Conv_1/weights", "/model/backbone/050_MobilenetV2_expanded_conv_14_expand/weights"
+	if slices.Equal(value(run, tailVar), value(file, tailVar)) {
+		t.Errorf("init_from the tail run left %s as the file has it", tailVar)
+	}
+	if !slices.Equal(value(run, prefixVar), value(file, prefixVar)) {
+		t.Errorf("init_from the tail run changed the prefix's %s", prefixVar)
 	}
 }
