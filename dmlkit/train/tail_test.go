@@ -134,6 +134,11 @@ func TestTrainableTailZeroRateEqualsFrozen(t *testing.T) {
 	if a.FinalLoss != b.FinalLoss || a.Metrics["test/MAP@R"] != b.Metrics["test/MAP@R"] {
 		t.Errorf("not bit-identical: loss %v vs %v, MAP@R %v vs %v", a.FinalLoss, b.FinalLoss, a.Metrics["test/MAP@R"], b.Metrics["test/MAP@R"])
 	}
+	ea, _ := os.ReadFile(filepath.Join(a.OutDir, "test_embeddings.npy"))
+	eb, _ := os.ReadFile(filepath.Join(b.OutDir, "test_embeddings.npy"))
+	if len(ea) == 0 || string(ea) != string(eb) {
+		t.Error("the test embeddings of the frozen run and the tail at rate 0 differ")
+	}
 }
 
 // TestTrainableTailStep: one optimiser step on the cached maps moves the tail's weights (here
