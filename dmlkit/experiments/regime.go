@@ -23,7 +23,9 @@ const (
 const PretrainedScale = "pretrained"
 
 // RegimeOf is the regime of one run from its configuration: model.pretrained (weights from a
-// file) gives RegimeFrozen or RegimeFineTuned by model.freeze_backbone; model.init_from (a stored
+// file) gives RegimeFrozen or RegimeFineTuned by model.freeze_backbone, and with
+// model.trainable_tail N > 0 (only the last N blocks train) RegimeFineTuned followed by
+// " (last N blocks)" (" (last block)" for 1); model.init_from (a stored
 // dmlkit run) RegimeStoredStart (with ", frozen" when the backbone is frozen); otherwise
 // RegimeScratch (", frozen" again for a frozen random backbone).
 func RegimeOf(r *Record) string {
@@ -39,6 +41,11 @@ func RegimeOf(r *Record) string {
 		if frozen {
 			return RegimeFrozen
 		}
+		if n := tailBlocks(r); n == 1 {
+			return RegimeFineTuned + " (last block)"
+		} else if n > 1 {
+			return fmt.Sprintf("%s (last %d blocks)", RegimeFineTuned, n)
+		}
 		return RegimeFineTuned
 	case str("model.init_from") != "":
 		if frozen {
@@ -49,6 +56,21 @@ func RegimeOf(r *Record) string {
 		return RegimeScratch + ", frozen"
 	}
 	return RegimeScratch
+}
+
+// tailBlocks is a record's model.trainable_tail (a number however the record was decoded; 0
+// when absent).
+func tailBlocks(r *Record) int {
+	v, _ := r.Value("model.trainable_tail")
+	switch n := v.(type) {
+	case int:
+		return n
+	case int64:
+		return int(n)
+	case float64:
+		return int(n)
+	}
+	return 0
 }
 
 // Regime is the verdict's regime: its arms' regimes (from their records, in arm order, each

@@ -19,6 +19,8 @@ func TestRegimes(t *testing.T) {
 		{map[string]any{"model": map[string]any{"backbone": "cnn"}}, RegimeScratch},
 		{map[string]any{"model": map[string]any{"backbone": "mobilenet_v2", "pretrained": "w.tflite", "freeze_backbone": true}}, RegimeFrozen},
 		{map[string]any{"model": map[string]any{"backbone": "mobilenet_v2", "pretrained": "w.tflite"}}, RegimeFineTuned},
+		{map[string]any{"model": map[string]any{"backbone": "mobilenet_v2", "pretrained": "w.tflite", "trainable_tail": 2}}, RegimeFineTuned + " (last 2 blocks)"},
+		{map[string]any{"model": map[string]any{"backbone": "mobilenet_v2", "pretrained": "w.tflite", "trainable_tail": 1.0}}, RegimeFineTuned + " (last block)"},
 		{map[string]any{"model": map[string]any{"backbone": "cnn", "init_from": "runs/x"}}, RegimeStoredStart},
 		{map[string]any{"model": map[string]any{"backbone": "cnn", "freeze_backbone": true}}, RegimeScratch + ", frozen"},
 	} {

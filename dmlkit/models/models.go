@@ -87,6 +87,24 @@ type Config struct {
 	// configuration and weights, so every seed, class split and label-noise draw reuses it.
 	// Inputs are fixed per image: mixup then mixes features, not pixels.
 	FreezeBackbone bool `yaml:"freeze_backbone" doc:"train the head on cached features of a fixed backbone"`
+	// TrainableTail fine-tunes only the last TrainableTail blocks of a mobilenet_v2 /
+	// mobilenet_v1 backbone (0, the default: off; exclusive with FreezeBackbone, which trains
+	// none): the backbone is cut at the op where those blocks begin ([TFLiteModel.BlockStarts]
+	// says how a block boundary is found in the file; MobileNetV2 has 16 blocks to choose from,
+	// V1 13). Everything before the cut runs once per distinct input image, in inference mode,
+	// and its output map (e.g. [3, 3, 160] for MobileNetV2 at 96 px with 1–3 blocks) is cached on
+	// disk as FreezeBackbone's features are (keyed by image, backbone and cut); the tail — the
+	// last blocks, for V2 also the final 1×1 convolution to 1280 channels, and the global
+	// average — and the head train on it. The tail's variables keep the full network's names,
+	// "<model scope>/backbone/<NNN>_<layer>/{weights,biases}" ([TFLiteModel]; in a run's store
+	// "/model/backbone/058_MobilenetV2_expanded_conv_16_expand/weights"), so the optimiser's
+	// groups reach them with match "/backbone/" (e.g. lr_mul 0.1) and a run's checkpoint
+	// initialises a full network (model.init_from). Inputs are fixed per image, as with
+	// FreezeBackbone: augmentation is refused, mixup mixes cached maps.
+	TrainableTail int `yaml:"trainable_tail" doc:"mobilenet: fine-tune only the last N blocks (the part before them is cached like freeze_backbone's features); 0 = off"`
+	// TailInput is set by [Config.TailOnly], never by a configuration file: the network's inputs
+	// are the cached cut maps [B, H', W', C'] of a TrainableTail backbone, not images.
+	TailInput bool `yaml:"-"`
 
 	// Backbone "onnx" (bring your own backbone, [ONNXBackbone]): the network of the .onnx file
 	// Pretrained, e.g. a torchvision ResNet-50 exported with its classifier removed, converted by
@@ -114,6 +132,17 @@ func (c Config) HeadOnly() Config {
 	h.FrozenBN, h.Norm, h.Pool, h.GeMP = false, "", "", 0
 	h.ONNXOutput, h.ONNXLayout, h.InputNorm = "", "", ""
 	return h
+}
+
+// TailOnly is the configuration of the network a model.trainable_tail run trains on the cached
+// cut maps: c with TailInput set (Build runs the backbone's last TrainableTail blocks on [B, H',
+// W', C'] inputs, [TFLiteModel.TailFeatures]), no resize (the maps were computed from resized
+// images) and FreezeBackbone off; Pretrained and InitFrom stay (the tail's weights come from
+// them).
+func (c Config) TailOnly() Config {
+	t := c
+	t.TailInput, t.InputSize, t.FreezeBackbone = true, 0, false
+	return t
 }
 
 // UncWidth is the width of the IDML uncertainty head: UncDim, or Dim when UncDim is 0.
@@ -222,6 +251,12 @@ func (c *Config) Validate(prefix string) error {
 	if c.FreezeBackbone && c.Backbone == "features" {
 		return fmt.Errorf("%s: backbone features has no backbone to freeze (it already trains a head on given features)", f("freeze_backbone"))
 	}
+	if c.TrainableTail < 0 || (c.TrainableTail > 0 && !mobilenet) {
+		return fmt.Errorf("%s: %d: want ≥ 0, and only with backbone mobilenet_v2 or mobilenet_v1 (got %q)", f("trainable_tail"), c.TrainableTail, c.Backbone)
+	}
+	if c.TrainableTail > 0 && c.FreezeBackbone {
+		return fmt.Errorf("%s: %d and %s: true are exclusive: freeze_backbone trains no backbone block, trainable_tail the last %d", f("trainable_tail"), c.TrainableTail, f("freeze_backbone"), c.TrainableTail)
+	}
 	if c.FreezeBackbone && c.InitHead {
 		return fmt.Errorf("%s: a frozen backbone's head starts fresh; %s is not supported with it", f("freeze_backbone"), f("init_head"))
 	}
@@ -251,7 +286,7 @@ type Output struct {
 // x's dtype.
 func Build(scope *model.Scope, cfg Config, x *Node, mode Mode) Output {
 	var f *Node
-	if cfg.InputSize > 0 && cfg.Backbone != "features" {
+	if cfg.InputSize > 0 && cfg.Backbone != "features" && !cfg.TailInput {
 		x = ResizeImages(x, cfg.InputSize)
 	}
 	switch cfg.Backbone {
@@ -265,7 +300,11 @@ func Build(scope *model.Scope, cfg Config, x *Node, mode Mode) Output {
 	case "resnet18", "resnet50":
 		f = ResNet(scope.At("backbone"), strings.TrimPrefix(cfg.Backbone, "resnet"), cfg, x, mode)
 	case "mobilenet_v2", "mobilenet_v1":
-		f = MobileNet(scope.At("backbone"), cfg, x)
+		if cfg.TailInput {
+			f = MobileNetTail(scope.At("backbone"), cfg, x)
+		} else {
+			f = MobileNet(scope.At("backbone"), cfg, x)
+		}
 	case "onnx":
 		f = ONNXNet(scope.At("backbone"), cfg, x)
 	default:
@@ -362,8 +401,9 @@ func SmallCNN(scope *model.Scope, cfg Config, x *Node, mode Mode) *Node {
 // from cfg.Pretrained, if set. Call it on a fresh store before the first graph is built. For
 // mobilenet_v2 / mobilenet_v1 it reads the .tflite file ([CachedTFLite]), checks its feature
 // width (1280 / 1024) and creates the feature extractor's weights as trainable variables
-// ([TFLiteModel.LoadVariables]; the ImageNet classifier is left out); errors name
-// model.pretrained and the file.
+// ([TFLiteModel.LoadVariables]; the ImageNet classifier is left out) — with TailInput
+// ([Config.TailOnly]) only the tail's ([TFLiteModel.LoadTailVariables]); errors name
+// model.pretrained (or model.trainable_tail) and the file.
 func LoadPretrained(scope *model.Scope, cfg Config) error {
 	if cfg.Backbone == "onnx" {
 		return LoadONNXBackbone(scope, cfg)
@@ -378,6 +418,16 @@ func LoadPretrained(scope *model.Scope, cfg Config) error {
 		}
 		if m.FeatureDim != want {
 			return fmt.Errorf("model.pretrained: %s: the last feature map has %d channels, backbone %s has %d", cfg.Pretrained, m.FeatureDim, cfg.Backbone, want)
+		}
+		if cfg.TailInput {
+			_, start, err := TailConfig(cfg)
+			if err != nil {
+				return err
+			}
+			if err := m.LoadTailVariables(scope.At("backbone"), start); err != nil {
+				return fmt.Errorf("model.pretrained: %s: %w", cfg.Pretrained, err)
+			}
+			return nil
 		}
 		if err := m.LoadVariables(scope.At("backbone"), false); err != nil {
 			return fmt.Errorf("model.pretrained: %s: %w", cfg.Pretrained, err)

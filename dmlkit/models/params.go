@@ -36,7 +36,10 @@
 //
 // The ImageNet MobileNets in ../shared/weights/coral (Apache-2.0, quantized) are imported from
 // their .tflite files ([ReadTFLite], [LoadTFLite]): every weight is dequantized and the graph is
-// run in float32 as trainable variables. `dmlkit classify` checks a file on images.
+// run in float32 as trainable variables. `dmlkit classify` checks a file on images. For
+// model.trainable_tail a MobileNet splits at a block boundary into a fixed prefix, whose output
+// map the trainer caches, and a trainable tail ([TFLiteModel.BlockStarts], [BuildPrefix],
+// [MobileNetTail], [Config.TailOnly]).
 package models
 
 import (

@@ -3,6 +3,7 @@ package models
 import (
 	"fmt"
 	"strings"
+	"sync"
 
 	. "github.com/gomlx/gomlx/core/graph"
 	"github.com/gomlx/gomlx/ml/model"
@@ -48,6 +49,8 @@ type TFLiteModel struct {
 	// ends without one (the embedding extractor).
 	SoftmaxBeta float64
 	names       map[int]string // op index → variable scope name, for ops with weights
+	blocksOnce  sync.Once      // computes blocks ([TFLiteModel.BlockStarts])
+	blocks      []int
 }
 
 // LoadTFLite reads a .tflite file ([ReadTFLite]) and checks that this importer can run it: one
@@ -301,12 +304,24 @@ func (m *TFLiteModel) variables(k int) []tfliteVar {
 // store before the first graph is built, or let the graph functions create them on first use
 // (the same values).
 func (m *TFLiteModel) LoadVariables(scope *model.Scope, classifier bool) error {
-	base := strings.TrimSuffix(scope.Scope(), "/")
 	stop := m.FeatureOp
 	if classifier {
 		stop = len(m.Ops)
 	}
-	for k := 0; k < stop; k++ {
+	return m.loadOps(scope, 0, stop)
+}
+
+// LoadTailVariables is [TFLiteModel.LoadVariables] for the ops of the tail that begins at op
+// start ([TFLiteModel.TailFeatures]) only: the variables a model.trainable_tail run trains.
+func (m *TFLiteModel) LoadTailVariables(scope *model.Scope, start int) error {
+	m.checkStart(start)
+	return m.loadOps(scope, start, m.FeatureOp)
+}
+
+// loadOps creates the variables of ops [start, stop) under scope.
+func (m *TFLiteModel) loadOps(scope *model.Scope, start, stop int) error {
+	base := strings.TrimSuffix(scope.Scope(), "/")
+	for k := start; k < stop; k++ {
 		for _, v := range m.variables(k) {
 			if err := setWeight(scope.Store(), base+"/"+v.scope+"/"+v.name, v.value(), v.dims, true); err != nil {
 				return err
@@ -371,7 +386,7 @@ func (m *TFLiteModel) InputFromPixels(x *Node, maxValue float64) *Node {
 // input size. Variables are used from scope (created from the file when absent).
 func (m *TFLiteModel) Features(scope *model.Scope, x *Node) *Node {
 	in := m.InputFromPixels(x, 1)
-	v := m.run(scope, in, m.FeatureOp)
+	v := m.run(scope, in, 0, m.FeatureOp)
 	return ReduceMean(v[m.Ops[m.FeatureOp].Inputs[0]], 1, 2)
 }
 
@@ -381,7 +396,7 @@ func (m *TFLiteModel) Features(scope *model.Scope, x *Node) *Node {
 // whole stored feature map (7×7 at 224) is a global average at any input size, so other sizes
 // run too, but the classifiers were trained at InputH × InputW.
 func (m *TFLiteModel) Logits(scope *model.Scope, x *Node) *Node {
-	v := m.run(scope, x, len(m.Ops))
+	v := m.run(scope, x, 0, len(m.Ops))
 	y := v[m.LogitsTensor]
 	b := y.Shape().Dim(0)
 	return Reshape(y, b, y.Shape().Size()/b)

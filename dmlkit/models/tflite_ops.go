@@ -9,14 +9,21 @@ import (
 	"github.com/gomlx/gomlx/ml/model"
 )
 
-// run applies ops [0, stop) of the graph to the network input x [B, H, W, 3] and returns the
-// value of every tensor computed (by tensor index). Weights are the variables under scope
+// run applies ops [start, stop) of the graph to the network input x [B, H, W, 3] and returns
+// the value of every tensor computed (by tensor index). Weights are the variables under scope
 // (created from the file when absent), converted to x's dtype.
-func (m *TFLiteModel) run(scope *model.Scope, x *Node, stop int) map[int]*Node {
+func (m *TFLiteModel) run(scope *model.Scope, x *Node, start, stop int) map[int]*Node {
 	if x.Rank() != 4 || x.Shape().Dim(3) != 3 {
 		panic(fmt.Sprintf("models: %s: the TFLite graph needs [B, H, W, 3] inputs, got %s", m.Path, x.Shape()))
 	}
-	vals := map[int]*Node{m.Inputs[0]: x}
+	return m.runFrom(scope, m.Inputs[0], x, start, stop)
+}
+
+// runFrom applies ops [start, stop) with tensor in given the value x (the graph input, or a cut
+// tensor whose ops lie before start: [TFLiteModel.TailFeatures]); every other non-constant
+// tensor an op reads must be computed in the range. x gives the graph, dtype and batch size.
+func (m *TFLiteModel) runFrom(scope *model.Scope, in int, x *Node, start, stop int) map[int]*Node {
+	vals := map[int]*Node{in: x}
 	value := func(t int) *Node {
 		if v, ok := vals[t]; ok {
 			return v
@@ -28,7 +35,7 @@ func (m *TFLiteModel) run(scope *model.Scope, x *Node, stop int) map[int]*Node {
 		c := Const(x.Graph(), tensors.FromFlatDataAndDimensions(tt.Float32(), tt.Shape...))
 		return ConvertDType(c, x.DType())
 	}
-	for k := 0; k < stop; k++ {
+	for k := start; k < stop; k++ {
 		op := &m.Ops[k]
 		params := map[string]*Node{}
 		for _, v := range m.variables(k) {

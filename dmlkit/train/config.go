@@ -561,6 +561,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("mixup.mode: %q: want mixup or cutmix", m)
 	} else if m == "cutmix" && c.Model.Backbone == "features" {
 		return fmt.Errorf("mixup.mode: cutmix pastes an image box; model.backbone features has no image")
+	} else if m == "cutmix" && c.Model.TrainableTail > 0 {
+		return fmt.Errorf("mixup.mode: cutmix pastes an image box; model.trainable_tail trains on cached maps of fixed images")
 	}
 	if c.Log.EverySteps < 0 {
 		return fmt.Errorf("log.every_steps: %d: want ≥ 0", c.Log.EverySteps)

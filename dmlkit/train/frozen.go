@@ -49,10 +49,12 @@ func featureCacheDir() (string, error) {
 
 // backboneKey identifies the function from an input image to its backbone features: the
 // backbone's configuration (for backbone onnx also model.onnx_output, onnx_layout and
-// input_norm), the digests of the files its weights come from (model.pretrained and
-// the model.init_from checkpoint, both for a mobilenet whose .tflite weights a run replaces) or,
-// without one, the seed of its random initialisation, the
-// input shape and the cache version. Head, loss and optimiser settings are not part of it.
+// input_norm; with model.trainable_tail the tail's length and the op where it is cut, so that the
+// cached value is the prefix's map), the digests of the files its weights come from
+// (model.pretrained and the model.init_from checkpoint, both for a mobilenet whose .tflite
+// weights a run replaces) or, without one, the seed of its random initialisation, the input
+// shape and the cache version. Head, loss and optimiser settings are not part of it. The tail
+// fields are left out of the JSON when 0, so freeze_backbone's keys are as before (version 2).
 func backboneKey(cfg *Config, h, w, c int) (string, error) {
 	m := cfg.Model
 	k := struct {
@@ -68,6 +70,9 @@ func backboneKey(cfg *Config, h, w, c int) (string, error) {
 		// Backbone onnx: which output, layout and input normalisation (empty for the others,
 		// which leaves their keys as they were).
 		ONNXOutput, ONNXLayout, InputNorm string `json:",omitempty"`
+		// model.trainable_tail: the number of trainable blocks and the first op of the tail
+		// (0 for the frozen backbone, which leaves its keys as they were).
+		Tail, TailOp int `json:",omitempty"`
 	}{Version: featureCacheVersion, Backbone: m.Backbone, Channels: m.Channels, Norm: m.Norm, Pool: m.Pool,
 		FrozenBN: m.FrozenBN, GeMP: m.GeMP, InputSize: m.InputSize, H: h, W: w, C: c,
 		ONNXOutput: m.ONNXOutput, ONNXLayout: m.ONNXLayout, InputNorm: m.InputNorm}
@@ -83,6 +88,13 @@ func backboneKey(cfg *Config, h, w, c int) (string, error) {
 	}
 	if k.Pool != "gem" {
 		k.GeMP = 0
+	}
+	if m.TrainableTail > 0 {
+		_, start, err := models.TailConfig(m)
+		if err != nil {
+			return "", err
+		}
+		k.Tail, k.TailOp = m.TrainableTail, start
 	}
 	if m.Pretrained != "" {
 		d, err := fileDigest(m.Pretrained)
@@ -252,20 +264,41 @@ func inputDigest(s Set, i int, buf []float32) [32]byte {
 	return sha256.Sum256(b)
 }
 
-// freezeBackbone replaces the image sets of split by the features of cfg's backbone (the
-// model.freeze_backbone regime): every input's digest is looked up in the feature cache of the
+// freezeBackbone replaces the image sets of split by what cfg's fixed backbone part computes
+// from them, cached on disk: with model.freeze_backbone the pooled features [F] of the whole
+// backbone, with model.trainable_tail the map [H', W', C'] in front of the trainable tail
+// ([models.BuildPrefix]). Every input's digest is looked up in the feature cache of the
 // backbone's key, the missing ones are computed (float32, inference mode, batches of
-// extractBatch) and added, and each set becomes [Features] with its labels and coarse labels.
-// progress, when not nil, receives Phase "features" reports (Step = images computed so far,
-// TotalSteps = images to compute).
+// extractBatch) and added, and each set becomes [Features] (the frozen backbone) or
+// [cutMaps] (the trainable tail) with its labels and coarse labels. progress, when not nil,
+// receives Phase "features" reports (Step = images computed so far, TotalSteps = images to
+// compute).
 func freezeBackbone(ctx context.Context, cfg *Config, b compute.Backend, split *sets, progress func(Progress)) (*sets, error) {
+	field, tail := "model.freeze_backbone", cfg.Model.TrainableTail > 0
+	if tail {
+		field = "model.trainable_tail"
+	}
 	if augmented(split.train) {
-		return nil, fmt.Errorf("train: model.freeze_backbone: data.options.augment changes the training images every epoch, so their features cannot be cached; set augment: none")
+		return nil, fmt.Errorf("train: %s: data.options.augment changes the training images every epoch, so what the fixed backbone computes from them cannot be cached; set augment: none", field)
 	}
 	h, w, c := split.train.Dims()
 	key, err := backboneKey(cfg, h, w, c)
 	if err != nil {
-		return nil, fmt.Errorf("train: model.freeze_backbone: %w", err)
+		return nil, fmt.Errorf("train: %s: %w", field, err)
+	}
+	// The cut map's shape with a trainable tail (from the resized input when model.input_size
+	// is set); the features' width is the cache's.
+	var cut []int
+	if tail {
+		m, start, err := models.TailConfig(cfg.Model)
+		if err != nil {
+			return nil, fmt.Errorf("train: %w", err)
+		}
+		ih, iw := h, w
+		if s := cfg.Model.InputSize; s > 0 {
+			ih, iw = s, s
+		}
+		cut = m.CutShape(start, ih, iw)
 	}
 	root, err := featureCacheDir()
 	if err != nil {
@@ -274,6 +307,9 @@ func freezeBackbone(ctx context.Context, cfg *Config, b compute.Backend, split *
 	cache, err := openFeatureCache(filepath.Join(root, key[:24]))
 	if err != nil {
 		return nil, err
+	}
+	if cut != nil && cache.f != 0 && cache.f != cut[0]*cut[1]*cut[2] {
+		return nil, fmt.Errorf("train: %s: feature cache %s holds maps of %d values, want %v", field, cache.dir, cache.f, cut)
 	}
 	named := []struct {
 		name string
@@ -307,10 +343,14 @@ func freezeBackbone(ctx context.Context, cfg *Config, b compute.Backend, split *
 		}
 		ex, err := model.NewExec(b, store, func(scope *model.Scope, x *Node) *Node {
 			liveVariables(scope, x.Graph())
+			if tail {
+				y := models.BuildPrefix(scope.At(modelScope), cfg.Model, x)
+				return Reshape(y, y.Shape().Dim(0), -1)
+			}
 			return models.Build(scope.At(modelScope), cfg.Model, x, models.Mode{}).Features
 		})
 		if err != nil {
-			return nil, fmt.Errorf("train: model.freeze_backbone: %w", err)
+			return nil, fmt.Errorf("train: %s: %w", field, err)
 		}
 		size := h * w * c
 		in := make([]float32, extractBatch*size)
@@ -331,12 +371,15 @@ func freezeBackbone(ctx context.Context, cfg *Config, b compute.Backend, split *
 			}
 			out, err := ex.Call(tensors.FromFlatDataAndDimensions(in, extractBatch, h, w, c))
 			if err != nil {
-				return nil, fmt.Errorf("train: model.freeze_backbone: computing features: %w", err)
+				return nil, fmt.Errorf("train: %s: computing features: %w", field, err)
 			}
 			if out[0].Rank() != 2 {
-				return nil, fmt.Errorf("train: model.freeze_backbone: backbone features have shape %s, want [batch, F]", out[0].Shape())
+				return nil, fmt.Errorf("train: %s: backbone features have shape %s, want [batch, F]", field, out[0].Shape())
 			}
 			f = out[0].Shape().Dim(1)
+			if cut != nil && f != cut[0]*cut[1]*cut[2] {
+				return nil, fmt.Errorf("train: %s: the backbone's prefix gives %d values per image, want %v", field, f, cut)
+			}
 			feats = append(feats, tensors.MustCopyFlatData[float32](out[0])[:m*f]...)
 			for j := 0; j < m; j++ {
 				r := todo[st+j]
@@ -366,21 +409,35 @@ func freezeBackbone(ctx context.Context, cfg *Config, b compute.Backend, split *
 		for i := 0; i < n; i++ {
 			v, ok := cache.m[digests[si][i]]
 			if !ok {
-				return nil, fmt.Errorf("train: model.freeze_backbone: %s input %d has no cached features", p.name, i)
+				return nil, fmt.Errorf("train: %s: %s input %d has no cached features", field, p.name, i)
 			}
 			fs.X = append(fs.X, v...)
 		}
+		var set Set = fs
+		if cut != nil {
+			set = &cutMaps{Features: fs, h: cut[0], w: cut[1], c: cut[2]}
+		}
 		switch p.name {
 		case "train":
-			out.train = fs
+			out.train = set
 		case "val":
-			out.val = fs
+			out.val = set
 		default:
-			out.test = fs
+			out.test = set
 		}
 	}
 	return out, nil
 }
+
+// cutMaps are the cached maps [H', W', C'] in front of a model.trainable_tail backbone's tail,
+// one per input (row-major in Features.X, F = H'·W'·C'), given to the model as [B, H', W', C']
+// ([models.Config.TailOnly]).
+type cutMaps struct {
+	*Features
+	h, w, c int
+}
+
+func (m *cutMaps) Dims() (int, int, int) { return m.h, m.w, m.c }
 
 // augmented reports whether s draws new training views every epoch (data.options.augment).
 func augmented(s Set) bool {

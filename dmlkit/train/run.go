@@ -189,8 +189,10 @@ func RunWithOptions(ctx context.Context, cfg Config, outDir string, opt Options)
 		}
 	}
 	// With model.freeze_backbone the sets become cached backbone features and the model to
-	// train is the head alone (trainedModel); the run's files keep the configuration as written.
-	if cfg.Model.FreezeBackbone {
+	// train is the head alone (trainedModel); with model.trainable_tail they become the cached
+	// maps in front of the tail, which trains with the head. The run's files keep the
+	// configuration as written.
+	if cfg.Model.FreezeBackbone || cfg.Model.TrainableTail > 0 {
 		if split, err = freezeBackbone(ctx, &cfg, b, split, opt.Progress); err != nil {
 			return nil, err
 		}
@@ -284,10 +286,14 @@ func RunWithOptions(ctx context.Context, cfg Config, outDir string, opt Options)
 }
 
 // trainedModel is the network a run trains: the head alone on cached features with
-// model.freeze_backbone ([models.Config.HeadOnly]), otherwise cfg.Model.
+// model.freeze_backbone ([models.Config.HeadOnly]), the backbone's last blocks and the head on
+// cached maps with model.trainable_tail ([models.Config.TailOnly]), otherwise cfg.Model.
 func trainedModel(cfg Config) models.Config {
 	if cfg.Model.FreezeBackbone {
 		return cfg.Model.HeadOnly()
+	}
+	if cfg.Model.TrainableTail > 0 {
+		return cfg.Model.TailOnly()
 	}
 	return cfg.Model
 }
