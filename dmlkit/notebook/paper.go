@@ -41,7 +41,7 @@ func (p *Paper) DiscussionMarkdown() (string, error) {
 	return discussionMarkdown(rep, runs), nil
 }
 
-// ConclusionMarkdown is the notebook's conclusion: the verdict counts and the verdicts of the
+// ConclusionMarkdown is the text of the notebook's conclusion (under its heading): the verdict counts and the verdicts of the
 // paper's central claims (claims.yaml's central list) with their effects, and how many verdicts the
 // pretrained regime changes — two to four sentences, every number from the claims report.
 func (p *Paper) ConclusionMarkdown() (string, error) {
@@ -230,7 +230,7 @@ func slicesIndex(rep *experiments.ClaimsReport, id string) int {
 func conclusionMarkdown(rep *experiments.ClaimsReport) string {
 	var b strings.Builder
 	h, c, i := rep.Counts()
-	fmt.Fprintf(&b, "**Conclusion.** Of the paper's %d claims tested at the %s scale, %d held, %d were contradicted and %d stayed inconclusive.",
+	fmt.Fprintf(&b, "Of the paper's %d claims tested at the %s scale, %d held, %d were contradicted and %d stayed inconclusive.",
 		len(rep.Verdicts), rep.Scale, h, c, i)
 	by := map[string][]string{}
 	n := 0

@@ -68,7 +68,7 @@ func paperReport(t *testing.T) *experiments.ClaimsReport {
 // 1 of 1.
 func TestConclusionMarkdown(t *testing.T) {
 	got := conclusionMarkdown(paperReport(t))
-	want := "**Conclusion.** Of the paper's 4 claims tested at the small scale, 2 held, 1 were contradicted and 1 stayed inconclusive. " +
+	want := "Of the paper's 4 claims tested at the small scale, 2 held, 1 were contradicted and 1 stayed inconclusive. " +
 		"Of its 2 central claims, 1 held (`a`: T vs B (R@1), +3.00 [+0.52, +5.48] points), 1 contradicted (`ap`: T vs B (R@1), pretrained, −3.00 [−5.48, −0.52] points). " +
 		"With a pretrained backbone instead of training from scratch, the verdict changes for 1 of the 1 claims tested in both regimes.\n"
 	if got != want {
