@@ -191,7 +191,7 @@ func discussionMarkdown(rep *experiments.ClaimsReport, runs map[string]int) stri
 		for _, r := range ro {
 			parts = append(parts, ids(reasons[r], nil)+" — "+r)
 		}
-		fmt.Fprintf(&b, "- **Weak baselines.** %s on a baseline below its level, so a win over it says little: %s.\n",
+		fmt.Fprintf(&b, "- **Weak baselines.** %s on a baseline below its level, so a verdict against it says little about the paper's comparison: %s.\n",
 			counted(len(weak), "verdict rests", "verdicts rest"), strings.Join(parts, "; "))
 	}
 	if len(none) > 0 {
@@ -211,7 +211,10 @@ func discussionMarkdown(rep *experiments.ClaimsReport, runs map[string]int) stri
 				return o.Verdict + " from scratch, " + v.Verdict + " pretrained"
 			})
 		}
-		b.WriteString(s + ". Where it changes, the small CNN trained from scratch and the pretrained features disagree, and neither is the paper's setting.\n")
+		if len(changed) > 0 {
+			s += ". Where it changes, the small CNN trained from scratch and the pretrained features disagree, and neither is the paper's setting"
+		}
+		b.WriteString(s + ".\n")
 	}
 	return b.String()
 }

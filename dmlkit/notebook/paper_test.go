@@ -84,7 +84,7 @@ func TestDiscussionMarkdown(t *testing.T) {
 	got := discussionMarkdown(paperReport(t), map[string]int{"small": 9, "pretrained": 6, "full": 1})
 	for _, want := range []string{
 		"- **Scale and regime.** The verdicts read the stored runs (9 of the small scale, 6 of the pretrained scale). Of the 3 claims with runs, by the regime of their arms: from scratch 2; pretrained, frozen 1, each on 3 seeds.",
-		"- **Weak baselines.** 1 verdict rests on a baseline below its level, so a win over it says little: `w` — W reaches 40 % R@1, the others 50 %.\n",
+		"- **Weak baselines.** 1 verdict rests on a baseline below its level, so a verdict against it says little about the paper's comparison: `w` — W reaches 40 % R@1, the others 50 %.\n",
 		"- **Not tested here yet.** 1 claim has no stored runs: `none`.\n",
 		"- **From scratch and pretrained.** 1 claim is tested in both regimes; the verdict changes with the regime for 1: `ap` (held from scratch, contradicted pretrained).",
 	} {
@@ -119,5 +119,18 @@ func TestDiscussionUnequal(t *testing.T) {
 		if !strings.Contains(got, want) {
 			t.Errorf("discussion lacks %q:\n%s", want, got)
 		}
+	}
+}
+
+// TestDiscussionRegimeUnchanged: a re-test with the same verdict as its original: "changes … for 0"
+// and no sentence about where it changes.
+func TestDiscussionRegimeUnchanged(t *testing.T) {
+	v := func(id, twin, verdict string) experiments.ClaimVerdict {
+		return experiments.ClaimVerdict{Claim: experiments.ClaimSpec{ID: id, Twin: twin, Kind: experiments.KindBetter}, Verdict: verdict, Raw: verdict, Cause: experiments.CauseInterval, Seeds: []int64{0, 1, 2}}
+	}
+	rep := &experiments.ClaimsReport{Scale: "small", Verdicts: []experiments.ClaimVerdict{v("a", "", experiments.VerdictHeld), v("ap", "a", experiments.VerdictHeld)}}
+	got := discussionMarkdown(rep, map[string]int{"small": 6})
+	if !strings.Contains(got, "- **From scratch and pretrained.** 1 claim is tested in both regimes; the verdict changes with the regime for 0.\n") || strings.Contains(got, "Where it changes") {
+		t.Errorf("discussion:\n%s", got)
 	}
 }
