@@ -127,7 +127,7 @@ func discussionMarkdown(rep *experiments.ClaimsReport, runs map[string]int) stri
 	for _, g := range order {
 		tested += regimes[g]
 	}
-	fmt.Fprintf(&b, "- **Scale and regime.** The verdicts read the stored runs (%s). Of the %d claims with runs, by the regime of their arms: %s%s. A verdict says what holds for this stand-in at this scale, not for the paper's data sets and backbones.\n",
+	fmt.Fprintf(&b, "- **Scale and regime.** The verdicts read the stored runs (%s). Of the %d claims with runs, by the regime of their arms: %s%s.\n",
 		strings.Join(scales, ", "), tested, strings.Join(rs, "; "), seeds)
 
 	var interval, unequal, untrained, none, weak []*experiments.ClaimVerdict

@@ -2,6 +2,7 @@ package notebook
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -71,8 +72,8 @@ const SettingColumns = 6
 // SettingMarkdown is a notebook's setting: the records grouped by the configuration key group (the
 // run groups of the spec, or the data set), the rows whose value is the same in every group in
 // one line, and the rows that differ in tables of at most perTable groups each (perTable ≤ 0:
-// [SettingColumns]), with the number of runs of each group; rows without a value in any group are
-// left out.
+// [SettingColumns]), with the number of runs of each group; a row without a value in any group of
+// a table is left out of it.
 func SettingMarkdown(recs []experiments.Record, scale, group string, rows []SettingRow, perTable int) string {
 	if perTable <= 0 {
 		perTable = SettingColumns
@@ -120,6 +121,9 @@ func SettingMarkdown(recs []experiments.Record, scale, group string, rows []Sett
 		}
 		b.WriteString("\n")
 		for _, row := range differ {
+			if !slices.ContainsFunc(cells[row.Label][lo:hi], func(v string) bool { return v != "—" }) {
+				continue // unset in every group of this table
+			}
 			fmt.Fprintf(&b, "| %s |", row.Label)
 			for _, v := range cells[row.Label][lo:hi] {
 				b.WriteString(" " + strings.ReplaceAll(v, "|", `\|`) + " |")
