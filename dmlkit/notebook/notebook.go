@@ -334,7 +334,7 @@ func abstractMarkdown(rep *experiments.ClaimsReport, runs int) string {
 	if rh != h || rc != c || ri != i {
 		fmt.Fprintf(&b, "The interval rule alone, before the comparability and training rules, would give %d held, %d contradicted, %d inconclusive. ", rh, rc, ri)
 	}
-	b.WriteString("A claim holds when the 95 % t-interval of its per-seed paired differences lies wholly on the claimed side (rules: [docs/reproducing.md](../docs/reproducing.md)); every claim's verdict is in the table further down.")
+	b.WriteString("A claim holds when the 95 % t-interval of its per-seed paired differences lies wholly on the claimed side (rules: [docs/reproducing.md](../docs/reproducing.md)); every claim's verdict is further down, grouped by the table or figure of the paper it tests.")
 	return b.String()
 }
 

@@ -24,7 +24,9 @@ import (
 //     tagged hide-input has "jupyter": {"source_hidden": true}, one tagged hide-cell also
 //     "outputs_hidden": true, and no cell hides its source without the tag;
 //   - "layout": a paper notebook opens on its abstract and first result within one screen (see
-//     [OpeningLines]).
+//     [OpeningLines]);
+//   - "wide-table": a table (Markdown or HTML, in prose or output) needs more than the page's
+//     width ([PageWidth], width.go).
 
 // The cell tags of the notebook layout (notebooks/README.md). scripts/export-notebooks.sh removes
 // the input of hide-input cells and the whole of hide-cell cells from the HTML export.
@@ -201,6 +203,8 @@ func lintProse(data []byte, opts LintOptions) ([]Problem, error) {
 				}
 			}
 		}
+		// Tables wider than the page (width.go).
+		out = append(out, lintWidth(i, c)...)
 		// Hidden cells: the export's tags and JupyterLab's metadata agree.
 		hideIn, hideCell := c.tagged(TagHideInput), c.tagged(TagHideCell)
 		j := c.Metadata.Jupyter

@@ -21,8 +21,10 @@ import (
 // does not exist) and the page's own scripts disabled, so what it shows is what it shows offline
 // on any machine (this one has Debian's MathJax under file:///usr/share, which the exports used
 // to load). It fails when a formula is left as
-// TeX text or a typeset formula has no size, or when the notebook's first result (the cell tagged
-// first-result) starts below the first screen; it saves a screenshot of the first screen.
+// TeX text or a typeset formula has no size, when the notebook's first result (the cell tagged
+// first-result) starts below the first screen, or when a table runs past the right edge of the
+// page's text (a Markdown cell's, as the browser lays it out: the drawn counterpart of nbcheck's
+// wide-table estimate); it saves a screenshot of the first screen.
 
 // Screen is "one screen": the window the exports are opened in. A notebook opens on its abstract
 // and first result when the first-result cell starts at least FirstResultShown pixels above the
@@ -40,6 +42,10 @@ type ExportState struct {
 	Abstract    float64  `json:"abstract"`     // top of the cell tagged abstract, px (-1: none)
 	FirstResult float64  `json:"first_result"` // top of the cell tagged first-result, px (-1: none)
 	Height      float64  `json:"height"`       // the whole page, px
+	// PageRight is the right edge of the page's text (the first Markdown cell's rendered text), px;
+	// WideTables the tables whose right edge lies past it: "<first header cells>: <width> px".
+	PageRight  float64  `json:"page_right"`
+	WideTables []string `json:"wide_tables"`
 }
 
 // Verdict returns nil when the export reads: every formula typeset and drawn, and, where the
@@ -60,6 +66,9 @@ func (s ExportState) Verdict() error {
 			errs = append(errs, fmt.Errorf("no abstract before the first result (abstract at %.0f px, first result at %.0f px)", s.Abstract, s.FirstResult))
 		}
 	}
+	if len(s.WideTables) > 0 {
+		errs = append(errs, fmt.Errorf("%d tables wider than the page (its text ends at %.0f px): %s", len(s.WideTables), s.PageRight, strings.Join(s.WideTables, " | ")))
+	}
 	return errors.Join(errs...)
 }
 
@@ -74,7 +83,12 @@ const jsExportState = `(() => {
   const re = /\$\$[\s\S]+?\$\$|\$[^\s$][^$\n]*?[^\s$\\]\$(?![0-9])|\$[^\s$]\$(?![0-9])/g;
   let m;
   while ((m = re.exec(clone.textContent)) !== null && raw.length < 10) raw.push(m[0].slice(0, 80));
-  return {math: maths.length, empty_math: empty, raw_tex: raw,
+  // Tables past the right edge of the text (1 px of rounding allowed).
+  const text = document.querySelector('.jp-MarkdownCell .jp-RenderedMarkdown');
+  const right = text ? text.getBoundingClientRect().right : document.documentElement.clientWidth;
+  const wide = Array.from(document.querySelectorAll('table')).filter(t => t.getBoundingClientRect().right > right + 1)
+    .map(t => (t.rows[0] ? t.rows[0].innerText.replace(/\s+/g, ' ').slice(0, 50) : '') + ': ' + Math.round(t.getBoundingClientRect().width) + ' px');
+  return {math: maths.length, empty_math: empty, raw_tex: raw, page_right: right, wide_tables: wide,
     abstract: top('.celltag_abstract'), first_result: top('.celltag_first-result'),
     height: document.documentElement.scrollHeight};
 })()`
@@ -131,8 +145,8 @@ func checkExports(ctx context.Context, chromium string, files []string, absOut s
 			return err
 		}
 		summary[f] = st
-		fmt.Fprintf(stdout, "browsercheck: export %s offline: %d formulas typeset (%d empty), %d as TeX, abstract at %.0f px, first result at %.0f px of %.0f; first screen %s\n",
-			f, st.Math, st.EmptyMath, len(st.RawTeX), st.Abstract, st.FirstResult, st.Height, shotFile)
+		fmt.Fprintf(stdout, "browsercheck: export %s offline: %d formulas typeset (%d empty), %d as TeX, abstract at %.0f px, first result at %.0f px of %.0f, %d tables wider than the page; first screen %s\n",
+			f, st.Math, st.EmptyMath, len(st.RawTeX), st.Abstract, st.FirstResult, st.Height, len(st.WideTables), shotFile)
 		if err := st.Verdict(); err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", f, err))
 		}

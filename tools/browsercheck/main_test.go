@@ -54,6 +54,9 @@ func TestExportVerdict(t *testing.T) {
 		// Today's layout: ~3,000 px of setup before the first result.
 		{"first result below the screen", ExportState{Abstract: 200, FirstResult: 3000}, "below the first screen"},
 		{"no abstract", ExportState{Abstract: -1, FirstResult: 500}, "no abstract before the first result"},
+		// The RS@k export before nbcheck's wide-table rule (browsercheck -exports on it): its setting
+		// table drawn 1,993 px wide on a page whose text ends at 1,177 px; IDML's failed alike (1,442 px).
+		{"table wider than the page", ExportState{Abstract: -1, FirstResult: -1, PageRight: 1177, WideTables: []string{"fig8 fig9 init-bg200: 1993 px"}}, "1 tables wider than the page"},
 	} {
 		err := tc.st.Verdict()
 		switch {

@@ -1,0 +1,156 @@
+package notebook
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/dmlkit/dmlkit/dmlkit/experiments"
+)
+
+// SettingRow is one row of a notebook's setting table: a label and what it reads of a record.
+type SettingRow struct {
+	Label string
+	Value func(r *experiments.Record) (any, bool)
+}
+
+// Key reads a configuration key of a record ([experiments.Record.Value]: "seed", "name",
+// "loss.set.gamma", …).
+func Key(key string) func(r *experiments.Record) (any, bool) {
+	return func(r *experiments.Record) (any, bool) { return r.Value(key) }
+}
+
+// Metric reads a final metric of a record ("n_queries").
+func Metric(name string) func(r *experiments.Record) (any, bool) {
+	return func(r *experiments.Record) (any, bool) { v, ok := r.Metrics[name]; return v, ok }
+}
+
+// settingValues lists the distinct values of row over recs like [Distinct], but a list is written
+// with spaces ("[16, 32, 64]", so that a table cell can wrap it) and numbers sort by value
+// ("48, 98, 196"); "—" when there are none.
+func settingValues(recs []experiments.Record, value func(r *experiments.Record) (any, bool)) string {
+	seen := map[string]bool{}
+	var out []string
+	for i := range recs {
+		v, ok := value(&recs[i])
+		if !ok {
+			continue
+		}
+		s := experiments.FormatValue(v)
+		if strings.HasPrefix(s, "[") {
+			s = strings.ReplaceAll(s, ",", ", ")
+		}
+		if !seen[s] {
+			seen[s] = true
+			out = append(out, s)
+		}
+	}
+	if len(out) == 0 {
+		return "—"
+	}
+	sort.Slice(out, func(a, b int) bool {
+		x, errA := strconv.ParseFloat(out[a], 64)
+		y, errB := strconv.ParseFloat(out[b], 64)
+		if errA == nil && errB == nil {
+			return x < y
+		}
+		if (errA == nil) != (errB == nil) {
+			return errA == nil
+		}
+		return out[a] < out[b]
+	})
+	return strings.Join(out, ", ")
+}
+
+// SettingColumns is how many groups one setting table shows side by side: 6 columns of the widest
+// values (a run reference, a list of ten k) and the label column fit the page (nbcheck's
+// wide-table rule).
+const SettingColumns = 6
+
+// SettingMarkdown is a notebook's setting: the records grouped by the configuration key group (the
+// run groups of the spec, or the data set), the rows whose value is the same in every group in
+// one line, and the rows that differ in tables of at most perTable groups each (perTable ≤ 0:
+// [SettingColumns]), with the number of runs of each group; a row without a value in any group of
+// a table is left out of it.
+func SettingMarkdown(recs []experiments.Record, scale, group string, rows []SettingRow, perTable int) string {
+	if perTable <= 0 {
+		perTable = SettingColumns
+	}
+	by := map[string][]experiments.Record{}
+	var names []string
+	for _, r := range recs {
+		v, _ := r.Value(group)
+		n := experiments.FormatValue(v)
+		if by[n] == nil {
+			names = append(names, n)
+		}
+		by[n] = append(by[n], r)
+	}
+	sort.Strings(names)
+	var b strings.Builder
+	fmt.Fprintf(&b, "**%d stored %s-scale runs** in %s (by `%s`).\n\n", len(recs), scale, counted(len(names), "group", "groups"), group)
+	var alike []string
+	var differ []SettingRow
+	cells := map[string][]string{}
+	for _, row := range rows {
+		vals := make([]string, len(names))
+		same := true
+		for i, n := range names {
+			vals[i] = settingValues(by[n], row.Value)
+			same = same && vals[i] == vals[0]
+		}
+		switch {
+		case len(names) == 0 || same && vals[0] == "—":
+		case same:
+			alike = append(alike, row.Label+" "+vals[0])
+		default:
+			differ = append(differ, row)
+			cells[row.Label] = vals
+		}
+	}
+	if len(alike) > 0 {
+		fmt.Fprintf(&b, "The same in every group: %s.\n\n", strings.Join(alike, "; "))
+	}
+	for lo := 0; lo < len(names); lo += perTable {
+		hi := min(lo+perTable, len(names))
+		fmt.Fprintf(&b, "| | %s |\n|---|%s\n| runs |", strings.Join(names[lo:hi], " | "), strings.Repeat("---|", hi-lo))
+		for _, n := range names[lo:hi] {
+			fmt.Fprintf(&b, " %d |", len(by[n]))
+		}
+		b.WriteString("\n")
+		for _, row := range differ {
+			if !slices.ContainsFunc(cells[row.Label][lo:hi], func(v string) bool { return v != "—" }) {
+				continue // unset in every group of this table
+			}
+			fmt.Fprintf(&b, "| %s |", row.Label)
+			for _, v := range cells[row.Label][lo:hi] {
+				b.WriteString(" " + strings.ReplaceAll(v, "|", `\|`) + " |")
+			}
+			b.WriteString("\n")
+		}
+		b.WriteString("\n")
+	}
+	return b.String()
+}
+
+// ProvenanceMarkdown says which commits wrote the records and how many came from a tree with
+// uncommitted changes.
+func ProvenanceMarkdown(recs []experiments.Record) string {
+	dirty := 0
+	for i := range recs {
+		if recs[i].Dirty() {
+			dirty++
+		}
+	}
+	commits := Distinct(recs, func(r *experiments.Record) (any, bool) {
+		c, ok := r.Env["git_commit"].(string)
+		if ok && len(c) > 12 {
+			c = c[:12]
+		}
+		return c, ok
+	})
+	return fmt.Sprintf("Written at commit(s) %s; **%d of %d records from a tree with uncommitted changes** "+
+		"(such records are excluded from verdicts unless counted as provisional, as below).", commits, dirty, len(recs))
+}
