@@ -385,6 +385,16 @@ func HasMarked(path, name string) (bool, error) {
 	return strings.Contains(string(b), fmt.Sprintf(markBegin, name)), nil
 }
 
+// Marked returns the text of block name in the file at path (without the markers and the
+// newlines next to them), as [UpdateMarked] wrote it.
+func Marked(path, name string) (string, error) {
+	s, i, j, err := markedBlock(path, name)
+	if err != nil {
+		return "", err
+	}
+	return strings.Trim(s[i:j], "\n"), nil
+}
+
 // MarkedIs reports whether block name of the file at path holds content (as [UpdateMarked] would
 // write it).
 func MarkedIs(path, name, content string) (bool, error) {

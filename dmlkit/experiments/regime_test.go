@@ -104,3 +104,21 @@ func TestHasMarked(t *testing.T) {
 		t.Error("a missing file gave no error")
 	}
 }
+
+// TestMarked reads back what UpdateMarked wrote: the block's text without the markers, and an
+// error naming the file for a block it does not have.
+func TestMarked(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "README.md")
+	if err := os.WriteFile(p, []byte("x\n"+fmt.Sprintf(markBegin, "summary")+"\nold\n"+fmt.Sprintf(markEnd, "summary")+"\ny\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := UpdateMarked(p, "summary", "| a | b |\n|---|---|\n\n"); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := Marked(p, "summary"); got != "| a | b |\n|---|---|" || err != nil {
+		t.Errorf("Marked = %q, %v", got, err)
+	}
+	if _, err := Marked(p, "findings"); err == nil || !strings.Contains(err.Error(), p) {
+		t.Errorf("a missing block: error %v, want one naming %s", err, p)
+	}
+}
