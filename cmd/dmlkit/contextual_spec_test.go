@@ -12,8 +12,9 @@ import (
 // ctxSpecPath is reproductions/contextual/spec.yaml seen from this package's directory.
 var ctxSpecPath = filepath.Join("..", "..", "reproductions", "contextual", "spec.yaml")
 
-// TestContextualSpecPlans: smoke is 2 runs; small without stored runs is the 30 learning-rate tuning
-// runs (6 methods × 5 rates, equal budget) with every other point pending on them; the claims
+// TestContextualSpecPlans: smoke is 2 runs; small without stored runs is the 65 learning-rate tuning
+// runs that wait for nothing (13 configurations × 5 rates, equal budget: 6 methods, the clamp, Table 6's 4
+// regularised baselines, λ = 1 at batch 64 and 256) with every other point pending on them; the claims
 // file parses (71 claims: 59 from scratch, 12 in the pretrained regime); every smoke and full run is
 // a valid trainer configuration.
 func TestContextualSpecPlans(t *testing.T) {
@@ -22,7 +23,7 @@ func TestContextualSpecPlans(t *testing.T) {
 		scale   string
 		runs    int
 		pending bool
-	}{{"smoke", 2, false}, {"small", 30, true}, {"full", 5, false}} {
+	}{{"smoke", 2, false}, {"small", 65, true}, {"full", 5, false}} {
 		p, err := s.Plan(c.scale)
 		if err != nil {
 			t.Fatalf("%s: %v", c.scale, err)
