@@ -77,16 +77,21 @@ func (c *SoftTripleConfig) Build(in Inputs) *Node {
 		return loss
 	}
 	// Within-class pairs k < k' of the [C·K, C·K] centre similarities.
-	mask := make([][]bool, nc*k)
-	for i := range mask {
-		mask[i] = make([]bool, nc*k)
-		for j := i + 1; j < (i/k+1)*k; j++ {
-			mask[i][j] = true
+	// The regulariser sums the distances between centres of the same class only, so it is computed per
+	// class: [C, K, K] Gram blocks instead of the [C·K, C·K] matrix (1 / C of the work and memory — 964
+	// Omniglot classes × 10 centres would otherwise build a 9,640² matrix and mask every step).
+	w3 := Reshape(w, nc, k, w.Shape().Dim(1)) // [C, K, D]
+	ww := Einsum("cid,cjd->cij", w3, w3)      // [C, K, K]
+	dist := Sqrt(Max(Sub(ScalarLike(ww, 2+1e-5), MulScalar(ww, 2)), ScalarLike(ww, 1e-12)))
+	upper := make([][]bool, k) // pairs i < j within a class
+	for i := range upper {
+		upper[i] = make([]bool, k)
+		for j := i + 1; j < k; j++ {
+			upper[i][j] = true
 		}
 	}
-	ww := MatMul(w, Transpose(w, 0, 1))
-	dist := Sqrt(Max(Sub(ScalarLike(ww, 2+1e-5), MulScalar(ww, 2)), ScalarLike(ww, 1e-12)))
-	reg := MaskedReduceAllSum(dist, Const(in.Emb.Graph(), mask))
+	mask := BroadcastPrefix(Const(in.Emb.Graph(), upper), nc)
+	reg := MaskedReduceAllSum(dist, mask)
 	norm := float64(nc * k * (k - 1))
 	return Add(loss, MulScalar(reg, c.Tau/norm))
 }
