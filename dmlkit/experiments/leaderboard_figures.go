@@ -91,6 +91,7 @@ func LeaderboardFigure(lb *Leaderboard, lm LabelMap) (*plots.Chart, error) {
 		return nil, fmt.Errorf("leaderboard %q: %w (no method ranked)", lb.Regime.Scale, ErrNoRecords)
 	}
 	st := plots.DefaultStyle()
+	st.Width = plots.PageWidth // the method labels take a column's width; the intervals need the rest
 	st.Height = 0.75 * vg.Inch
 	st.Legend = plots.LegendBelow
 	slots := l.leaderboardSlots()
