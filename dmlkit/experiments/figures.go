@@ -1223,17 +1223,7 @@ func WriteFigureReadme(s *Spec, results []FigureResult, outDir string) (string, 
 			}
 			continue
 		}
-		var links []string
-		png := ""
-		for _, file := range r.Files {
-			base := filepath.Base(file)
-			drawn[base] = true
-			ext := strings.TrimPrefix(filepath.Ext(base), ".")
-			links = append(links, fmt.Sprintf("[%s](%s)", strings.ToUpper(ext), base))
-			if ext == "png" {
-				png = base
-			}
-		}
+		links, png := figureLinks(r.Files, drawn)
 		if png != "" {
 			fmt.Fprintf(&b, "![%s](%s)\n\n", f.Name, png)
 		}
@@ -1268,15 +1258,9 @@ func WriteFigureReadme(s *Spec, results []FigureResult, outDir string) (string, 
 			fmt.Fprintf(&b, "*%s*\n\n%s\n", msg, strings.TrimSpace(r.Caption))
 			continue
 		}
-		var links []string
-		for _, file := range r.Files {
-			base := filepath.Base(file)
-			drawn[base] = true
-			ext := strings.TrimPrefix(filepath.Ext(base), ".")
-			links = append(links, fmt.Sprintf("[%s](%s)", strings.ToUpper(ext), base))
-			if ext == "png" {
-				fmt.Fprintf(&b, "![%s](%s)\n\n", r.Name, base)
-			}
+		links, png := figureLinks(r.Files, drawn)
+		if png != "" {
+			fmt.Fprintf(&b, "![%s](%s)\n\n", r.Name, png)
 		}
 		width := r.Width
 		if width == "" {
@@ -1395,4 +1379,20 @@ func sortByX(s *plots.Series) {
 	if len(s.Err) > 0 {
 		s.Err = e
 	}
+}
+
+// figureLinks is a drawn figure's files for the figures README: a "[PNG](name.png)"-style link per
+// file, and the PNG's name ("" when none), each file marked in drawn (the files the README
+// names; the others are listed apart).
+func figureLinks(files []string, drawn map[string]bool) (links []string, png string) {
+	for _, file := range files {
+		base := filepath.Base(file)
+		drawn[base] = true
+		ext := strings.TrimPrefix(filepath.Ext(base), ".")
+		links = append(links, fmt.Sprintf("[%s](%s)", strings.ToUpper(ext), base))
+		if ext == "png" {
+			png = base
+		}
+	}
+	return links, png
 }

@@ -51,14 +51,7 @@ func Agreement(st Style, l Labels, pts []Point, opt AgreementOptions) (*Chart, e
 	}
 	diag.LineStyle = draw.LineStyle{Color: color.Gray{Y: 0x60}, Width: 0.8, Dashes: []vg.Length{3, 2}}
 	ch.AddData(diag)
-	var groups []string
-	seen := map[string]bool{}
-	for _, p := range pts {
-		if !seen[p.Group] {
-			seen[p.Group] = true
-			groups = append(groups, p.Group)
-		}
-	}
+	groups := pointGroups(pts)
 	slots := st.SlotsOf(groups)
 	const radius = 2.6
 	for gi, g := range groups {

@@ -113,14 +113,7 @@ func Pareto(st Style, l Labels, pts []Point, opt ParetoOptions) (*Chart, error) 
 		}
 		return vg.Length(2.6 * size)
 	}
-	var groups []string
-	seen := map[string]bool{}
-	for _, p := range pts {
-		if !seen[p.Group] {
-			seen[p.Group] = true
-			groups = append(groups, p.Group)
-		}
-	}
+	groups := pointGroups(pts)
 	slots := st.SlotsOf(groups)
 	slotOf := map[string]int{}
 	for i, g := range groups {
@@ -494,4 +487,18 @@ func roundSig(v float64, n int) float64 {
 	}
 	p := math.Pow(10, float64(n)-math.Ceil(math.Log10(math.Abs(v))))
 	return math.Round(v*p) / p
+}
+
+// pointGroups lists the distinct groups of pts in the order they first appear (the order of the
+// legend and of the colour slots in Pareto and Agreement).
+func pointGroups(pts []Point) []string {
+	var groups []string
+	seen := map[string]bool{}
+	for _, p := range pts {
+		if !seen[p.Group] {
+			seen[p.Group] = true
+			groups = append(groups, p.Group)
+		}
+	}
+	return groups
 }
