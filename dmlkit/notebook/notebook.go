@@ -264,6 +264,17 @@ func (p *Paper) MissingFigures(missing []string) string {
 // false are skipped), formatted as experiments.FormatValue, sorted and comma-separated; "—" when
 // there are none.
 func Distinct(recs []experiments.Record, value func(r *experiments.Record) (any, bool)) string {
+	out := distinctValues(recs, value, func(s string) string { return s })
+	sort.Strings(out)
+	if len(out) == 0 {
+		return "—"
+	}
+	return strings.Join(out, ", ")
+}
+
+// distinctValues is the distinct values value gives over recs in first-seen order, each
+// formatted as experiments.FormatValue and then by format.
+func distinctValues(recs []experiments.Record, value func(r *experiments.Record) (any, bool), format func(string) string) []string {
 	seen := map[string]bool{}
 	var out []string
 	for i := range recs {
@@ -271,17 +282,13 @@ func Distinct(recs []experiments.Record, value func(r *experiments.Record) (any,
 		if !ok {
 			continue
 		}
-		s := experiments.FormatValue(v)
+		s := format(experiments.FormatValue(v))
 		if !seen[s] {
 			seen[s] = true
 			out = append(out, s)
 		}
 	}
-	sort.Strings(out)
-	if len(out) == 0 {
-		return "—"
-	}
-	return strings.Join(out, ", ")
+	return out
 }
 
 // AbstractMarkdown is the abstract a paper notebook opens on: how many of the paper's claims were

@@ -31,22 +31,12 @@ func Metric(name string) func(r *experiments.Record) (any, bool) {
 // with spaces ("[16, 32, 64]", so that a table cell can wrap it) and numbers sort by value
 // ("48, 98, 196"); "—" when there are none.
 func settingValues(recs []experiments.Record, value func(r *experiments.Record) (any, bool)) string {
-	seen := map[string]bool{}
-	var out []string
-	for i := range recs {
-		v, ok := value(&recs[i])
-		if !ok {
-			continue
-		}
-		s := experiments.FormatValue(v)
+	out := distinctValues(recs, value, func(s string) string {
 		if strings.HasPrefix(s, "[") {
-			s = strings.ReplaceAll(s, ",", ", ")
+			return strings.ReplaceAll(s, ",", ", ")
 		}
-		if !seen[s] {
-			seen[s] = true
-			out = append(out, s)
-		}
-	}
+		return s
+	})
 	if len(out) == 0 {
 		return "—"
 	}
