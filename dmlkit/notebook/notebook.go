@@ -176,13 +176,14 @@ func (p *Paper) ClaimsMarkdown(prefixes ...string) (string, error) {
 
 // TablesMarkdown returns the named tables of the spec (tuning tables included), each built from the
 // records with the paper's numbers beside ours (experiments.BuildTable), or a one-line note when
-// the table has no records of the shown scale yet. An unknown name is an error.
+// the table has no records of its scale yet (the table's own scale, else the shown one). An unknown
+// name is an error.
 func (p *Paper) TablesMarkdown(names ...string) ([]string, error) {
 	spec, err := p.Spec()
 	if err != nil {
 		return nil, err
 	}
-	recs, err := p.Records()
+	recs, err := p.allRecords() // a table that names its scale reads that scale's records (TableRecords)
 	if err != nil {
 		return nil, err
 	}
@@ -195,7 +196,11 @@ func (p *Paper) TablesMarkdown(names ...string) ([]string, error) {
 		}
 		t := all[i]
 		if rs := spec.TableRecords(t, p.ShownScale(), recs); len(rs) == 0 {
-			out = append(out, fmt.Sprintf("*Table `%s` (%s): no stored %s-scale records yet.*", name, t.Caption, p.ShownScale()))
+			scale := p.ShownScale()
+			if t.Scale != "" {
+				scale = t.Scale
+			}
+			out = append(out, fmt.Sprintf("*Table `%s` (%s): no stored %s-scale records yet.*", name, t.Caption, scale))
 		} else {
 			tab, err := experiments.BuildTable(t, rs, spec.Reference)
 			if err != nil {

@@ -86,6 +86,24 @@ func TestClaimsMarkdownMatchesTables(t *testing.T) {
 	}
 }
 
+// TestTableOfAnotherScale: a table that names its own scale (rsk's table5p_init: scale pretrained)
+// is built from that scale's records in a small-scale notebook, and reads exactly as the
+// committed tables/table5p_init.md that `dmlkit tables rsk` wrote (another caller of BuildTable).
+func TestTableOfAnotherScale(t *testing.T) {
+	p := &Paper{Root: root, Name: "rsk", Scale: "small"}
+	tabs, err := p.TablesMarkdown("table5p_init")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := readFile(filepath.Join(p.Dir(), "tables", "table5p_init.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(tabs) != 1 || strings.TrimSpace(tabs[0]) != strings.TrimSpace(want) {
+		t.Errorf("table5p_init in the notebook:\n%s\nwant tables/table5p_init.md:\n%s", tabs[0], want)
+	}
+}
+
 func TestTablesAndFigures(t *testing.T) {
 	p := &Paper{Root: root, Name: "idml", Scale: "small"}
 	tabs, err := p.TablesMarkdown("table1_losses", "tune_lr-contrastive")
