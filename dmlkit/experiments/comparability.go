@@ -261,7 +261,7 @@ func tuningDiff(arm, tune map[string]any, tuned map[string]bool) []string {
 	}
 	var out []string
 	for _, k := range slices.Sorted(maps.Keys(keys)) {
-		if tuned[k] || ignoredForTuning(k) {
+		if tuned[k] || ignoredForTuning(k) || parentOfTuned(k, tuned) {
 			continue
 		}
 		a, aok := arm[k]
@@ -273,6 +273,19 @@ func tuningDiff(arm, tune map[string]any, tuned map[string]bool) []string {
 		out = append(out, fmt.Sprintf("%s: tuned at %s, this arm %s", k, show(t, tok), show(a, aok)))
 	}
 	return out
+}
+
+// parentOfTuned reports whether key is the parent of a tuned key ("loss.set.options" of
+// "loss.set.options.tcm.neg_margin"): a run without the tuned options flattens to the parent with
+// a null value, the arm to the tuned children, and the tuning step covers that difference. The
+// arm's other children stay compared as keys of their own.
+func parentOfTuned(key string, tuned map[string]bool) bool {
+	for t := range tuned {
+		if strings.HasPrefix(t, key+".") {
+			return true
+		}
+	}
+	return false
 }
 
 // diffText renders at most two diffs and the count of the others. Where the loss itself differs,

@@ -2,6 +2,7 @@ package experiments
 
 import (
 	"math"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -426,6 +427,30 @@ func TestChangesAndSummary(t *testing.T) {
 	} {
 		if !strings.Contains(sum, want) {
 			t.Errorf("SummaryMarkdown lacks %q:\n%s", want, sum)
+		}
+	}
+}
+
+// TestTuningDiffParentOfTunedKeys: a tuning run without the tuned options flattens them to their
+// parent with a null value ("loss.set.options": nil) while the arm carries the tuned children;
+// that parent is not a difference, but an untuned child of it is (worked out by hand: the arm's
+// extra lambda_neg is the only key outside the tuned ones that the run lacks).
+func TestTuningDiffParentOfTunedKeys(t *testing.T) {
+	tuned := map[string]bool{"loss.set.options.tcm.neg_margin": true, "loss.set.options.tcm.pos_margin": true, "optimizer.lr": true}
+	run := map[string]any{"loss.set.expr": "smoothap+tcm", "loss.set.options": nil, "optimizer.lr": 0.016}
+	for _, c := range []struct {
+		name string
+		arm  map[string]any
+		want []string
+	}{
+		{"tuned children only", map[string]any{"loss.set.expr": "smoothap+tcm", "loss.set.options.tcm.neg_margin": 0.85, "loss.set.options.tcm.pos_margin": 0.9, "optimizer.lr": 0.016}, nil},
+		{"an untuned child", map[string]any{"loss.set.expr": "smoothap+tcm", "loss.set.options.tcm.neg_margin": 0.85, "loss.set.options.tcm.lambda_neg": 0.0, "optimizer.lr": 0.016},
+			[]string{"loss.set.options.tcm.lambda_neg: tuned at unset, this arm 0"}},
+		{"another loss", map[string]any{"loss.set.expr": "rsk+tcm", "loss.set.options.tcm.neg_margin": 0.85, "optimizer.lr": 0.016},
+			[]string{"loss.set.expr: tuned at smoothap+tcm, this arm rsk+tcm"}},
+	} {
+		if got := tuningDiff(c.arm, run, tuned); !slices.Equal(got, c.want) {
+			t.Errorf("%s: %q, want %q", c.name, got, c.want)
 		}
 	}
 }
