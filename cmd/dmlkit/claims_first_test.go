@@ -15,8 +15,8 @@ func TestRSKClaimsParse(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(cs.Claims) != 37 {
-		t.Errorf("%d claims, want 37", len(cs.Claims))
+	if len(cs.Claims) != 40 {
+		t.Errorf("%d claims, want 40", len(cs.Claims))
 	}
 }
 

@@ -17,7 +17,7 @@ func TestPretrainedClaimsMatchSpecs(t *testing.T) {
 	for _, c := range []struct {
 		paper  string
 		claims int
-	}{{"tcm", 8}, {"cit", 5}, {"idml", 3}, {"rsk", 3}, {"contextual", 12}} {
+	}{{"tcm", 8}, {"cit", 5}, {"idml", 3}, {"rsk", 6}, {"contextual", 12}} {
 		t.Run(c.paper, func(t *testing.T) {
 			dir := filepath.Join("..", "..", "reproductions", c.paper)
 			s := mustLoadSpec(t, filepath.Join(dir, "spec.yaml"))

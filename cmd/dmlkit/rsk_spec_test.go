@@ -166,8 +166,8 @@ func TestRSKClaimsMatchSpec(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(cs.Claims) != 37 {
-		t.Errorf("%d claims, want 37", len(cs.Claims))
+	if len(cs.Claims) != 40 {
+		t.Errorf("%d claims, want 40", len(cs.Claims))
 	}
 	five := map[string]bool{"c1-omni98": true, "c1-omnifull": true, "c2-simix-omni98": true, "c2-simix-omnifull": true,
 		"c2-simix-small-batch": true, "c3-rank": true}

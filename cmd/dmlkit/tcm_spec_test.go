@@ -171,7 +171,7 @@ func TestTCMSpecPlans(t *testing.T) {
 	for _, c := range []struct {
 		scale         string
 		runs, pending int
-	}{{"smoke", 4, 0}, {"small", 120, 49}} {
+	}{{"smoke", 4, 0}, {"small", 120, 50}} {
 		p, err := s.Plan(c.scale)
 		if err != nil {
 			t.Fatalf("scale %s: %v", c.scale, err)
@@ -181,8 +181,8 @@ func TestTCMSpecPlans(t *testing.T) {
 		}
 	}
 	p, _ := tcmTunedPlan(t, s)
-	if len(p.Runs) != 283 || len(p.Pending) != 0 {
-		t.Errorf("small with tuning records: %d runs, %d pending; want 283, 0", len(p.Runs), len(p.Pending))
+	if len(p.Runs) != 328 || len(p.Pending) != 0 {
+		t.Errorf("small with tuning records: %d runs, %d pending; want 328, 0", len(p.Runs), len(p.Pending))
 	}
 	// The full scale (31 paper configurations, one seed) validates: its datasets inat, sop, cub and
 	// cars are registered with the trainer (dmlkit/train/data_images.go). Only validation: the
@@ -528,16 +528,16 @@ func tcmTunedPlan(t *testing.T, s *experiments.Spec) (*experiments.Plan, []exper
 
 // TestTCMTuningFlowsIntoRuns: with fabricated tuning results, each point takes the values its
 // steps select — worked out by hand from tcmVal: lr 2e-3 for Smooth-AP and RS@k (the grid value
-// nearest the peak), lr 2e-3 with multiplier 100 for ProxyNCA and ArcFace, margins (0.8, 0.75)
-// (the largest m− and smallest m+; val/R@1 is equal across the margin grid) — and the margin grid
-// itself trains at Smooth-AP's selected lr.
+// nearest the peak), lr 2e-3 with multiplier 100 for ProxyNCA and ArcFace, margins (0.8, 0.85)
+// (the largest m− and smallest m+; val/R@1 is equal across the margin grid) for both + TCM arms,
+// each from its own margin step — and each margin grid trains at its + TCM arm's selected lr.
 func TestTCMTuningFlowsIntoRuns(t *testing.T) {
 	s := mustLoadSpec(t, tcmSpecPath)
 	p, _ := tcmTunedPlan(t, s)
 	want := map[string]string{"smoothap": "0.002", "rsk": "0.002", "proxynca": "0.002", "arcface": "0.002"}
 	n := map[string]int{}
 	for _, r := range p.Runs {
-		if r.Tune != "" && r.Tune != "margins" {
+		if r.Tune != "" && r.Tune != "margins" && r.Tune != "margins-rsk" {
 			continue
 		}
 		expr, _ := experiments.Get(r.Config, "loss.set.expr")
@@ -552,8 +552,8 @@ func TestTCMTuningFlowsIntoRuns(t *testing.T) {
 		}
 		if pos, ok := experiments.Get(r.Config, "loss.set.options.tcm.pos_margin"); ok && r.Tune == "" {
 			neg, _ := experiments.Get(r.Config, "loss.set.options.tcm.neg_margin")
-			if experiments.FormatValue(pos) != "0.8" || experiments.FormatValue(neg) != "0.75" {
-				t.Errorf("run %s: margins (%v, %v), want (0.8, 0.75)", r.Label(), pos, neg)
+			if experiments.FormatValue(pos) != "0.8" || experiments.FormatValue(neg) != "0.85" {
+				t.Errorf("run %s: margins (%v, %v), want (0.8, 0.85)", r.Label(), pos, neg)
 			}
 			n[experiments.FormatValue(expr)]++
 		}
