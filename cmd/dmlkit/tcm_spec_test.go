@@ -165,7 +165,8 @@ func TestTCMPaperNumbers(t *testing.T) {
 // Without stored records the small scale plans only the 120 learning-rate tuning runs (4 losses,
 // their 4 + TCM configurations, Table 7's 3 regularised Smooth-AP and Table 9's 4 TCM variants, × 8);
 // every other point waits. With (fabricated) records of the tuning runs the plan completes:
-// 120 + 27 margin-grid runs + 136 points = 283 runs, none pending.
+// 120 + 120 margin-grid runs (two steps, Smooth-AP + TCM and RS@k + TCM, each 4 m+ × 5 m− × 3 seeds)
+// + 136 points = 376 runs, none pending.
 func TestTCMSpecPlans(t *testing.T) {
 	s := mustLoadSpec(t, tcmSpecPath)
 	for _, c := range []struct {
@@ -181,8 +182,8 @@ func TestTCMSpecPlans(t *testing.T) {
 		}
 	}
 	p, _ := tcmTunedPlan(t, s)
-	if len(p.Runs) != 328 || len(p.Pending) != 0 {
-		t.Errorf("small with tuning records: %d runs, %d pending; want 328, 0", len(p.Runs), len(p.Pending))
+	if len(p.Runs) != 376 || len(p.Pending) != 0 {
+		t.Errorf("small with tuning records: %d runs, %d pending; want 376, 0", len(p.Runs), len(p.Pending))
 	}
 	// The full scale (31 paper configurations, one seed) validates: its datasets inat, sop, cub and
 	// cars are registered with the trainer (dmlkit/train/data_images.go). Only validation: the
@@ -528,7 +529,7 @@ func tcmTunedPlan(t *testing.T, s *experiments.Spec) (*experiments.Plan, []exper
 
 // TestTCMTuningFlowsIntoRuns: with fabricated tuning results, each point takes the values its
 // steps select — worked out by hand from tcmVal: lr 2e-3 for Smooth-AP and RS@k (the grid value
-// nearest the peak), lr 2e-3 with multiplier 100 for ProxyNCA and ArcFace, margins (0.8, 0.85)
+// nearest the peak), lr 2e-3 with multiplier 100 for ProxyNCA and ArcFace, margins (0.8, 0.95)
 // (the largest m− and smallest m+; val/R@1 is equal across the margin grid) for both + TCM arms,
 // each from its own margin step — and each margin grid trains at its + TCM arm's selected lr.
 func TestTCMTuningFlowsIntoRuns(t *testing.T) {
@@ -552,8 +553,8 @@ func TestTCMTuningFlowsIntoRuns(t *testing.T) {
 		}
 		if pos, ok := experiments.Get(r.Config, "loss.set.options.tcm.pos_margin"); ok && r.Tune == "" {
 			neg, _ := experiments.Get(r.Config, "loss.set.options.tcm.neg_margin")
-			if experiments.FormatValue(pos) != "0.8" || experiments.FormatValue(neg) != "0.85" {
-				t.Errorf("run %s: margins (%v, %v), want (0.8, 0.85)", r.Label(), pos, neg)
+			if experiments.FormatValue(pos) != "0.8" || experiments.FormatValue(neg) != "0.95" {
+				t.Errorf("run %s: margins (%v, %v), want (0.8, 0.95)", r.Label(), pos, neg)
 			}
 			n[experiments.FormatValue(expr)]++
 		}
