@@ -56,8 +56,8 @@ func drawRegimeFigure(dir string, rep *experiments.ClaimsReport) ([]string, erro
 			where = e.Regime
 		}
 		label := e.Compared + " · " + where
-		if r := []rune(label); len(r) > 80 {
-			label = string(r[:79]) + "…"
+		if r := []rune(label); len(r) > 90 {
+			label = string(r[:89]) + "…"
 		}
 		rows = append(rows, plots.ForestRow{Label: label, Group: verdictGroup(e), X: e.Effect, Lo: e.Lo, Hi: e.Hi})
 	}
@@ -71,12 +71,7 @@ func drawRegimeFigure(dir string, rep *experiments.ClaimsReport) ([]string, erro
 		add(p.Original, "")
 		for _, q := range pairs {
 			if q.Original.Claim.ID == p.Original.Claim.ID {
-				where := ""
-				if i := strings.LastIndex(q.Retest.Claim.Paper, ";"); i >= 0 {
-					where = q.Retest.Regime() + ", " + strings.TrimPrefix(strings.TrimSpace(q.Retest.Claim.Paper[i+1:]), "pretrained backbone, ")
-					where = strings.TrimSuffix(where, ", pretrained backbone")
-				}
-				add(q.Retest, where)
+				add(q.Retest, retestWhere(q.Retest))
 			}
 		}
 	}
@@ -91,6 +86,26 @@ func drawRegimeFigure(dir string, rep *experiments.ClaimsReport) ([]string, erro
 		return nil, err
 	}
 	return plots.Save(ch, ch.Style, filepath.Join(dir, "regimes"), "png", "svg")
+}
+
+// retestWhere is the end of a re-test's row label: its regime, then what its claim text adds after
+// its last ";" once the regime's own words are dropped ("pretrained backbone, fine-tuned,
+// Omniglot" under the regime "pretrained, fine-tuned (last block)" gives "pretrained, fine-tuned
+// (last block), Omniglot"); "" (the regime alone, see add) when the text has no ";".
+func retestWhere(v *experiments.ClaimVerdict) string {
+	i := strings.LastIndex(v.Claim.Paper, ";")
+	if i < 0 {
+		return ""
+	}
+	var rest []string
+	for _, w := range strings.Split(v.Claim.Paper[i+1:], ",") {
+		switch w = strings.TrimSpace(w); w {
+		case "", "pretrained backbone", "fine-tuned", "frozen":
+		default:
+			rest = append(rest, w)
+		}
+	}
+	return strings.Join(append([]string{v.Regime()}, rest...), ", ")
 }
 
 // drawCentralFigure draws the central claims' effects ([experiments.CentralEffects]) as a forest
