@@ -23,7 +23,7 @@ func TestPretrainedClaimsMatchSpecs(t *testing.T) {
 	for _, c := range []struct {
 		paper  string
 		claims int
-	}{{"tcm", 12}, {"cit", 8}, {"idml", 4}, {"rsk", 9}, {"contextual", 18}} {
+	}{{"tcm", 12}, {"cit", 8}, {"idml", 4}, {"rsk", 10}, {"contextual", 18}} {
 		t.Run(c.paper, func(t *testing.T) {
 			dir := filepath.Join("..", "..", "reproductions", c.paper)
 			s := mustLoadSpec(t, filepath.Join(dir, "spec.yaml"))

@@ -166,8 +166,8 @@ func TestRSKClaimsMatchSpec(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(cs.Claims) != 43 { // 34 from scratch, 9 in the pretrained regime (frozen 6, fine-tuned c1f, c2f, c3f)
-		t.Errorf("%d claims, want 43", len(cs.Claims))
+	if len(cs.Claims) != 44 { // 34 from scratch, 10 in the pretrained regime (frozen 7, fine-tuned c1f, c2f, c3f)
+		t.Errorf("%d claims, want 44", len(cs.Claims))
 	}
 	five := map[string]bool{"c1-omni98": true, "c1-omnifull": true, "c2-simix-omni98": true, "c2-simix-omnifull": true,
 		"c2-simix-small-batch": true, "c3-rank": true}
