@@ -2,6 +2,8 @@ package experiments
 
 import (
 	"context"
+	"runtime"
+	"runtime/debug"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -59,22 +61,32 @@ func TestMemWatchTicks(t *testing.T) {
 
 // The real reader: touching 64 MiB raises the resident set. The runtime may hand
 // other freed pages back to the kernel between the two readings (CI once saw
-// +58 MiB), so the bound is half the touched size: a reader in the wrong unit
-// (pages, KiB) or one that never changes is still off by far more than that.
+// +58 MiB, once +30 MiB while other test binaries ran beside it), so every free
+// page is handed back first (debug.FreeOSMemory), the bound is half the touched
+// size, and the best of three tries counts: a reader in the wrong unit (pages,
+// KiB) or one that never changes fails all three by far more than that.
 func TestResidentBytesSeesAnAllocation(t *testing.T) {
-	before := residentBytes()
-	if before == 0 {
+	if residentBytes() == 0 {
 		t.Skip("no resident-set reading on this platform")
 	}
-	buf := make([]byte, 64<<20)
-	for i := 0; i < len(buf); i += 4096 {
-		buf[i] = 1
+	var best int64
+	for try := 0; try < 3 && best < 32<<20; try++ {
+		debug.FreeOSMemory()
+		before := residentBytes()
+		buf := make([]byte, 64<<20)
+		for i := 0; i < len(buf); i += 4096 {
+			buf[i] = 1
+		}
+		after := residentBytes()
+		buf[len(buf)-1] = 2 // keep buf alive until after the reading
+		if d := after - before; d > best {
+			best = d
+		}
+		runtime.KeepAlive(buf)
 	}
-	after := residentBytes()
-	if d := after - before; d < 32<<20 {
-		t.Errorf("resident set grew by %d MiB after touching 64 MiB", d>>20)
+	if best < 32<<20 {
+		t.Errorf("resident set grew by at most %d MiB after touching 64 MiB (3 tries)", best>>20)
 	}
-	buf[len(buf)-1] = 2 // keep buf alive until after the reading
 }
 
 // Execute stores the two memory metrics in every record.
