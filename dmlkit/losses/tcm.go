@@ -32,7 +32,11 @@ func init() {
 //   - L_TCM⁺ (Eq. 16, positive term only): λ₋ = 0. L_TCM⁻ (Eq. 15, negative term only): λ₊ = 0.
 //   - L_TCM' (Eq. 17, NoIndicator): every pair contributes (m₊ − s) resp. (s − m₋), also easy pairs
 //     with a negative contribution, but the normaliser stays the hard count |S^{m±}| as Eq. 17 writes
-//     it (max(|S^{m±}|, 1) so that an empty hard set gives a finite value).
+//     it (max(|S^{m±}|, 1) so that an empty hard set gives a finite value). Read literally the
+//     loss is unbounded below (easy pairs lower it without limit as the hard count shrinks).
+//   - NoIndicator with TotalCount: Eq. 17's sum over all pairs divided by the number of all pairs
+//     |S₊| (|S₋|) — the other reading of Eq. 17's normaliser, a plain mean λ₊(m₊ − mean S₊) +
+//     λ₋(mean S₋ − m₋), bounded like the paper's Eq. 5.
 //   - TotalCount: the indicator is kept but each sum is divided by the total number of positive
 //     (negative) pairs |S₊| (|S₋|) instead of the hard count — the ROADMAP-calibration-style
 //     normalisation the paper contrasts TCM with (App. A.2.2, Table 8).
@@ -43,8 +47,8 @@ type TCMConfig struct {
 	NegWeight   float64 `yaml:"lambda_neg" doc:"λ-: weight of the hard-negative term (0 = positive term only, Eq. 16)"`
 	PosMargin   float64 `yaml:"pos_margin" doc:"m+: positives with cosine ≤ m+ are hard"`
 	NegMargin   float64 `yaml:"neg_margin" doc:"m-: negatives with cosine ≥ m- are hard"`
-	NoIndicator bool    `yaml:"no_indicator" doc:"Eq. 17 variant TCM': sum over all pairs (no indicator), still divided by the hard count"`
-	TotalCount  bool    `yaml:"total_count" doc:"divide each term by the total positive/negative pair count instead of the hard count (ROADMAP-style)"`
+	NoIndicator bool    `yaml:"no_indicator" doc:"Eq. 17 variant TCM': sum over all pairs (no indicator), divided by the hard count (with total_count: by all pairs)"`
+	TotalCount  bool    `yaml:"total_count" doc:"divide each term by the total positive/negative pair count instead of the hard count (ROADMAP-style; with no_indicator: Eq. 17 as a mean over all pairs)"`
 }
 
 // DefaultTCM returns the paper's defaults.
@@ -62,9 +66,6 @@ func (c *TCMConfig) Validate() error {
 	}
 	if c.PosMargin < -1 || c.PosMargin > 1 || c.NegMargin < -1 || c.NegMargin > 1 {
 		return fmt.Errorf("pos_margin %g, neg_margin %g: cosine margins must lie in [-1, 1]", c.PosMargin, c.NegMargin)
-	}
-	if c.NoIndicator && c.TotalCount {
-		return fmt.Errorf("no_indicator and total_count are separate Table 8/9 variants; set at most one")
 	}
 	return nil
 }
@@ -86,8 +87,9 @@ func (c *TCMConfig) Build(in Inputs) *Node {
 // the numerator and the mask counted in the denominator:
 //
 //	default      Σ over hard pairs / |hard|
-//	NoIndicator  Σ over all pairs  / |hard|   (Eq. 17)
-//	TotalCount   Σ over hard pairs / |all|    (Table 8)
+//	NoIndicator              Σ over all pairs  / |hard|   (Eq. 17 as written)
+//	NoIndicator, TotalCount  Σ over all pairs  / |all|    (Eq. 17 as a mean)
+//	TotalCount               Σ over hard pairs / |all|    (Table 8)
 func (c *TCMConfig) parts(in Inputs) (posTerm, negTerm, posSum, posDen, negSum, negDen *Node) {
 	refEmb, _, _ := refs(in)
 	pos, neg := PairMasks(in)
@@ -97,6 +99,8 @@ func (c *TCMConfig) parts(in Inputs) (posTerm, negTerm, posSum, posDen, negSum, 
 	hardPos := LogicalAnd(pos, LessOrEqual(s, ScalarLike(s, c.PosMargin)))
 	hardNeg := LogicalAnd(neg, GreaterOrEqual(s, ScalarLike(s, c.NegMargin)))
 	switch {
+	case c.NoIndicator && c.TotalCount:
+		return posTerm, negTerm, pos, pos, neg, neg
 	case c.NoIndicator:
 		return posTerm, negTerm, pos, hardPos, neg, hardNeg
 	case c.TotalCount:

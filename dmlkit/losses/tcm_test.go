@@ -38,6 +38,8 @@ func bruteTCM(b losstest.Batch, c *losses.TCMConfig) float64 {
 	div := func(x float64, n int) float64 { return x / math.Max(float64(n), 1) }
 	var p, n float64
 	switch {
+	case c.NoIndicator && c.TotalCount:
+		p, n = div(posAll, posN), div(negAll, negN)
 	case c.NoIndicator:
 		p, n = div(posAll, posHard), div(negAll, negHard)
 	case c.TotalCount:
@@ -57,6 +59,8 @@ func TestTCMHandWorked(t *testing.T) {
 	// TotalCount: negative sum 2(1/√2 − 0.5) over all 4 negatives -> 0.9 − 1/√2 + (1/√2 − 0.5)/2.
 	// NoIndicator (Eq. 17): negative sum over all 4 = 2(0 − 0.5) + 2(1/√2 − 0.5) = √2 − 2, over the
 	// hard count 2 -> 1/√2 − 1; total 0.9 − 1/√2 + 1/√2 − 1 = −0.1.
+	// NoIndicator + TotalCount (Eq. 17 as a mean): positives (0.9 − 1/√2) each over 2; negatives
+	// √2 − 2 over all 4 -> 0.9 − 1/√2 + (1/√2 − 1)/2.
 	// λ₋ = 0 (Eq. 16): 0.9 − 1/√2; λ₊ = 0 (Eq. 15): 1/√2 − 0.5.
 	b := losstest.Batch{Emb: []float64{1, 0, 1, 1, 0, 1}, B: 3, D: 2, Labels: []int64{0, 0, 1}}
 	r := 1 / math.Sqrt2
@@ -68,6 +72,7 @@ func TestTCMHandWorked(t *testing.T) {
 		{"paper", nil, 0.4},
 		{"total_count", map[string]any{"total_count": true}, 0.9 - r + (r-0.5)/2},
 		{"no_indicator", map[string]any{"no_indicator": true}, -0.1},
+		{"no_indicator, total_count", map[string]any{"no_indicator": true, "total_count": true}, 0.9 - r + (r-1)/2},
 		{"positive only", map[string]any{"lambda_neg": 0}, 0.9 - r},
 		{"negative only", map[string]any{"lambda_pos": 0}, r - 0.5},
 	} {
@@ -90,6 +95,7 @@ func TestTCMMatchesBruteForce(t *testing.T) {
 		{PosWeight: 0, NegWeight: 1, PosMargin: 0.9, NegMargin: 0.0},
 		{PosWeight: 1, NegWeight: 1, PosMargin: 0.9, NegMargin: 0.2, NoIndicator: true},
 		{PosWeight: 1, NegWeight: 1, PosMargin: 0.9, NegMargin: 0.2, TotalCount: true},
+		{PosWeight: 1, NegWeight: 0.5, PosMargin: 0.9, NegMargin: 0.2, NoIndicator: true, TotalCount: true},
 	} {
 		b := losstest.Random(5, 4, labels)
 		got, _ := losstest.Value(t, c, b, losses.EvalOptions{})
