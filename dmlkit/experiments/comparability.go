@@ -402,6 +402,15 @@ func lossFell(r *Record) (fell, ok bool) {
 	return false, false
 }
 
+// ruleGroups returns the sets of arms the rules compare: all arms, or for an interaction claim
+// (four arms: a condition's pair, then the other's) each condition's pair.
+func (v *ClaimVerdict) ruleGroups() [][]ArmFacts {
+	if v.Claim.Kind == KindInteraction && len(v.Facts) == 4 {
+		return [][]ArmFacts{v.Facts[:2], v.Facts[2:]}
+	}
+	return [][]ArmFacts{v.Facts}
+}
+
 // applyRules applies the comparability and training rules to a verdict whose interval rule has run.
 func (v *ClaimVerdict) applyRules(budget string, minTrain *float64) {
 	v.Raw, v.RawReason = v.Verdict, v.Reason
@@ -419,12 +428,8 @@ func (v *ClaimVerdict) applyRules(budget string, minTrain *float64) {
 	// pair (the gain under X and the gain under Y are each a comparison; the conditions may
 	// differ, e.g. 20 % noisy labels lower every arm's training R@1, 50 % of the classes give
 	// fewer steps).
-	groups := [][]ArmFacts{v.Facts}
-	if c.Kind == KindInteraction && len(v.Facts) == 4 {
-		groups = [][]ArmFacts{v.Facts[:2], v.Facts[2:]}
-	}
 	var untrained, unequal []string
-	for _, g := range groups {
+	for _, g := range v.ruleGroups() {
 		untrained = append(untrained, untrainedArms(g, frac)...)
 		unequal = append(unequal, unequalArms(g, c.Deliberate != "", budget)...)
 	}
@@ -586,44 +591,58 @@ func compactRuns(xs []string) []string {
 	return out
 }
 
+// tuningPhrase says in a few words where the arms' hyper-parameters came from: "own tuning",
+// "fixed settings", "borrowed tuning, alike (…)" when every arm borrows the same way, "borrowed
+// tuning, differently", or each arm's provenance.
+func tuningPhrase(facts []ArmFacts) string {
+	kinds := map[string]bool{}
+	for _, f := range facts {
+		kinds[f.Tuning] = true
+	}
+	if len(kinds) != 1 {
+		var each []string
+		for _, f := range facts {
+			each = append(each, f.Tuning)
+		}
+		return "tuning " + strings.Join(each, "/")
+	}
+	switch facts[0].Tuning {
+	case TuningOwn:
+		return "own tuning"
+	case TuningUnchecked:
+		return "tuning not checked"
+	case TuningNone:
+		return "fixed settings"
+	case TuningBorrowed:
+		sigs := map[string]bool{}
+		for _, f := range facts {
+			sigs[strings.Join(f.Differs, "|")] = true
+		}
+		if len(sigs) == 1 {
+			return "borrowed tuning, alike (" + diffText(facts[0].Differs) + ")"
+		}
+		return "borrowed tuning, differently"
+	}
+	return "tuning " + facts[0].Tuning
+}
+
 // ComparabilityNote is the compact note of a verdict row: tuning, budget and training of the arms,
 // e.g. "own tuning · 2 epochs · train R@1 0.55–0.71".
 func (v *ClaimVerdict) ComparabilityNote() string {
 	if len(v.Facts) == 0 || len(v.Seeds) == 0 {
 		return "—"
 	}
-	var parts []string
-	kinds := map[string]bool{}
-	for _, f := range v.Facts {
-		kinds[f.Tuning] = true
+	// The tuning part is judged per set of arms the rule compares ([ClaimVerdict.ruleGroups]); an
+	// interaction whose two conditions read alike says it once.
+	var phrases []string
+	for _, g := range v.ruleGroups() {
+		if p := tuningPhrase(g); !slices.Contains(phrases, p) {
+			phrases = append(phrases, p)
+		}
 	}
-	if len(kinds) == 1 {
-		switch v.Facts[0].Tuning {
-		case TuningOwn:
-			parts = append(parts, "own tuning")
-		case TuningUnchecked:
-			parts = append(parts, "tuning not checked")
-		case TuningNone:
-			parts = append(parts, "fixed settings")
-		case TuningBorrowed:
-			sigs := map[string]bool{}
-			for _, f := range v.Facts {
-				sigs[strings.Join(f.Differs, "|")] = true
-			}
-			if len(sigs) == 1 {
-				parts = append(parts, "borrowed tuning, alike ("+diffText(v.Facts[0].Differs)+")")
-			} else {
-				parts = append(parts, "borrowed tuning, differently")
-			}
-		default:
-			parts = append(parts, "tuning "+v.Facts[0].Tuning)
-		}
-	} else {
-		var each []string
-		for _, f := range v.Facts {
-			each = append(each, f.Tuning)
-		}
-		parts = append(parts, "tuning "+strings.Join(each, "/"))
+	parts := []string{strings.Join(phrases, " / ")}
+	if len(phrases) > 1 {
+		parts[0] = "per condition: " + parts[0]
 	}
 	if v.Claim.Deliberate != "" {
 		parts[0] += " (deliberate)"

@@ -297,6 +297,14 @@ claims:
 	if tex := rep.LaTeX(""); !strings.Contains(tex, "paper text: held; authors' code: inconclusive (unequal)") {
 		t.Errorf("LaTeX lacks the forms' verdicts:\n%s", tex)
 	}
+	// The cross-paper summary counts each form's verdicts on a line of its own.
+	sum := SummaryMarkdown([]*ClaimsReport{rep})
+	for _, want := range []string{`- toy, form "paper text": 1 held, 0 contradicted, 0 inconclusive`,
+		`- toy, form "authors' code": 0 held, 0 contradicted, 1 inconclusive`} {
+		if !strings.Contains(sum, want) {
+			t.Errorf("SummaryMarkdown lacks %q:\n%s", want, sum)
+		}
+	}
 }
 
 func TestClaimRuleFieldsChecked(t *testing.T) {
@@ -386,6 +394,10 @@ func TestComparabilityInteractionPairs(t *testing.T) {
 	}
 	if v.Cause != CauseInterval || len(v.Facts) != 4 || v.Facts[0].Tuning != TuningOwn || v.Facts[2].Tuning != TuningBorrowed {
 		t.Errorf("cause %s (%s), facts %+v", v.Cause, v.Reason, v.Facts)
+	}
+	// The row's note reads per condition as the rule judges (not "tuning own/own/borrowed/borrowed").
+	if want := "per condition: own tuning / borrowed tuning, alike (data.noise: tuned at unset, this arm 0.2)"; !strings.HasPrefix(v.ComparabilityNote(), want) {
+		t.Errorf("note %q, want prefix %q", v.ComparabilityNote(), want)
 	}
 }
 

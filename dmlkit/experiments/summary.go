@@ -137,7 +137,7 @@ func SummaryMarkdown(reports []*ClaimsReport) string {
 		}
 		for _, f := range formOrder {
 			c := forms[f]
-			formLines = append(formLines, fmt.Sprintf("- %s, claims tested under two forms, %s: %d held, %d contradicted, %d inconclusive", r.Paper, f, c[0], c[1], c[2]))
+			formLines = append(formLines, fmt.Sprintf("- %s, form \"%s\": %d held, %d contradicted, %d inconclusive", r.Paper, f, c[0], c[1], c[2]))
 		}
 	}
 	sortRegimes(regimeOrder)
@@ -148,7 +148,7 @@ func SummaryMarkdown(reports []*ClaimsReport) string {
 	}
 	row("**all**", "", tot)
 	if len(formLines) > 0 {
-		b.WriteString("\nWhere the paper's text and the authors' code differ (the table counts each claim's first form):\n\n")
+		b.WriteString("\nClaims tested in several forms — the paper's text and the authors' code, or two readings of the text (the table counts each claim's first form); per paper and form, the verdicts of the claims that have it:\n\n")
 		b.WriteString(strings.Join(formLines, "\n") + "\n")
 	}
 	return b.String()
