@@ -27,8 +27,10 @@ var idmlSpecPath = filepath.Join("..", "..", "reproductions", "idml", "spec.yaml
 // of IDML on 6 of the 7 bases (not triplet-SH) tuned for itself, 6 × 8 tuning runs and 6 × 5 runs (added
 // for issue 29's fair-verdict rules); ProxyAnchor's Mixup-alone and ISM-alone arms and the two
 // authors'-code-form arms tuned for themselves, 4 × 8 tuning runs (their final runs replace the ones
-// at ProxyAnchor's rate: none added).
-const idmlSmallRuns = 56 + 70 + (20 + 12) + 6 + 24 + 9 + 18 + 3 + 20 + 12 + 6 + 6 + 10 + 15 + (48 + 30) + 32
+// at ProxyAnchor's rate: none added); margin-DW's Mixup-alone and ISM-alone arms likewise, 2 × 8 tuning
+// runs (added 2026-11-28); IDML-PA's λ-weighted form at 5 seeds (+2) and the authors' code's form
+// (code-form: λ-weighted Mixup and code_metric), 8 tuning runs and 5 seeds (added 2026-11-28).
+const idmlSmallRuns = 56 + 70 + (20 + 12) + 6 + 24 + 9 + 18 + 3 + 20 + 12 + 6 + (6 + 2) + 10 + 15 + (48 + 30) + 32 + 16 + (8 + 5)
 
 // TestIDMLSpecPlans: smoke is 3 runs; small without stored runs is the 136 learning-rate tuning runs
 // (7 base losses, 6 of their IDML configurations and 4 Table 3 / authors'-code arms × 8, equal budget) and the 20 classification and 6 lr-check runs (not tuned), with every other
@@ -42,7 +44,7 @@ func TestIDMLSpecPlans(t *testing.T) {
 		scale   string
 		runs    int
 		pending bool
-	}{{"smoke", 3, false}, {"small", 56 + 48 + 32 + 20 + 6, true}, {"full", 27, false}} {
+	}{{"smoke", 3, false}, {"small", 56 + 48 + 32 + 20 + 6 + 16 + 8, true}, {"full", 27, false}} {
 		p, err := s.Plan(c.scale)
 		if err != nil {
 			t.Fatalf("%s: %v", c.scale, err)

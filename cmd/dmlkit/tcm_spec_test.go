@@ -172,7 +172,7 @@ func TestTCMSpecPlans(t *testing.T) {
 	for _, c := range []struct {
 		scale         string
 		runs, pending int
-	}{{"smoke", 4, 0}, {"small", 120, 50}} {
+	}{{"smoke", 4, 0}, {"small", 128, 51}} {
 		p, err := s.Plan(c.scale)
 		if err != nil {
 			t.Fatalf("scale %s: %v", c.scale, err)
@@ -182,8 +182,8 @@ func TestTCMSpecPlans(t *testing.T) {
 		}
 	}
 	p, _ := tcmTunedPlan(t, s)
-	if len(p.Runs) != 376 || len(p.Pending) != 0 {
-		t.Errorf("small with tuning records: %d runs, %d pending; want 376, 0", len(p.Runs), len(p.Pending))
+	if len(p.Runs) != 387 || len(p.Pending) != 0 {
+		t.Errorf("small with tuning records: %d runs, %d pending; want 387, 0", len(p.Runs), len(p.Pending))
 	}
 	// The full scale (31 paper configurations, one seed) validates: its datasets inat, sop, cub and
 	// cars are registered with the trainer (dmlkit/train/data_images.go). Only validation: the

@@ -644,7 +644,8 @@ func (v *ClaimVerdict) ComparabilityNote() string {
 	if len(phrases) > 1 {
 		parts[0] = "per condition: " + parts[0]
 	}
-	if v.Claim.Deliberate != "" {
+	// "(deliberate)" marks a difference the claim declares; arms all tuned for themselves need none.
+	if v.Claim.Deliberate != "" && slices.ContainsFunc(v.Facts, func(f ArmFacts) bool { return f.Tuning != TuningOwn }) {
 		parts[0] += " (deliberate)"
 	}
 	for _, f := range v.Facts {

@@ -139,6 +139,8 @@ func TestComparabilityRules(t *testing.T) {
 			note:   "tuning own/borrowed"},
 		{name: "a borrowed selection declared deliberate", claim: better("a", "b", func(c *ClaimSpec) { gHalf(c); c.Deliberate = "g needs no tuning" }),
 			verdict: VerdictHeld, cause: CauseInterval, note: "tuning own/borrowed (deliberate)"},
+		{name: "a declaration on a claim whose arms are all tuned for themselves marks nothing", claim: better("a", "b", func(c *ClaimSpec) { c.Deliberate = "another form borrows" }),
+			verdict: VerdictHeld, cause: CauseInterval, note: "own tuning · at grid edge"},
 		{name: "one arm tuned, the other at fixed values", claim: better("c", "b", nil),
 			verdict: VerdictInconclusive, cause: CauseUnequal, reason: "tuned: B; fixed values: A"},
 		{name: "both arms at a condition neither tuning saw, borrowed alike", claim: better("a", "b", noise),
