@@ -32,8 +32,8 @@ var idmlSpecPath = filepath.Join("..", "..", "reproductions", "idml", "spec.yaml
 // (code-form: λ-weighted Mixup and code_metric), 8 tuning runs and 5 seeds (added 2026-11-28).
 const idmlSmallRuns = 56 + 70 + (20 + 12) + 6 + 24 + 9 + 18 + 3 + 20 + 12 + 6 + (6 + 2) + 10 + 15 + (48 + 30) + 32 + 16 + (8 + 5)
 
-// TestIDMLSpecPlans: smoke is 3 runs; small without stored runs is the 136 learning-rate tuning runs
-// (7 base losses, 6 of their IDML configurations and 4 Table 3 / authors'-code arms × 8, equal budget) and the 20 classification and 6 lr-check runs (not tuned), with every other
+// TestIDMLSpecPlans: smoke is 3 runs; small without stored runs is the 160 learning-rate tuning runs
+// (7 base losses, 6 of their IDML configurations and 7 Table 3 / authors'-code arms × 8, equal budget) and the 20 classification and 6 lr-check runs (not tuned), with every other
 // point pending on the tuning; with the tuning stored, idmlSmallRuns; full is the paper's
 // protocol as 27 runs (Table 1 on CUB 14, ProxyAnchor ± IDML on Cars196 and SOP 4, Table 3 8,
 // ISM-Dis 1); every run is a valid trainer configuration. The small scale's runs are checked
