@@ -579,6 +579,21 @@ func armSpread(facts []ArmFacts, get func(ArmFacts) (float64, bool), rel float64
 	return strings.Join(compactRuns(parts), " vs ")
 }
 
+// budgetPhrase is the arms' budget in unit: "2 epochs each" when they agree (within 1 %), "epochs 2
+// vs 4" when they do not, "" when none is recorded.
+func budgetPhrase(facts []ArmFacts, unit string) string {
+	get := func(f ArmFacts) (float64, bool) { x, ok := f.Budget[unit]; return x, ok }
+	if d := armSpread(facts, get, 0.01); d != "" {
+		return unit + " " + d
+	}
+	for _, f := range facts {
+		if x, ok := get(f); ok {
+			return compactRuns([]string{fmtNum(x, 2)})[0] + " " + unit + " each"
+		}
+	}
+	return ""
+}
+
 // compactRuns drops trailing zeros of formatted numbers ("2.00" → "2", "1.50" → "1.5").
 func compactRuns(xs []string) []string {
 	out := make([]string, len(xs))
@@ -668,10 +683,19 @@ func (v *ClaimVerdict) ComparabilityNote() string {
 	if unit == "" {
 		unit = BudgetEpochs
 	}
-	if d := armSpread(v.Facts, func(f ArmFacts) (float64, bool) { x, ok := f.Budget[unit]; return x, ok }, 0.01); d != "" {
-		parts = append(parts, unit+" "+d)
-	} else if x, ok := v.Facts[0].Budget[unit]; ok {
-		parts = append(parts, compactRuns([]string{fmtNum(x, 2)})[0]+" "+unit+" each")
+	// The budget too is read per set of arms the rule compares: an interaction's two conditions may
+	// differ (another dataset, fewer classes) while each condition's pair is equal.
+	var budgets []string
+	for _, g := range v.ruleGroups() {
+		if p := budgetPhrase(g, unit); p != "" && !slices.Contains(budgets, p) {
+			budgets = append(budgets, p)
+		}
+	}
+	switch {
+	case len(budgets) == 1:
+		parts = append(parts, budgets[0])
+	case len(budgets) > 1:
+		parts = append(parts, "per condition: "+strings.Join(budgets, " / "))
 	}
 	var r1 []float64
 	notRecorded := 0

@@ -401,6 +401,20 @@ func TestComparabilityInteractionPairs(t *testing.T) {
 	if want := "per condition: own tuning / borrowed tuning, alike (data.noise: tuned at unset, this arm 0.2)"; !strings.HasPrefix(v.ComparabilityNote(), want) {
 		t.Errorf("note %q, want prefix %q", v.ComparabilityNote(), want)
 	}
+	// The budget likewise: the noisy pair trains 1 epoch, the clean pair 2; each pair is equal, so the
+	// verdict stands and the note says so per condition (not "epochs 2 vs 2 vs 1 vs 1").
+	recs = compRecords(t, s, func(arm string, _ int64, r *Record) {
+		if strings.HasSuffix(arm, "-noise") {
+			r.Metrics["epochs"] = 1
+		}
+	})
+	v, err = EvaluateClaim(c, nil, recs, ClaimOptions{Spec: s})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if note := v.ComparabilityNote(); v.Cause != CauseInterval || !strings.Contains(note, " · per condition: 2 epochs each / 1 epochs each") {
+		t.Errorf("cause %s (%s), note %q", v.Cause, v.Reason, note)
+	}
 }
 
 // ChangesMarkdown lists the claims whose verdict the rules changed (not a change of cause alone);
