@@ -606,6 +606,23 @@ func compactRuns(xs []string) []string {
 	return out
 }
 
+// perCondition is phrase of the arms the rules compare together ([ClaimVerdict.ruleGroups]): of all
+// arms, or for an interaction of each condition's pair — said once when both conditions read alike
+// (or one is empty), else "per condition: <first> / <second>" (an interaction's conditions may differ,
+// e.g. another dataset, while each pair is equal). "" when every phrase is.
+func (v *ClaimVerdict) perCondition(phrase func([]ArmFacts) string) string {
+	var ps []string
+	for _, g := range v.ruleGroups() {
+		if p := phrase(g); p != "" && !slices.Contains(ps, p) {
+			ps = append(ps, p)
+		}
+	}
+	if len(ps) > 1 {
+		return "per condition: " + strings.Join(ps, " / ")
+	}
+	return strings.Join(ps, "")
+}
+
 // tuningPhrase says in a few words where the arms' hyper-parameters came from: "own tuning",
 // "fixed settings", "borrowed tuning, alike (…)" when every arm borrows the same way, "borrowed
 // tuning, differently", or each arm's provenance.
@@ -647,18 +664,8 @@ func (v *ClaimVerdict) ComparabilityNote() string {
 	if len(v.Facts) == 0 || len(v.Seeds) == 0 {
 		return "—"
 	}
-	// The tuning part is judged per set of arms the rule compares ([ClaimVerdict.ruleGroups]); an
-	// interaction whose two conditions read alike says it once.
-	var phrases []string
-	for _, g := range v.ruleGroups() {
-		if p := tuningPhrase(g); !slices.Contains(phrases, p) {
-			phrases = append(phrases, p)
-		}
-	}
-	parts := []string{strings.Join(phrases, " / ")}
-	if len(phrases) > 1 {
-		parts[0] = "per condition: " + parts[0]
-	}
+	// Tuning and budget are read per set of arms the rule compares (v.perCondition).
+	parts := []string{v.perCondition(tuningPhrase)}
 	// "(deliberate)" marks a difference the claim declares; arms all tuned for themselves need none.
 	if v.Claim.Deliberate != "" && slices.ContainsFunc(v.Facts, func(f ArmFacts) bool { return f.Tuning != TuningOwn }) {
 		parts[0] += " (deliberate)"
@@ -683,19 +690,8 @@ func (v *ClaimVerdict) ComparabilityNote() string {
 	if unit == "" {
 		unit = BudgetEpochs
 	}
-	// The budget too is read per set of arms the rule compares: an interaction's two conditions may
-	// differ (another dataset, fewer classes) while each condition's pair is equal.
-	var budgets []string
-	for _, g := range v.ruleGroups() {
-		if p := budgetPhrase(g, unit); p != "" && !slices.Contains(budgets, p) {
-			budgets = append(budgets, p)
-		}
-	}
-	switch {
-	case len(budgets) == 1:
-		parts = append(parts, budgets[0])
-	case len(budgets) > 1:
-		parts = append(parts, "per condition: "+strings.Join(budgets, " / "))
+	if b := v.perCondition(func(g []ArmFacts) string { return budgetPhrase(g, unit) }); b != "" {
+		parts = append(parts, b)
 	}
 	var r1 []float64
 	notRecorded := 0
