@@ -12,7 +12,9 @@
 #            images (512 + 512 heads, AdamW; --cases idml_pa, not in the default list) — dmlkit (XLA
 #            defaults, TF32 on) and the same models in PyTorch (scripts/gpucheck_torch.py, TF32 on); ratios and peak GPU memory;
 #            each case in every precision of --precisions (default fp32,bf16: dmlkit train.precision beside
-#            PyTorch AMP, torch.autocast; fp16 also possible), one report row per case and precision
+#            PyTorch AMP, torch.autocast; fp16 also possible), one report row per case and precision; dmlkit's
+#            part also holds XLA's memory report of every executable it compiled (code, inputs, outputs, aliases,
+#            temporary), the step's beside nvidia-smi's peak in the report
 #   smoke    each reproductions/*/spec.yaml at scale full, one run per backbone/batch/multistage
 #            group, a few steps on synthetic images
 # then `gpucheck report` writes <out>/<date>-<gpu>.json and .md (the JSON report and the summary).

@@ -27,6 +27,10 @@ weights and optimiser; the embeddings are cast to float32 before the loss, as dm
 does. fp16 adds a torch.cuda.amp.GradScaler (dynamic loss scaling; dmlkit's is static). fp32 (the
 default) is unchanged. torch 1.13's CPU autocast supports bfloat16 only.
 
+--saved-tensors 1 runs no step: it builds one forward pass and loss and reports the tensors the autograd graph
+saves for the backward pass (each storage once, parameters and the batch left out), by grad_fn and dtype, beside
+`gpucheck memory` (scripts/memory-account.py puts the two side by side).
+
 Each step copies the batch from host memory to the device and reads the loss back, as dmlkit's step
 does. The first step is not timed (cuDNN autotuning, lazy initialisation); step_ms is the mean of the
 others. Writes one JSON object (--json) and prints it.
@@ -222,6 +226,70 @@ class ViTB16(nn.Module):
         return F.normalize(self.fc(x[:, 0]), dim=1)
 
 
+def to_dev_once(a, dev, x_host, y_host):
+    x = x_host.to(dev)
+    if dev.type == "cuda" and a.backbone != "vit_b16":
+        x = x.contiguous(memory_format=torch.channels_last)
+    return x, y_host.to(dev)
+
+
+def autocast_ctx(a, dev):
+    if a.precision == "fp32":
+        import contextlib
+        return contextlib.nullcontext()
+    return torch.autocast(dev.type, dtype=torch.bfloat16 if a.precision == "bf16" else torch.float16)
+
+
+def storage_of(t):
+    """(data pointer, bytes) of the storage under tensor t (views share it)."""
+    st = t.untyped_storage() if hasattr(t, "untyped_storage") else t.storage()
+    nb = st.nbytes() if callable(getattr(st, "nbytes", None)) else st.size() * t.element_size()
+    return st.data_ptr(), nb
+
+
+def saved_tensors(loss, params, x):
+    """The tensors loss's autograd graph saves for the backward pass: every grad_fn's _saved_*
+    tensors, each storage counted once (a view shares its base's), parameters and the batch x
+    left out. Returns saved_bytes, saved_by_op (grad_fn name -> [count, bytes], largest first)
+    and saved_by_dtype."""
+    skip = {storage_of(p)[0] for p in params} | {storage_of(x)[0]}
+    seen_fn, seen, by_op, by_dt = set(), set(), {}, {}
+    stack, total = [loss.grad_fn], 0
+    while stack:
+        fn = stack.pop()
+        if fn is None or fn in seen_fn:
+            continue
+        seen_fn.add(fn)
+        for name in dir(fn):
+            if not name.startswith("_saved_"):
+                continue
+            try:
+                v = getattr(fn, name)
+            except Exception:  # e.g. a saved tensor already freed
+                continue
+            for t in (v if isinstance(v, (tuple, list)) else [v]):
+                if not isinstance(t, torch.Tensor):
+                    continue
+                ptr, nb = storage_of(t)
+                if ptr == 0 or ptr in skip or ptr in seen:
+                    continue
+                seen.add(ptr)
+                total += nb
+                op = type(fn).__name__
+                by_op.setdefault(op, [0, 0])
+                by_op[op][0] += 1
+                by_op[op][1] += nb
+                dt = str(t.dtype).replace("torch.", "")
+                by_dt.setdefault(dt, [0, 0])
+                by_dt[dt][0] += 1
+                by_dt[dt][1] += nb
+        stack.extend(f for f, _ in fn.next_functions)
+    order = lambda d: dict(sorted(d.items(), key=lambda kv: -kv[1][1]))
+    uniq = {storage_of(p)[0]: p.numel() * p.element_size() for p in params}
+    return {"saved_bytes": total, "saved_by_op": order(by_op), "saved_by_dtype": order(by_dt),
+            "param_bytes": sum(uniq.values())}
+
+
 def freeze_bn(m):
     for mod in m.modules():
         if isinstance(mod, nn.BatchNorm2d):
@@ -246,6 +314,10 @@ def main():
     ap.add_argument("--tf32", type=int, default=1, help="allow TF32 matmuls and convolutions (XLA's default on CUDA)")
     ap.add_argument("--precision", default="fp32", choices=["fp32", "bf16", "fp16"],
                     help="fp32, or AMP (torch.autocast) with bfloat16 / float16 activations")
+    ap.add_argument("--saved-tensors", type=int, default=0,
+                    help="1: run no steps; build one step's forward and loss and report the tensors its autograd graph "
+                         "saves for the backward pass (bytes by op; parameters and the batch left out), beside "
+                         "`gpucheck memory` (dmlkit's graph account)")
     ap.add_argument("--json", default="")
     a = ap.parse_args()
     rep = {"side": "torch", "case": a.case, "ok": False, "torch_version": torch.__version__, "precision": a.precision}
@@ -320,6 +392,14 @@ def run(a, rep):
         loss_fn = contrastive
     elif a.loss != "idml_pa":
         raise ValueError("loss %r" % a.loss)
+
+    if a.saved_tensors:
+        x, y = to_dev_once(a, dev, x_host, y_host)
+        with autocast_ctx(a, dev):
+            e = m(x)
+        rep.update(saved_tensors(loss_fn(e.float(), y), list(m.parameters()) + ([] if params is None else params), x))
+        rep["batch_images"] = x.shape[0]
+        return
 
     def to_dev():
         x = x_host.to(dev, non_blocking=False)

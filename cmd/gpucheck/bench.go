@@ -217,6 +217,10 @@ type benchReport struct {
 	WallSec   float64   `json:"run_seconds"`  // whole RunWithOptions (data, compile, steps, final evaluation, checkpoint)
 	DataMS    float64   `json:"data_ms"`      // mean batch assembly per step (not in step_ms)
 	EvalSec   float64   `json:"eval_seconds"` // final evaluation
+	// XLAMemory is XLA's memory report of every executable the run compiled (empty on the Go
+	// backend) and XLAStep the largest of them, the training step's (see xlaExecMemory).
+	XLAMemory []xlaExecMemory `json:"xla_memory,omitempty"`
+	XLAStep   *xlaExecMemory  `json:"xla_step_memory,omitempty"`
 }
 
 func runBench(args []string, stdout, stderr io.Writer) error {
@@ -262,7 +266,10 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer os.RemoveAll(dir)
+	stopCapture := startXLAMemCapture()
 	res, err := train.RunWithOptions(context.Background(), bc.config(), dir, train.Options{Backend: b})
+	rep.XLAMemory = stopCapture()
+	rep.XLAStep = largestXLAExec(rep.XLAMemory)
 	if err != nil {
 		rep.Error = err.Error()
 		writeJSON(*jsonPath, rep)
@@ -274,6 +281,10 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	rep.OK = t.Steps > 0
 	fmt.Fprintf(stdout, "%s (%s, batch %d, %d², chunk %d, frozen BN %v, %s) on %s: %.1f ms/step over %d steps; first step %.1fs; loss %.4g; peak RSS %.0f MiB\n",
 		bc.Name, bc.Backbone, bc.Batch, bc.Size, bc.Chunk, bc.FrozenBN, *precision, cfgName, rep.StepMS, rep.Timed, rep.FirstSec, rep.FinalLoss, rep.RSSMiB)
+	if m := rep.XLAStep; m != nil {
+		fmt.Fprintf(stdout, "XLA's memory report of the largest executable (%d compiled): inputs %s, outputs %s, aliases %s, temporary %s, total %s\n",
+			len(rep.XLAMemory), mib(m.Inputs), mib(m.Outputs), mib(m.Aliases), mib(m.Temporary), mib(m.Total()))
+	}
 	return writeJSON(*jsonPath, rep)
 }
 

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -191,5 +192,78 @@ func TestBenchPrecisionRows(t *testing.T) {
 	}
 	if md := renderMarkdown(rep, "t"); !strings.Contains(md, "| resnet50+bf16 | resnet50, batch 0, 0²×0, , bf16 (dmlkit train.precision; PyTorch AMP) |") {
 		t.Errorf("summary lacks the labelled bf16 row:\n%s", md)
+	}
+}
+
+// TestParseXLAMemoryLine reads go-xla's klog line (compute/xla/executable.go's renderMemStats,
+// go-humanize SI units) into bytes, worked out by hand, and picks the largest executable.
+func TestParseXLAMemoryLine(t *testing.T) {
+	line := "I1128 03:10:11.123456   42 executable.go:95] Memory usage: On Device: [Code:0 B, Inputs:295 MB, Outputs:290 MB, Aliases:0 B, Temporary:5.4 GB]; On Host: [Code:0 B, Inputs:0 B, Outputs:0 B, Aliases:0 B, Temporary:0 B]\n"
+	m, ok := parseXLAMemoryLine(line)
+	want := xlaExecMemory{Code: 0, Inputs: 295e6, Outputs: 290e6, Aliases: 0, Temporary: 5.4e9}
+	if !ok || m != want {
+		t.Fatalf("parse = %+v, %v; want %+v", m, ok, want)
+	}
+	if m.Total() != 295e6+290e6+5.4e9 {
+		t.Errorf("Total = %d", m.Total())
+	}
+	for _, bad := range []string{"Compiled in 3s", "Memory usage: On Device: [Code:1 XB, Inputs:0 B, Outputs:0 B, Aliases:0 B, Temporary:0 B]"} {
+		if _, ok := parseXLAMemoryLine(bad); ok {
+			t.Errorf("%q parsed", bad)
+		}
+	}
+	// The capture splits writes at newlines, wherever they fall.
+	c := &xlaMemCapture{}
+	c.Write([]byte(line[:50]))
+	c.Write([]byte(line[50:] + strings.Replace(line, "Temporary:5.4 GB", "Temporary:12 kB", 1)))
+	if len(c.execs) != 2 || c.execs[1].Temporary != 12e3 {
+		t.Fatalf("captured %+v", c.execs)
+	}
+	if l := largestXLAExec(c.execs); l == nil || l.Temporary != 5.4e9 {
+		t.Errorf("largest = %+v", l)
+	}
+	if largestXLAExec(nil) != nil {
+		t.Error("largest of none is not nil")
+	}
+}
+
+// TestMemoryCommand runs `gpucheck memory` on the small idml_pa case (batch 8 originals + 8
+// mixup copies of 64×64×3 images) and checks the part's wiring against hand counts: 16 images a
+// step; inputs = images 16·64·64·3 float32 + label sets 16·2 int64 + their weights 16·2 float32;
+// the XLA graph built (the stem max-pool as a reduce-window, whose output is kept); fused
+// BatchNorm asked for.
+func TestMemoryCommand(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "memory.json")
+	var out, errb strings.Builder
+	if rc := run([]string{"memory", "--case", "idml_pa", "--scale", "small", "--json", path}, &out, &errb); rc != 0 {
+		t.Fatalf("exit %d: %s", rc, errb.String())
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep memoryReport
+	if err := json.Unmarshal(b, &rep); err != nil {
+		t.Fatal(err)
+	}
+	acc := rep.Account
+	if !rep.OK || acc == nil || rep.Backend != "xla" || rep.BatchNorm != "fused" || !rep.Paths {
+		t.Fatalf("part %+v", rep)
+	}
+	if acc.Batch != 16 {
+		t.Errorf("images a step %d, want 16", acc.Batch)
+	}
+	if want := int64(16*64*64*3*4 + 16*2*8 + 16*2*4); acc.Inputs != want {
+		t.Errorf("inputs %d bytes, want %d", acc.Inputs, want)
+	}
+	window := false
+	for _, o := range acc.SavedByOp {
+		window = window || o.Name == "ReduceWindow"
+	}
+	if !window || acc.Saved <= 0 || !strings.Contains(out.String(), "activations saved for backward") {
+		t.Errorf("no reduce-window output kept (%+v) or no summary printed: %s", acc.SavedByOp, out.String())
+	}
+	if rc := run([]string{"memory", "--case", "resnet50", "--scale", "small", "--bn", "cudnn"}, &out, &errb); rc == 0 {
+		t.Error("--bn cudnn accepted")
 	}
 }

@@ -11,8 +11,10 @@
 //	gpucheck device  --json P                 list backend, plugin and devices (exit 2 if it cannot load)
 //	gpucheck losses  --json P [--scale S]     every registered loss: value and gradient vs the Go backend
 //	gpucheck metrics --json P [--scale S]     kNN on the backend + retrieval metrics vs dmlkit/metrics (CPU)
-//	gpucheck bench   --case C --json P        time training steps (train.RunWithOptions, synthetic images)
+//	gpucheck bench   --case C --json P        time training steps (train.RunWithOptions, synthetic images;
+//	                                          XLA's memory report of each compiled executable)
 //	gpucheck torchargs --case C [--scale S]   the matching scripts/gpucheck_torch.py arguments
+//	gpucheck memory  --case C [--batch N]     account for the case's step graph as built for XLA (runs nothing; CPU)
 //	gpucheck smoke   --json P [--spec F]...   full-scale spec runs, deduplicated, a few steps each
 //	gpucheck report  --parts DIR --json OUT --md OUT
 //	gpucheck version                          the commit the binary was built from (or "unknown")

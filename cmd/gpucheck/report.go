@@ -448,7 +448,7 @@ func renderMarkdown(r *fullReport, title string) string {
 	}
 	if len(r.Bench) > 0 {
 		p("\n## Training step: dmlkit vs PyTorch on the same machine\n\n")
-		p("Mean step time after the first step (which compiles); both sides copy the batch from host memory each step. Rows marked bf16 / fp16 run dmlkit with train.precision and PyTorch under torch.autocast (float32 weights; fp16 with loss scaling). Ratio = dmlkit / PyTorch (target ≤ 1.0×). Memory: peak device memory in use during the process (nvidia-smi sampling, minus the idle baseline); PyTorch's own max_memory_allocated beside it; on CPU, peak resident memory.\n\n")
+		p("Mean step time after the first step (which compiles); both sides copy the batch from host memory each step. Rows marked bf16 / fp16 run dmlkit with train.precision and PyTorch under torch.autocast (float32 weights; fp16 with loss scaling). Ratio = dmlkit / PyTorch (target ≤ 1.0×). Memory: peak device memory in use during the process (nvidia-smi sampling, minus the idle baseline); PyTorch's own max_memory_allocated beside it; beside dmlkit's, XLA's own report of its training step's executable (code + inputs + outputs − aliases + temporary; temporary holds the activations kept for the backward pass); on CPU, peak resident memory.\n\n")
 		p("| case | parameters | dmlkit ms/step | PyTorch ms/step | ratio | dmlkit first step s | peak memory dmlkit | peak memory PyTorch | device |\n|---|---|---|---|---|---|---|---|---|\n")
 		for _, x := range r.Bench {
 			pc := x.Params
@@ -473,6 +473,9 @@ func renderMarkdown(r *fullReport, title string) string {
 				}
 				if memD == "–" && x.Dmlkit.RSSMiB > 0 {
 					memD = fmt.Sprintf("%.0f MiB RSS", x.Dmlkit.RSSMiB)
+				}
+				if m := x.Dmlkit.XLAStep; m != nil {
+					memD += fmt.Sprintf(" (XLA's step: %.0f MiB, of which temporary %.0f MiB)", float64(m.Total())/(1<<20), float64(m.Temporary)/(1<<20))
 				}
 			}
 			if x.Torch != nil {

@@ -1,149 +1,19 @@
 package models
 
 import (
-	"fmt"
 	"math"
-	"sync/atomic"
 	"testing"
 
 	"github.com/dmlkit/dmlkit/dmlkit/backend"
+	"github.com/dmlkit/dmlkit/internal/fusedbn"
 	"github.com/gomlx/compute"
-	"github.com/gomlx/compute/dtypes"
-	"github.com/gomlx/compute/shapes"
 	. "github.com/gomlx/gomlx/core/graph"
 	"github.com/gomlx/gomlx/core/tensors"
 	"github.com/gomlx/gomlx/ml/model"
 )
 
-// The Go backend implements no BatchNorm op (compute v0.1.14 lists OpTypeBatchNormForTraining,
-// …Gradient and …Inference as commented out in its capabilities, and its op registry is
-// internal), and no XLA CPU plugin can be had on the CPU machines. To run dmlkit's fused path
-// on CPU, fusedBNBackend wraps the Go backend and implements the two ops the fused path emits
-// with the Go backend's own primitive ops, following XLA's semantics (batch-norm-training returns
-// the normalised tensor, the batch mean and the biased batch variance; batch-norm-grad returns
-// ∂/∂operand, ∂/∂scale, ∂/∂offset in closed form). The closed-form gradient is a second
-// implementation of what autodiff derives for the composite graph. Everything else is delegated.
-
-// bnCalls counts the fused ops built, so a test can tell that the fused path was taken.
-type bnCalls struct{ training, gradient atomic.Int64 }
-
-type fusedBNBackend struct {
-	compute.Backend
-	calls *bnCalls
-}
-
-func (b fusedBNBackend) Capabilities() compute.Capabilities {
-	c := b.Backend.Capabilities().Clone()
-	c.Operations[compute.OpTypeBatchNormForTraining] = true
-	c.Operations[compute.OpTypeBatchNormGradient] = true
-	return c
-}
-
-func (b fusedBNBackend) Builder(name string) compute.Builder {
-	return fusedBNBuilder{Builder: b.Backend.Builder(name), calls: b.calls}
-}
-
-type fusedBNBuilder struct {
-	compute.Builder
-	calls *bnCalls
-}
-
-func (b fusedBNBuilder) Main() compute.Function {
-	return fusedBNFunction{Function: b.Builder.Main(), calls: b.calls}
-}
-
-func (b fusedBNBuilder) NewFunction(name string) (compute.Function, error) {
-	f, err := b.Builder.NewFunction(name)
-	if err != nil {
-		return nil, err
-	}
-	return fusedBNFunction{Function: f, calls: b.calls}, nil
-}
-
-type fusedBNFunction struct {
-	compute.Function
-	calls *bnCalls
-}
-
-// bnHelpers returns, for operand x (float32 only) and feature axis, the reduction axes, the
-// per-channel count n and a broadcast of a [C] value to x's shape.
-func (f fusedBNFunction) bnHelpers(x compute.Value, axis int) (s shapes.Shape, axes []int, n float32, bc func(compute.Value) (compute.Value, error), err error) {
-	s, err = f.Shape(x)
-	if err != nil {
-		return
-	}
-	if s.DType != dtypes.Float32 {
-		err = fmt.Errorf("fusedBNBackend: only float32, got %s", s)
-		return
-	}
-	for i := range s.Rank() {
-		if i != axis {
-			axes = append(axes, i)
-		}
-	}
-	n = float32(s.Size() / s.Dimensions[axis])
-	bc = func(v compute.Value) (compute.Value, error) { return f.BroadcastInDim(v, s, []int{axis}) }
-	return
-}
-
-// fill returns a [c] float32 constant of value v.
-func (f fusedBNFunction) fill(c int, v float32) (compute.Value, error) {
-	flat := make([]float32, c)
-	for i := range flat {
-		flat[i] = v
-	}
-	return f.Constant(flat, c)
-}
-
-// must runs the chained backend calls of one op, stopping at the first error.
-type must struct{ err error }
-
-func (m *must) v(v compute.Value, err error) compute.Value {
-	if m.err == nil {
-		m.err = err
-	}
-	return v
-}
-
-func (f fusedBNFunction) BatchNormForTraining(x, scale, offset compute.Value, eps float32, axis int) (compute.Value, compute.Value, compute.Value, error) {
-	f.calls.training.Add(1)
-	s, axes, n, bc, err := f.bnHelpers(x, axis)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	c := s.Dimensions[axis]
-	var m must
-	nC := m.v(f.fill(c, n))
-	epsC := m.v(f.fill(c, eps))
-	mean := m.v(f.Div(m.v(f.ReduceSum(x, axes...)), nC))
-	xc := m.v(f.Sub(x, m.v(bc(mean))))
-	variance := m.v(f.Div(m.v(f.ReduceSum(m.v(f.Mul(xc, xc)), axes...)), nC))
-	inv := m.v(f.Rsqrt(m.v(f.Add(variance, epsC))))
-	y := m.v(f.Add(m.v(f.Mul(xc, m.v(bc(m.v(f.Mul(inv, scale)))))), m.v(bc(offset))))
-	return y, mean, variance, m.err
-}
-
-func (f fusedBNFunction) BatchNormGradient(x, scale, mean, variance, dy compute.Value, eps float32, axis int) (compute.Value, compute.Value, compute.Value, error) {
-	f.calls.gradient.Add(1)
-	s, axes, n, bc, err := f.bnHelpers(x, axis)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	c := s.Dimensions[axis]
-	var m must
-	nC := m.v(f.fill(c, n))
-	inv := m.v(f.Rsqrt(m.v(f.Add(variance, m.v(f.fill(c, eps))))))
-	xhat := m.v(f.Mul(m.v(f.Sub(x, m.v(bc(mean)))), m.v(bc(inv))))
-	gScale := m.v(f.ReduceSum(m.v(f.Mul(dy, xhat)), axes...))
-	gOffset := m.v(f.ReduceSum(dy, axes...))
-	// ∂/∂x = γ/√(σ²+ε)·(dy − mean(dy) − x̂·mean(dy·x̂))
-	inner := m.v(f.Sub(m.v(f.Sub(dy, m.v(bc(m.v(f.Div(gOffset, nC)))))), m.v(f.Mul(xhat, m.v(bc(m.v(f.Div(gScale, nC))))))))
-	gx := m.v(f.Mul(m.v(bc(m.v(f.Mul(scale, inv)))), inner))
-	return gx, gScale, gOffset, m.err
-}
-
 // TestBatchNormFusedMatchesComposite runs training-mode BatchNorm once through the composite
-// graph and once through the fused ops (fusedBNBackend, on CPU) from the same non-trivial
+// graph and once through the fused ops (fusedbn.Backend, on CPU) from the same non-trivial
 // γ, β and running statistics, and compares the output y, the updated running statistics and the
 // gradients of L = Σ y⊙w (w fixed random) w.r.t. x, γ and β.
 //
@@ -154,8 +24,7 @@ func (f fusedBNFunction) BatchNormGradient(x, scale, mean, variance, dy compute.
 // running variance by ≥ 0.1·σ²/n ≈ 1e-3 here; a missing mean term shifts ∂/∂x by O(0.1)).
 func TestBatchNormFusedMatchesComposite(t *testing.T) {
 	defer func(k BatchNormKernel) { BatchNormImpl = k }(BatchNormImpl)
-	calls := &bnCalls{}
-	b := fusedBNBackend{Backend: backend.MustShared(), calls: calls}
+	b, calls := fusedbn.Wrap(backend.MustShared())
 	if !HasFusedBatchNorm(b) || HasFusedBatchNorm(backend.MustShared()) {
 		t.Fatalf("HasFusedBatchNorm: wrapper %v (want true), Go backend %v (want false)", HasFusedBatchNorm(b), HasFusedBatchNorm(backend.MustShared()))
 	}
@@ -210,13 +79,13 @@ func TestBatchNormFusedMatchesComposite(t *testing.T) {
 				}
 				return outs, varData(t, store, "/bn/mean"), varData(t, store, "/bn/var")
 			}
-			tr0, gr0 := calls.training.Load(), calls.gradient.Load()
+			tr0, gr0 := calls.Training(), calls.Gradient()
 			wantOuts, wantRM, wantRV := run(BatchNormComposite)
-			if calls.training.Load() != tr0 || calls.gradient.Load() != gr0 {
+			if calls.Training() != tr0 || calls.Gradient() != gr0 {
 				t.Fatal("the composite path built a fused BatchNorm op")
 			}
 			gotOuts, gotRM, gotRV := run(BatchNormAuto)
-			if calls.training.Load() == tr0 || calls.gradient.Load() == gr0 {
+			if calls.Training() == tr0 || calls.Gradient() == gr0 {
 				t.Fatal("BatchNormAuto on a backend with the fused ops did not build them")
 			}
 			check := func(what string, got, want []float32) {
@@ -247,7 +116,7 @@ func TestBatchNormFusedMatchesComposite(t *testing.T) {
 func TestUseFusedBatchNorm(t *testing.T) {
 	defer func(k BatchNormKernel) { BatchNormImpl = k }(BatchNormImpl)
 	goB := backend.MustShared()
-	wrapped := fusedBNBackend{Backend: goB, calls: &bnCalls{}}
+	wrapped, _ := fusedbn.Wrap(goB)
 	for _, tc := range []struct {
 		k         BatchNormKernel
 		b         compute.Backend
@@ -271,5 +140,102 @@ func TestUseFusedBatchNorm(t *testing.T) {
 				t.Errorf("kernel %d on %T: %v, want %v", tc.k, tc.b, got, tc.want)
 			}
 		}()
+	}
+}
+
+// TestXLAPathsMatchGoPaths runs the layers whose XLA graph differs from the Go backend's — ReLU
+// (gradient from the output), the stem max-pool (one reduce-window, select-and-scatter
+// gradient), and the ViT's softmax, GELU and LayerNorm (gradients written out) — through the Go
+// backend and through fusedbn's wrapper under the name "xla" (which builds the XLA graph and runs
+// it on the Go backend), on the same input, and compares values and ∂/∂x of Σ f(x)⊙w (and, for
+// the LayerNorm, ∂/∂γ, ∂/∂β). x is uniform on [−1, 1) (no exact zeros, no ties among the positive
+// maxima). ReLU and max-pool route the same values: equal up to float32 rounding, 1e-6. The
+// written-out gradients are other formulas for the same derivatives, summed in other orders:
+// 1e-5·(1 + |want|).
+func TestXLAPathsMatchGoPaths(t *testing.T) {
+	wrapped, _ := fusedbn.Wrap(backend.MustShared())
+	xla := wrapped.AsXLA()
+	if xla.Name() != "xla" || xla.String() != "xla" {
+		t.Fatalf("AsXLA: name %q / %q", xla.Name(), xla.String())
+	}
+	dims := []int{2, 8, 8, 3}
+	x := randImages(31, dims...)
+	for i := range x {
+		x[i] = 2*x[i] - 1
+	}
+	flat := func(x *Node) *Node { return Reshape(x, 64, 6) }
+	for _, tc := range []struct {
+		name   string
+		f      func(*model.Scope, *Node) *Node
+		out    []int
+		window bool    // the XLA graph has a reduce-window op
+		tol    float64 // relative
+	}{
+		{"relu", func(_ *model.Scope, x *Node) *Node { return Relu(x) }, dims, false, 1e-6},
+		{"relu+maxpool3s2", func(_ *model.Scope, x *Node) *Node { return MaxPool3s2(Relu(x)) }, []int{2, 4, 4, 3}, true, 1e-6},
+		{"softmax", func(_ *model.Scope, x *Node) *Node { return softmaxLast(MulScalar(flat(x), 3)) }, []int{64, 6}, false, 1e-5},
+		{"gelu", func(_ *model.Scope, x *Node) *Node { return GeluExact(MulScalar(x, 2)) }, dims, false, 1e-5},
+		{"layernorm", func(s *model.Scope, x *Node) *Node { return vitLayerNorm(s.At("ln"), flat(x)) }, []int{64, 6}, false, 1e-5},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := randImages(32, tc.out...)
+			run := func(b compute.Backend) [][]float32 {
+				var windows int // reduce-window ops built: the XLA max-pool path
+				store := model.NewStore()
+				ex, err := model.NewExec(b, store, func(scope *model.Scope, x, w *Node) []*Node {
+					scope.SetTraining(x.Graph(), true)
+					y := tc.f(scope, x)
+					for _, n := range x.Graph().Nodes() {
+						if n.Type() == NodeTypeReduceWindow {
+							windows++
+						}
+					}
+					wrt := []*Node{x}
+					for v := range store.IterVariables() {
+						if v.Trainable && v.InUseByGraph(x.Graph()) {
+							wrt = append(wrt, v.NodeValue(x.Graph()))
+						}
+					}
+					return append([]*Node{y}, Gradient(ReduceAllSum(Mul(y, w)), wrt...)...)
+				})
+				if err != nil {
+					t.Fatal(err)
+				}
+				res, err := ex.Call(tensors.FromFlatDataAndDimensions(x, dims...), tensors.FromFlatDataAndDimensions(w, tc.out...))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if wantWindows := b.Name() == "xla" && tc.window; (windows > 0) != wantWindows {
+					t.Fatalf("backend %s: %d reduce-window ops built, want some: %v", b.Name(), windows, wantWindows)
+				}
+				var out [][]float32
+				for _, r := range res {
+					out = append(out, tensors.MustCopyFlatData[float32](r))
+				}
+				return out
+			}
+			want := run(backend.MustShared())
+			got := run(xla)
+			if len(got) != len(want) {
+				t.Fatalf("%d outputs on the xla path, %d on the go path", len(got), len(want))
+			}
+			nonzero := 0
+			for _, v := range want[1] {
+				if v != 0 {
+					nonzero++
+				}
+			}
+			if nonzero == 0 {
+				t.Fatal("the Go path's gradient is all zero: the test compares nothing")
+			}
+			for k := range want {
+				what := []string{"y", "∂/∂x", "∂/∂variable"}[min(k, 2)]
+				for i := range want[k] {
+					if d := math.Abs(float64(got[k][i] - want[k][i])); d > tc.tol*(1+math.Abs(float64(want[k][i]))) || math.IsNaN(d) {
+						t.Fatalf("%s[%d]: xla path %g, go path %g", what, i, got[k][i], want[k][i])
+					}
+				}
+			}
+		})
 	}
 }

@@ -340,12 +340,29 @@ func pairMaxGrad(p [2]*Node, v *Node) *Node {
 	return Concatenate([]*Node{Reshape(g0, a, 1, d), Reshape(g1, a, 1, d)}, 1)
 }
 
+// XLAMemoryPaths turns on (default) the XLA graphs of [Relu], [MaxPool3s2], [GeluExact] and the
+// ViT's softmax and LayerNorm that keep fewer tensors for the backward pass; false builds
+// autodiff's forms on XLA too, to measure the difference (gpucheck memory
+// --xla-memory-paths=false).
+var XLAMemoryPaths = true
+
 // MaxPool3s2 is the ResNet stem pooling: 3×3 window, stride 2, padding 1 (padding never wins:
 // the input is post-ReLU, so padding with 0 equals PyTorch's −∞ padding).
+//
+// On XLA it is one reduce-window of the zero-padded input, whose gradient is XLA's
+// select-and-scatter: the backward pass reads the padded input alone. Elsewhere (the Go backend,
+// ONNX Runtime) it is the maximum of nine strided slices, faster there, but its backward pass
+// reads all nine slices and the eight partial maxima: 17 tensors of the output's size, 0.8 GiB
+// of a ResNet-50 step at batch 64, 224² (train.MeasureStepMemory). The two agree in value and,
+// but for ties (measure zero on real-valued inputs; zeros after a ReLU get no gradient through
+// it), in gradient (TestXLAPathsMatchGoPaths).
 func MaxPool3s2(x *Node) *Node {
 	h, w := x.Shape().Dim(1), x.Shape().Dim(2)
 	ho, wo := (h+1)/2, (w+1)/2
 	xp := Pad(x, ScalarZero(x.Graph(), x.DType()), PadAxis{}, PadAxis{Start: 1, End: 1}, PadAxis{Start: 1, End: 1}, PadAxis{})
+	if xlaMemoryPath(x) {
+		return MaxPool(xp).Window(3).Strides(2).NoPadding().Done()
+	}
 	var m *Node
 	for dy := 0; dy < 3; dy++ {
 		for dx := 0; dx < 3; dx++ {
@@ -369,9 +386,10 @@ func MaxPool3s2(x *Node) *Node {
 // autocast does, and the result converted back to x's dtype.
 //
 // Training-mode normalisation runs on the backend's fused BatchNorm op (XLA's batch-norm-training
-// and batch-norm-grad, which XLA lowers to cuDNN on GPUs) when [UseFusedBatchNorm] says so, and
-// otherwise as a composite graph of reductions and element-wise ops (the Go backend has no
-// BatchNorm op); both give the same outputs, statistics and gradients up to float rounding.
+// and batch-norm-grad; XLA's GPU compiler expands both into reductions and element-wise ops of its
+// own, its BatchNormExpander pass, and fuses those — no cuDNN call) when [UseFusedBatchNorm] says
+// so, and otherwise as a composite graph of reductions and element-wise ops (the Go backend has
+// no BatchNorm op); both give the same outputs, statistics and gradients up to float rounding.
 // Inference and frozen BN always use the composite: it is a per-channel affine map, and GoMLX
 // defines no gradient for the backend's BatchNormForInference, which frozen BN needs in training.
 func BatchNorm(scope *model.Scope, x *Node, mode Mode) *Node {
@@ -503,8 +521,24 @@ func GlobalPool(x *Node, kind string, p float64) *Node {
 // backend the gradient is one comparison and one Where instead of autodiff's five passes
 // (Sign(Sign(x − 0) + 1)·v); it writes +0 where autodiff's v·0 keeps v's sign, which no sum can
 // tell apart unless all its terms are zero.
+//
+// On XLA the gradient is v·[y > 0], read from the output y, as PyTorch's ReLU backward: the
+// backward pass then keeps only y, which the next layer's gradient reads anyway, and not x — in
+// a ResNet x is BatchNorm's output (or a residual sum), a third of the activations the step
+// kept (train.MeasureStepMemory, with MaxPool3s2's reduce-window: 1002 → 664 MiB of a ResNet-50
+// step at batch 8, 224²). The two differ only at x = 0 exactly. ONNX Runtime keeps plain
+// Max(x, 0).
 func Relu(x *Node) *Node {
-	if x.Graph().Backend().String() != "go" {
+	switch name := x.Graph().Backend().String(); {
+	case xlaMemoryPath(x):
+		var y *Node // the ReLU's output, which the gradient reads
+		return withCustomGradient(x, func(xc *Node) *Node {
+			y = Max(xc, ZerosLike(xc))
+			return y
+		}, func(v *Node) *Node {
+			return Where(GreaterThan(y, ZerosLike(y)), v, ZerosLike(v))
+		})
+	case name != "go":
 		return Max(x, ZerosLike(x))
 	}
 	return withCustomGradient(x, func(xc *Node) *Node { return Max(xc, ZerosLike(xc)) }, func(v *Node) *Node {

@@ -224,16 +224,48 @@ func vitBlock(scope *model.Scope, spec ViTSpec, z *Node) *Node {
 }
 
 // softmaxLast is the softmax over the last axis, computed in float32 for half-precision scores.
+//
+// On XLA ([xlaMemoryPath]) its gradient is written from the output y, ∂L/∂x = y⊙(v − Σ v⊙y), as
+// PyTorch's softmax backward: autodiff of the decomposed softmax (GoMLX's fused softmax is a Go
+// backend op) reads the exponentials as well as y, a second [B, heads, S, S] tensor per block
+// kept for the backward pass (170 MiB of a ViT-B/16 step at batch 8; train.MeasureStepMemory).
 func softmaxLast(x *Node) *Node {
 	if IsHalf(x.DType()) {
 		return inFloat32(x, softmaxLast)
 	}
-	return Softmax(x, -1)
+	if !xlaMemoryPath(x) {
+		return Softmax(x, -1)
+	}
+	var y *Node
+	return withCustomGradient(x, func(xc *Node) *Node {
+		y = Softmax(xc, -1)
+		return y
+	}, func(v *Node) *Node {
+		return Mul(y, Sub(v, ReduceAndKeep(Mul(v, y), ReduceSum, -1)))
+	})
 }
 
 // GeluExact is GELU(x) = x·Φ(x) = ½·x·(1 + erf(x/√2)) (PyTorch's nn.GELU() default).
+//
+// On XLA ([xlaMemoryPath]) its gradient is written out, ∂L/∂x = v·(Φ(x) + x·φ(x)), reading x
+// alone, as PyTorch's GELU backward; autodiff's reads the intermediate products too.
 func GeluExact(x *Node) *Node {
-	return Mul(MulScalar(x, 0.5), AddScalar(Erf(MulScalar(x, 1/math.Sqrt2)), 1))
+	gelu := func(x *Node) *Node { return Mul(MulScalar(x, 0.5), AddScalar(Erf(MulScalar(x, 1/math.Sqrt2)), 1)) }
+	if !xlaMemoryPath(x) {
+		return gelu(x)
+	}
+	return withCustomGradient(x, gelu, func(v *Node) *Node {
+		cdf := MulScalar(AddScalar(Erf(MulScalar(x, 1/math.Sqrt2)), 1), 0.5)
+		pdf := MulScalar(Exp(MulScalar(Square(x), -0.5)), 1/math.Sqrt(2*math.Pi))
+		return Mul(v, Add(cdf, Mul(x, pdf)))
+	})
+}
+
+// xlaMemoryPath reports whether x's graph is built for XLA with [XLAMemoryPaths] on: then
+// [Relu], [MaxPool3s2], the ViT's softmax, GELU and LayerNorm take the forms whose backward pass
+// keeps fewer tensors.
+func xlaMemoryPath(x *Node) bool {
+	return XLAMemoryPaths && x.Graph().Backend().String() == "xla"
 }
 
 // vitLinear is x·W + b for x [M, in]: W [in, out] Xavier-uniform, b zeros.
@@ -255,9 +287,28 @@ func vitLayerNorm(scope *model.Scope, x *Node) *Node {
 	d := x.Shape().Dim(-1)
 	gamma := ConvertDType(vitParam(scope, "gamma", []int{d}, Fill(1)).NodeValue(g), x.DType())
 	beta := ConvertDType(vitParam(scope, "beta", []int{d}, Fill(0)).NodeValue(g), x.DType())
-	xc := Sub(x, ReduceAndKeep(x, ReduceMean, -1))
-	v := ReduceAndKeep(Square(xc), ReduceMean, -1)
-	y := Mul(xc, Inverse(Sqrt(AddScalar(v, vitLNEps)))) // GoMLX has no Rsqrt gradient
+	normalise := func(x *Node) (y, r *Node) {
+		xc := Sub(x, ReduceAndKeep(x, ReduceMean, -1))
+		v := ReduceAndKeep(Square(xc), ReduceMean, -1)
+		r = Inverse(Sqrt(AddScalar(v, vitLNEps))) // GoMLX has no Rsqrt gradient
+		return Mul(xc, r), r
+	}
+	var y *Node
+	if !xlaMemoryPath(x) {
+		y, _ = normalise(x)
+	} else {
+		// On XLA the normalisation's gradient is written out from x̂ and r = 1/√(σ² + ε):
+		// ∂L/∂x = r·(v − mean(v) − x̂·mean(v⊙x̂)), so the backward pass keeps x̂ and r, as
+		// PyTorch's LayerNorm keeps x, μ and r; autodiff's keeps x − μ and x̂ and more.
+		var xhat, r *Node
+		y = withCustomGradient(x, func(xc *Node) *Node {
+			xhat, r = normalise(xc)
+			return xhat
+		}, func(v *Node) *Node {
+			inner := Sub(Sub(v, ReduceAndKeep(v, ReduceMean, -1)), Mul(xhat, ReduceAndKeep(Mul(v, xhat), ReduceMean, -1)))
+			return Mul(r, inner)
+		})
+	}
 	return Add(Mul(y, InsertAxes(gamma, 0)), InsertAxes(beta, 0))
 }
 

@@ -332,6 +332,7 @@ func (e *engine) build(scope *model.Scope, x *Node, mode models.Mode) models.Out
 // activations do not underflow, and the (float32) gradients are divided by S again. S = 1
 // otherwise: plain Gradient.
 func (e *engine) gradient(loss *Node, nodes ...*Node) []*Node {
+	markBackward(loss.Graph())
 	sc := e.cfg.lossScale()
 	if sc == 1 {
 		return Gradient(loss, nodes...)
