@@ -19,7 +19,8 @@ passes at batches 8 and 16 and is extrapolated linearly to the bench batch (the 
 in the batch but for the loss's B x B terms, which are small here); dmlkit's own batch 8 and 16 accounts
 give its slope beside PyTorch's.
 
-Usage:  scripts/memory-account.py --gpucheck BIN [--python /usr/bin/python3] --md OUT.md --json OUT.json
+Usage (BIN built with -ldflags "-X main.buildCommit=$(git rev-parse --short HEAD)", so the report names its commit):
+  scripts/memory-account.py --gpucheck BIN [--python /usr/bin/python3] --md OUT.md --json OUT.json
 """
 import argparse
 import json
@@ -114,7 +115,8 @@ def main():
             cpu = next(l.split(":", 1)[1].strip() for l in f if l.startswith("model name"))
     except (OSError, StopIteration):
         pass
-    meta = {"cpu": cpu, "torch": rows[0].get("torch_version", "")}
+    commit = subprocess.run([a.gpucheck, "version"], stdout=subprocess.PIPE, text=True).stdout.strip() or "unknown"
+    meta = {"cpu": cpu, "torch": rows[0].get("torch_version", ""), "commit": commit}
     with open(a.json, "w") as f:
         json.dump({"meta": meta, "rows": rows}, f, indent=1, sort_keys=True)
         f.write("\n")
@@ -129,11 +131,11 @@ def write_md(path, rows, meta):
     L = []
     p = L.append
     p("# Where a training step's memory goes: dmlkit's graph beside PyTorch's autograd\n")
-    p("Written by `scripts/memory-account.py` (issue 35 item 2) on a CPU (%s), PyTorch %s. No step runs on a "
+    p("Written by `scripts/memory-account.py` (issue 35 item 2) from commit %s on a CPU (%s), PyTorch %s. No step runs on a "
       "GPU here: dmlkit's side is its step graph as built for XLA, accounted by `gpucheck memory` "
       "(`train.MeasureStepMemory`); PyTorch's is the tensors its autograd graph saves "
       "(`gpucheck_torch.py --saved-tensors`), extrapolated linearly from batches 8 and 16. GiB at the bench "
-      "case's images a step (rsk_multistage: one chunk's stage 3).\n" % (meta["cpu"], meta["torch"]))
+      "case's images a step (rsk_multistage: one chunk's stage 3).\n" % (meta["commit"], meta["cpu"], meta["torch"]))
     p("**Tensors kept for the backward pass** (GiB): the activations and, in bf16, the half-precision copies of the "
       "weights the backward pass reads (PyTorch's autocast caches such copies too, and its count includes them). "
       "*Before*: the graph the GPU runs of 2026-11-25/26 compiled (composite BatchNorm; autodiff's ReLU, softmax, GELU "
