@@ -346,6 +346,13 @@ func pairMaxGrad(p [2]*Node, v *Node) *Node {
 // --xla-memory-paths=false).
 var XLAMemoryPaths = true
 
+// xlaMemoryPath reports whether x's graph is built for XLA with [XLAMemoryPaths] on: then
+// [Relu], [MaxPool3s2], the ViT's softmax, GELU and LayerNorm take the forms whose backward pass
+// keeps fewer tensors.
+func xlaMemoryPath(x *Node) bool {
+	return XLAMemoryPaths && x.Graph().Backend().String() == "xla"
+}
+
 // MaxPool3s2 is the ResNet stem pooling: 3×3 window, stride 2, padding 1 (padding never wins:
 // the input is post-ReLU, so padding with 0 equals PyTorch's −∞ padding).
 //

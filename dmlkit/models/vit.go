@@ -261,13 +261,6 @@ func GeluExact(x *Node) *Node {
 	})
 }
 
-// xlaMemoryPath reports whether x's graph is built for XLA with [XLAMemoryPaths] on: then
-// [Relu], [MaxPool3s2], the ViT's softmax, GELU and LayerNorm take the forms whose backward pass
-// keeps fewer tensors.
-func xlaMemoryPath(x *Node) bool {
-	return XLAMemoryPaths && x.Graph().Backend().String() == "xla"
-}
-
 // vitLinear is x·W + b for x [M, in]: W [in, out] Xavier-uniform, b zeros.
 func vitLinear(scope *model.Scope, x *Node, out int) *Node {
 	in := x.Shape().Dim(1)
