@@ -135,7 +135,10 @@ def write_md(path, rows, meta):
       "GPU here: dmlkit's side is its step graph as built for XLA, accounted by `gpucheck memory` "
       "(`train.MeasureStepMemory`); PyTorch's is the tensors its autograd graph saves "
       "(`gpucheck_torch.py --saved-tensors`), extrapolated linearly from batches 8 and 16. GiB at the bench "
-      "case's images a step (rsk_multistage: one chunk's stage 3).\n" % (meta["commit"], meta["cpu"], meta["torch"]))
+      "case's images a step (rsk_multistage: one chunk's stage 3). PyTorch CUDA saves the same tensors but for "
+      "two things: torch >= 2 computes attention with scaled_dot_product_attention (which keeps less than the "
+      "explicit softmax torch 1.13 runs here), and CUDA autocast runs the softmax in float32 where CPU autocast "
+      "keeps bfloat16 (the bf16 ViT row).\n" % (meta["commit"], meta["cpu"], meta["torch"]))
     p("**Tensors kept for the backward pass** (GiB): the activations and, in bf16, the half-precision copies of the "
       "weights the backward pass reads (PyTorch's autocast caches such copies too, and its count includes them). "
       "*Before*: the graph the GPU runs of 2026-11-25/26 compiled (composite BatchNorm; autodiff's ReLU, softmax, GELU "
