@@ -25,11 +25,12 @@ type memoryReport struct {
 	Account   *train.StepMemory `json:"account"`
 }
 
-// runMemory builds a bench case's direct training step on the Go backend (composite BatchNorm)
-// or on the Go backend with XLA's fused BatchNorm ops added (fusedbn, --bn fused) and prints
-// train.MeasureStepMemory's account. It runs nothing, so full-scale cases take seconds on a CPU.
-// A multistage case (rsk_multistage) is accounted as its stage 3 on one chunk (batch = chunk,
-// no loss) — that is, as a direct step at the chunk's batch.
+// runMemory builds a bench case's direct training step as dmlkit builds it for XLA — on the Go
+// backend wrapped by fusedbn under XLA's name and op set — with the fused BatchNorm (--bn fused,
+// the default) or the composite one, and prints train.MeasureStepMemory's account. It runs
+// nothing, so full-scale cases take seconds on a CPU. A multistage case (rsk_multistage) is
+// accounted as a direct step on one chunk (its stage 3's batch; the loss's own tensors, small at
+// 250 images, are included though stage 3 has no loss).
 func runMemory(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("memory", flag.ContinueOnError)
 	fs.SetOutput(stderr)
