@@ -227,7 +227,8 @@ class ViTB16(nn.Module):
 
 
 def to_dev_once(a, dev, x_host, y_host):
-    x = x_host.to(dev)
+    """The batch on the device (channels-last for CNNs on CUDA), copied from host memory."""
+    x = x_host.to(dev, non_blocking=False)
     if dev.type == "cuda" and a.backbone != "vit_b16":
         x = x.contiguous(memory_format=torch.channels_last)
     return x, y_host.to(dev)
@@ -402,10 +403,7 @@ def run(a, rep):
         return
 
     def to_dev():
-        x = x_host.to(dev, non_blocking=False)
-        if dev.type == "cuda" and a.backbone != "vit_b16":
-            x = x.contiguous(memory_format=torch.channels_last)
-        return x, y_host.to(dev)
+        return to_dev_once(a, dev, x_host, y_host)
 
     def step_direct():
         x, y = to_dev()
@@ -463,7 +461,7 @@ def amp_steps(a, dev, m, opt, loss_fn, params, to_dev):
         scaler = torch.cuda.amp.GradScaler(enabled=dev.type == "cuda")
 
     def amp():
-        return torch.autocast(device_type=dev.type, dtype=dtype)
+        return autocast_ctx(a, dev)
 
     def backward(t):
         (scaler.scale(t) if scaler is not None else t).backward()

@@ -84,9 +84,9 @@ def main():
             r["fused_bn"] = dmlkit(a, case, prec, paths=False)["account"]
             now = dmlkit(a, case, prec)
             r["now"], r["images"] = now["account"], images(now)
-            r["dmlkit_sweep"] = {}
+            r["dmlkit_sweep"], sweep_acc = {}, {}
             for b in SWEEP:
-                acc = dmlkit(a, case, prec, batch=b)["account"]
+                acc = sweep_acc[b] = dmlkit(a, case, prec, batch=b)["account"]
                 r["dmlkit_sweep"][b] = acc["saved"] + acc["param_derived"]
             r["torch_sweep"] = {}
             for b in SWEEP:
@@ -105,7 +105,7 @@ def main():
             r["torch_at_images"] = r["torch_sweep"][b0] + slope * (r["images"] - b0 * per)
             r["dmlkit_slope"] = (r["dmlkit_sweep"][b1] - r["dmlkit_sweep"][b0]) / float((b1 - b0) * per)
             if case in ("resnet50", "vit_b16") and prec == "fp32":
-                r["dmlkit_by_op_8"] = dmlkit(a, case, prec, batch=8)["account"]
+                r["dmlkit_by_op_8"] = sweep_acc[8]
             rows.append(r)
             print("%s %s: dmlkit now %.2f GiB (before %.2f), PyTorch %.2f GiB" % (
                 case, prec, r["now"]["saved"] / GIB, r["before"]["saved"] / GIB, r["torch_at_images"] / GIB), file=sys.stderr)

@@ -223,26 +223,43 @@ type benchReport struct {
 	XLAStep   *xlaExecMemory  `json:"xla_step_memory,omitempty"`
 }
 
+// caseFlags are the flags of the commands that take one bench case: --json, --scale, --case,
+// --precision.
+type caseFlags struct{ jsonPath, scale, name, precision *string }
+
+func addCaseFlags(fs *flag.FlagSet) caseFlags {
+	return caseFlags{
+		jsonPath:  fs.String("json", "", "write the JSON part here"),
+		scale:     scaleFlag(fs),
+		name:      fs.String("case", "", "workload: smallcnn, resnet50, vit_b16, rsk_multistage or idml_pa"),
+		precision: fs.String("precision", "fp32", "train.precision of the run: fp32, bf16 or fp16"),
+	}
+}
+
+// benchCase checks the parsed flags and returns the case at that scale and precision.
+func (c caseFlags) benchCase() (benchCase, error) {
+	if err := checkScale(*c.scale); err != nil {
+		return benchCase{}, err
+	}
+	bc, err := findCase(*c.scale, *c.name)
+	if err != nil {
+		return benchCase{}, err
+	}
+	return bc, bc.setPrecision(*c.precision)
+}
+
 func runBench(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	jsonPath := fs.String("json", "", "write the JSON part here")
-	scale := scaleFlag(fs)
-	name := fs.String("case", "", "workload: smallcnn, resnet50, vit_b16, rsk_multistage or idml_pa")
+	cf := addCaseFlags(fs)
 	steps := fs.Int("steps", 0, "override the case's number of steps (≥ 2; the first compiles and is not averaged)")
 	frozen := fs.Bool("frozen-bn", false, "override the case's frozen BatchNorm (running statistics, no update) when given")
-	precision := fs.String("precision", "fp32", "train.precision of the run: fp32, bf16 or fp16")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if err := checkScale(*scale); err != nil {
-		return err
-	}
-	bc, err := findCase(*scale, *name)
+	jsonPath, scale, precision := cf.jsonPath, cf.scale, cf.precision
+	bc, err := cf.benchCase()
 	if err != nil {
-		return err
-	}
-	if err := bc.setPrecision(*precision); err != nil {
 		return err
 	}
 	if *steps > 0 {

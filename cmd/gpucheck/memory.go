@@ -34,24 +34,16 @@ type memoryReport struct {
 func runMemory(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("memory", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	jsonPath := fs.String("json", "", "write the JSON part here")
-	scale := scaleFlag(fs)
-	name := fs.String("case", "", "workload: smallcnn, resnet50, vit_b16, rsk_multistage or idml_pa")
+	cf := addCaseFlags(fs)
 	batch := fs.Int("batch", 0, "override the case's batch (images a step before mixup)")
-	precision := fs.String("precision", "fp32", "train.precision: fp32, bf16 or fp16")
 	paths := fs.Bool("xla-memory-paths", true, "models.XLAMemoryPaths: ReLU, softmax, GELU and LayerNorm gradients written from what PyTorch keeps, the stem max-pool as one reduce-window (false: autodiff's forms and nine slices, as before issue 35)")
 	bn := fs.String("bn", "fused", "training-mode BatchNorm: fused (XLA's ops, as on a GPU) or composite (the Go backend's)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if err := checkScale(*scale); err != nil {
-		return err
-	}
-	bc, err := findCase(*scale, *name)
+	jsonPath, scale, precision := cf.jsonPath, cf.scale, cf.precision
+	bc, err := cf.benchCase()
 	if err != nil {
-		return err
-	}
-	if err := bc.setPrecision(*precision); err != nil {
 		return err
 	}
 	if *batch > 0 {
