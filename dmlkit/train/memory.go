@@ -249,7 +249,6 @@ func accountGraph(g *Graph, data, roots []*Node, backwardStart NodeId) StepMemor
 	}
 	acc.SavedFusedByOp = sortedOpBytes(fusedByOp)
 	byOp, byDType := map[string]*OpBytes{}, map[string]*OpBytes{}
-	add := addOpBytes
 	for id := range saved {
 		nd := nodes[id]
 		if !shapeOK(nd) || nd.Type() == NodeTypeParameter || nd.Type() == NodeTypeConstant {
@@ -263,8 +262,8 @@ func accountGraph(g *Graph, data, roots []*Node, backwardStart NodeId) StepMemor
 			continue
 		}
 		acc.Saved += b
-		add(byOp, opName(nd), b)
-		add(byDType, nd.Shape().DType.String(), b)
+		addOpBytes(byOp, opName(nd), b)
+		addOpBytes(byDType, nd.Shape().DType.String(), b)
 	}
 	acc.SavedByOp, acc.SavedByDType = sortedOpBytes(byOp), sortedOpBytes(byDType)
 	return acc
