@@ -319,6 +319,9 @@ def main():
                     help="1: run no steps; build one step's forward and loss and report the tensors its autograd graph "
                          "saves for the backward pass (bytes by op; parameters and the batch left out), beside "
                          "`gpucheck memory` (dmlkit's graph account)")
+    ap.add_argument("--profile-top", type=int, default=0,
+                    help="K > 0: after the timed steps, run 3 more under torch.profiler and record the K ops with the "
+                         "most self device time per step (CUDA; CPU time on the CPU) as \"profile\"")
     ap.add_argument("--json", default="")
     a = ap.parse_args()
     rep = {"side": "torch", "case": a.case, "ok": False, "torch_version": torch.__version__, "precision": a.precision}
@@ -448,6 +451,34 @@ def run(a, rep):
         raise RuntimeError("non-finite loss %r" % loss)
     if dev.type == "cuda":
         rep["max_memory_allocated_mib"] = torch.cuda.max_memory_allocated() / 2**20
+    if a.profile_top > 0:
+        rep["profile"] = profile_top(step, dev, a.profile_top)
+
+
+def profile_top(step, dev, k, steps=3):
+    """The k ops (aten names, kernels folded into the op that launched them) with the most self
+    device time, per step over `steps` steps under torch.profiler: [{op, self_ms, calls}] per step."""
+    from torch.profiler import ProfilerActivity, profile
+
+    acts = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if dev.type == "cuda" else [])
+    with profile(activities=acts) as prof:
+        for _ in range(steps):
+            step()
+        if dev.type == "cuda":
+            torch.cuda.synchronize()
+    rows = []
+    for ev in prof.key_averages():
+        if dev.type == "cuda":
+            t = getattr(ev, "self_device_time_total", None)
+            if t is None:
+                t = ev.self_cuda_time_total
+        else:
+            t = ev.self_cpu_time_total
+        if t > 0:
+            rows.append({"op": ev.key, "self_ms": t / 1e3 / steps, "calls": ev.count / steps})
+    rows.sort(key=lambda r: -r["self_ms"])
+    total = sum(r["self_ms"] for r in rows)
+    return {"steps": steps, "device_ms_per_step": total, "top": rows[:k]}
 
 
 def amp_steps(a, dev, m, opt, loss_fn, params, to_dev):
