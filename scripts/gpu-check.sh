@@ -26,7 +26,8 @@
 #                        [--smoke-only I,J,...]   (representatives by index, in that order)
 # CPU dry run here (Go backend on both sides, PyTorch CPU, sizes scaled down, a few minutes on 2 cores):
 #   scripts/gpu-check.sh --cpu            (writes reproductions/gpu/cpu-dryrun-<date>.{json,md})
-# Re-render a report from the parts of several runs (e.g. the two device calls):
+# Re-render a report from the parts of several runs (e.g. the two device calls), then the README's
+# generated GPU block from every report in reproductions/gpu (`gpucheck readme`):
 #   scripts/gpu-check.sh --report DIR1,DIR2 --out reproductions/gpu
 #
 # Exit status: 0 when every phase ran and every check agreed; 1 on a mismatch or a failed phase;
@@ -112,7 +113,13 @@ if [ -n "$report_dirs" ]; then
   gpu=$(sed -n 's/^gpu_slug=//p' "${ds[0]}/meta.txt" 2>/dev/null | head -1)
   d0=$(sed -n 's/^date=//p' "${ds[0]}/meta.txt" 2>/dev/null | head -1)
   name="${d0:-$date_tag}-${gpu:-gpu}"
-  exec "$bin" report "${args[@]}" --json "$out/$name.json" --md "$out/$name.md" --title "dmlkit GPU check: ${gpu:-gpu}, ${d0:-$date_tag}"
+  "$bin" report "${args[@]}" --json "$out/$name.json" --md "$out/$name.md" --title "dmlkit GPU check: ${gpu:-gpu}, ${d0:-$date_tag}"
+  rc=$?
+  # The README's generated GPU block, from every stored report (here, where the repository is).
+  if [ "$out" = reproductions/gpu ] && grep -q 'dmlkit:gpu:begin' README.md 2>/dev/null; then
+    "$bin" readme --reports reproductions/gpu --readme README.md || rc=1
+  fi
+  exit $rc
 fi
 
 # --- environment --------------------------------------------------------------------------------
@@ -241,6 +248,9 @@ with_gpumem() {
   local spid=$!
   "$@"; local rc=$?
   kill "$spid" 2>/dev/null; wait "$spid" 2>/dev/null
+  # A step run_step skipped (deadline) sampled an idle GPU: no part, so that it cannot stand in
+  # for a sample of the same case from another call when the parts are merged.
+  if tail -1 "$phases_tsv" 2>/dev/null | cut -f4 | grep -q '^skipped'; then return $rc; fi
   local peak; peak=$(sort -n "$tmpd/mem" | tail -1)
   printf '{"peak_mib": %s, "baseline_mib": %s}\n' "${peak:-0}" "${base:-0}" >"$tmpd/gpumem.json"
   add_part "gpumem-$name" "$tmpd/gpumem.json"
@@ -251,7 +261,7 @@ has_phase() { case ",$phases," in *",$1,"*) return 0 ;; esac; return 1; }
 
 # Timeouts (seconds) of the full and the small scale.
 if [ "$scale" = full ]; then
-  t_dev=120 t_loss=300 t_metrics=300 t_bench=240 t_bench_ms=360 t_torch=150 t_smoke=300
+  t_dev=120 t_loss=300 t_metrics=300 t_bench=${GPUCHECK_T_BENCH:-240} t_bench_ms=${GPUCHECK_T_BENCH_MS:-360} t_torch=${GPUCHECK_T_TORCH:-150} t_smoke=300
 else
   t_dev=120 t_loss=300 t_metrics=300 t_bench=300 t_bench_ms=300 t_torch=300 t_smoke=600
 fi

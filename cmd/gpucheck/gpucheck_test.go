@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,7 +11,9 @@ import (
 	"github.com/dmlkit/dmlkit/dmlkit/backend"
 	"github.com/dmlkit/dmlkit/dmlkit/losses"
 	"github.com/dmlkit/dmlkit/dmlkit/metrics"
+	"github.com/gomlx/compute/support/humanize"
 	"github.com/gomlx/gomlx/core/graph"
+	"k8s.io/klog/v2"
 )
 
 // The comparison logic of the GPU check, run with the Go backend on both sides (never a GPU in
@@ -195,35 +198,83 @@ func TestBenchPrecisionRows(t *testing.T) {
 	}
 }
 
-// TestParseXLAMemoryLine reads go-xla's klog line (compute/xla/executable.go's renderMemStats,
-// go-humanize SI units) into bytes, worked out by hand, and picks the largest executable.
+// TestParseXLAMemoryLine reads go-xla's klog line into bytes and picks the largest executable.
+// The line is rendered as go-xla renders it (compute/xla/executable.go's renderMemStats, which
+// calls compute/support/humanize.Bytes: powers of 1024, one decimal), from sizes chosen here, so
+// the test fails if the parser and go-xla's renderer disagree (they did: the GPU run of
+// 2026-11-28 recorded no XLA report because the parser expected go-humanize's "295 MB"). Each
+// parsed size is within half a displayed unit (0.05·1024^k) of the true one.
 func TestParseXLAMemoryLine(t *testing.T) {
-	line := "I1128 03:10:11.123456   42 executable.go:95] Memory usage: On Device: [Code:0 B, Inputs:295 MB, Outputs:290 MB, Aliases:0 B, Temporary:5.4 GB]; On Host: [Code:0 B, Inputs:0 B, Outputs:0 B, Aliases:0 B, Temporary:0 B]\n"
-	m, ok := parseXLAMemoryLine(line)
-	want := xlaExecMemory{Code: 0, Inputs: 295e6, Outputs: 290e6, Aliases: 0, Temporary: 5.4e9}
-	if !ok || m != want {
-		t.Fatalf("parse = %+v, %v; want %+v", m, ok, want)
+	want := xlaExecMemory{Code: 0, Inputs: 295_000_000, Outputs: 290_123_456, Aliases: 1000, Temporary: 5_400_000_000}
+	render := func(m xlaExecMemory) string {
+		return "I1128 03:10:11.123456   42 executable.go:95] Memory usage: On Device: [" +
+			fmt.Sprintf("Code:%s, Inputs:%s, Outputs:%s, Aliases:%s, Temporary:%s",
+				humanize.Bytes(m.Code), humanize.Bytes(m.Inputs), humanize.Bytes(m.Outputs),
+				humanize.Bytes(m.Aliases), humanize.Bytes(m.Temporary)) +
+			"]; On Host: [Code:0 B, Inputs:0 B, Outputs:0 B, Aliases:0 B, Temporary:0 B]\n"
 	}
-	if m.Total() != 295e6+290e6+5.4e9 {
+	line := render(want)
+	// By hand: 295e6 B = 281.3 MiB, 290123456 B = 276.7 MiB, 1000 B = "1000 B", 5.4e9 B = 5.0 GiB.
+	if !strings.Contains(line, "Inputs:281.3 MiB, Outputs:276.7 MiB, Aliases:1000 B, Temporary:5.0 GiB") {
+		t.Fatalf("go-xla's rendering changed: %s", line)
+	}
+	m, ok := parseXLAMemoryLine(line)
+	if !ok {
+		t.Fatalf("%q not parsed", line)
+	}
+	close := func(got, exact int64) bool {
+		unit := int64(1)
+		for exact/unit >= 1024 {
+			unit *= 1024
+		}
+		d := got - exact
+		return d <= unit/20+1 && -d <= unit/20+1
+	}
+	for _, c := range []struct {
+		name       string
+		got, exact int64
+	}{{"code", m.Code, want.Code}, {"inputs", m.Inputs, want.Inputs}, {"outputs", m.Outputs, want.Outputs}, {"aliases", m.Aliases, want.Aliases}, {"temporary", m.Temporary, want.Temporary}} {
+		if !close(c.got, c.exact) {
+			t.Errorf("%s = %d, want %d within half a displayed unit", c.name, c.got, c.exact)
+		}
+	}
+	// Exact values of the displayed numbers: 281.3·2^20 = 294964428.8 → 294964429, 1000, 5.0·2^30.
+	if m.Inputs != 294964429 || m.Temporary != 5<<30 || m.Aliases != 1000 {
+		t.Errorf("parsed %+v", m)
+	}
+	if m.Total() != m.Inputs+m.Outputs-m.Aliases+m.Temporary {
 		t.Errorf("Total = %d", m.Total())
 	}
-	for _, bad := range []string{"Compiled in 3s", "Memory usage: On Device: [Code:1 XB, Inputs:0 B, Outputs:0 B, Aliases:0 B, Temporary:0 B]"} {
+	// go-humanize's SI rendering (an older go-xla) is read too.
+	if si, ok := parseXLAMemoryLine("Memory usage: On Device: [Code:0 B, Inputs:295 MB, Outputs:290 MB, Aliases:0 B, Temporary:5.4 GB]"); !ok || si.Temporary != 5.4e9 || si.Inputs != 295e6 {
+		t.Errorf("SI line parsed as %+v, %v", si, ok)
+	}
+	for _, bad := range []string{"Compiled in 3s", "Memory usage: On Device: [Code:1 XB, Inputs:0 B, Outputs:0 B, Aliases:0 B, Temporary:0 B]",
+		"Memory usage: On Device: [Code:0 B, Inputs:-1.0 MiB, Outputs:0 B, Aliases:0 B, Temporary:0 B]"} {
 		if _, ok := parseXLAMemoryLine(bad); ok {
 			t.Errorf("%q parsed", bad)
 		}
 	}
 	// The capture splits writes at newlines, wherever they fall.
+	small := want
+	small.Temporary = 12 << 10
 	c := &xlaMemCapture{}
 	c.Write([]byte(line[:50]))
-	c.Write([]byte(line[50:] + strings.Replace(line, "Temporary:5.4 GB", "Temporary:12 kB", 1)))
-	if len(c.execs) != 2 || c.execs[1].Temporary != 12e3 {
+	c.Write([]byte(line[50:] + render(small)))
+	if len(c.execs) != 2 || c.execs[1].Temporary != 12<<10 {
 		t.Fatalf("captured %+v", c.execs)
 	}
-	if l := largestXLAExec(c.execs); l == nil || l.Temporary != 5.4e9 {
+	if l := largestXLAExec(c.execs); l == nil || l.Temporary != 5<<30 {
 		t.Errorf("largest = %+v", l)
 	}
 	if largestXLAExec(nil) != nil {
 		t.Error("largest of none is not nil")
+	}
+	// Through klog, as bench captures it.
+	stop := startXLAMemCapture()
+	klog.V(1).Infof("Memory usage: On Device: [Code:0 B, Inputs:1.0 KiB, Outputs:0 B, Aliases:0 B, Temporary:2.0 MiB]; On Host: []")
+	if got := stop(); len(got) != 1 || got[0].Temporary != 2<<20 || got[0].Inputs != 1024 {
+		t.Errorf("klog capture = %+v", got)
 	}
 }
 

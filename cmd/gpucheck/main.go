@@ -17,6 +17,7 @@
 //	gpucheck memory  --case C [--batch N]     account for the case's step graph as built for XLA (runs nothing; CPU)
 //	gpucheck smoke   --json P [--spec F]...   full-scale spec runs, deduplicated, a few steps each
 //	gpucheck report  --parts DIR --json OUT --md OUT
+//	gpucheck readme  [--reports DIR] [--readme F] [--check]   the README's GPU block from the stored reports
 //	gpucheck version                          the commit the binary was built from (or "unknown")
 //
 // Build for a GPU machine here (cgo, linux/amd64), stamping the commit:

@@ -164,16 +164,20 @@ func appendPart(dir, name string, v any) error {
 }
 
 // mergeParts reads every folder's parts (later folders win for single parts: device, losses,
-// metrics, a bench side) and checks them.
+// metrics) and checks them. A bench row keeps its two sides paired: the dmlkit side, the PyTorch
+// side and their memory samples come from the last folder in which dmlkit's side ran, since
+// gpu-check.sh runs the two alternately on the same GPU in one call; a memory sample is used only
+// beside the bench part of its own folder (a skipped step still leaves one, of an idle GPU). A
+// row whose dmlkit side ran in no folder takes the last folder's PyTorch side.
 func mergeParts(dirs []string) (*fullReport, error) {
 	rep := &fullReport{Meta: map[string]string{}}
-	rows := map[string]*benchRow{}
-	row := func(c string) *benchRow {
-		if rows[c] == nil {
-			rows[c] = &benchRow{Case: c}
-		}
-		return rows[c]
+	// sides is one folder's parts of one row.
+	type sides struct {
+		dmlkit              *benchReport
+		torch               *torchBench
+		memDmlkit, memTorch *gpuMem
 	}
+	rows := map[string]*benchRow{}
 	for _, dir := range dirs {
 		if err := readMeta(filepath.Join(dir, "meta.txt"), rep.Meta); err != nil && !os.IsNotExist(err) {
 			return nil, err
@@ -186,6 +190,15 @@ func mergeParts(dirs []string) (*fullReport, error) {
 		lines, err := readPartLines(filepath.Join(dir, "parts.jsonl"))
 		if err != nil {
 			return nil, err
+		}
+		here := map[string]*sides{}
+		var order []string
+		side := func(c string) *sides {
+			if here[c] == nil {
+				here[c] = &sides{}
+				order = append(order, c)
+			}
+			return here[c]
 		}
 		for _, pl := range lines {
 			base, raw := pl.Name, []byte(pl.Data)
@@ -208,23 +221,22 @@ func mergeParts(dirs []string) (*fullReport, error) {
 			case strings.HasPrefix(base, "bench-dmlkit-"):
 				var b benchReport
 				if err = read(&b); err == nil {
-					r := row(strings.TrimPrefix(base, "bench-dmlkit-"))
-					r.Dmlkit, r.Params = &b, b.Case
+					side(strings.TrimPrefix(base, "bench-dmlkit-")).dmlkit = &b
 				}
 			case strings.HasPrefix(base, "bench-torch-"):
 				var t torchBench
 				if err = read(&t); err == nil {
-					row(strings.TrimPrefix(base, "bench-torch-")).Torch = &t
+					side(strings.TrimPrefix(base, "bench-torch-")).torch = &t
 				}
 			case strings.HasPrefix(base, "gpumem-dmlkit-"):
 				var m gpuMem
 				if err = read(&m); err == nil {
-					row(strings.TrimPrefix(base, "gpumem-dmlkit-")).MemDmlkit = &m
+					side(strings.TrimPrefix(base, "gpumem-dmlkit-")).memDmlkit = &m
 				}
 			case strings.HasPrefix(base, "gpumem-torch-"):
 				var m gpuMem
 				if err = read(&m); err == nil {
-					row(strings.TrimPrefix(base, "gpumem-torch-")).MemTorch = &m
+					side(strings.TrimPrefix(base, "gpumem-torch-")).memTorch = &m
 				}
 			case strings.HasPrefix(base, "smoke-"):
 				var s smokeReport
@@ -239,14 +251,44 @@ func mergeParts(dirs []string) (*fullReport, error) {
 				return nil, err
 			}
 		}
+		for _, c := range order {
+			s := here[c]
+			r := rows[c]
+			if r == nil {
+				r = &benchRow{Case: c}
+				rows[c] = r
+			}
+			if s.dmlkit != nil {
+				// dmlkit's side ran here: the row is this folder's pair.
+				*r = benchRow{Case: c, Dmlkit: s.dmlkit, Params: s.dmlkit.Case, Torch: s.torch}
+				if s.torch != nil {
+					r.MemTorch = s.memTorch
+				}
+				r.MemDmlkit = s.memDmlkit
+			} else if s.torch != nil && (r.Dmlkit == nil || r.Torch == nil) {
+				r.Torch, r.MemTorch = s.torch, s.memTorch
+			}
+		}
 	}
 	var names []string
 	for c := range rows {
 		names = append(names, c)
 	}
 	sort.Slice(names, func(i, j int) bool { return caseOrder(names[i]) < caseOrder(names[j]) })
+	scale := "full"
+	if strings.Contains(rep.Meta["mode"], "scale small") {
+		scale = "small"
+	}
 	for _, c := range names {
 		r := rows[c]
+		if r.Params.Name == "" {
+			// dmlkit's side ran nowhere: the case's parameters from the case table.
+			name, prec, _ := strings.Cut(c, "+")
+			if bc, err := findCase(scale, name); err == nil {
+				bc.Precision = prec
+				r.Params = bc
+			}
+		}
 		if r.Dmlkit != nil && r.Torch != nil && r.Dmlkit.OK && r.Torch.OK && r.Torch.StepMS > 0 {
 			r.Ratio = r.Dmlkit.StepMS / r.Torch.StepMS
 		}

@@ -18,7 +18,8 @@ import (
 // "Memory usage: On Device: [Code:…, Inputs:…, Outputs:…, Aliases:…, Temporary:…]"), in bytes.
 // Temporary is the executable's scratch: the activations kept for the backward pass and every
 // intermediate, as XLA's buffer assignment packs them. go-xla prints the sizes with
-// go-humanize's SI units (three significant digits at most), so the values are good to about 1 %.
+// github.com/gomlx/compute/support/humanize.Bytes: powers of 1024 with one decimal ("83.0 MiB"),
+// so a value is good to ±0.05 of its unit (under 5 % from 1 KiB up, under 0.5 % from 10 units up).
 type xlaExecMemory struct {
 	Code      int64 `json:"code"`
 	Inputs    int64 `json:"inputs"`
@@ -41,7 +42,7 @@ func parseXLAMemoryLine(line string) (xlaExecMemory, bool) {
 	}
 	var v [5]int64
 	for i := range v {
-		b, ok := parseSIBytes(m[i+1])
+		b, ok := parseHumanBytes(m[i+1])
 		if !ok {
 			return xlaExecMemory{}, false
 		}
@@ -50,17 +51,24 @@ func parseXLAMemoryLine(line string) (xlaExecMemory, bool) {
 	return xlaExecMemory{Code: v[0], Inputs: v[1], Outputs: v[2], Aliases: v[3], Temporary: v[4]}, true
 }
 
-// parseSIBytes reads go-humanize's Bytes format: "0 B", "512 B", "1.2 kB", "83 MB", "12 GB".
-func parseSIBytes(s string) (int64, bool) {
+// parseHumanBytes reads the sizes go-xla's log line holds: humanize.Bytes of
+// github.com/gomlx/compute/support/humanize ("0 B", "512 B", "1.5 KiB", "83.0 MiB", "12.3 GiB", powers
+// of 1024), and, should a go-xla version render them with go-humanize, its SI units ("1.2 kB",
+// "83 MB", powers of 1000). Negative or unknown sizes are refused.
+func parseHumanBytes(s string) (int64, bool) {
 	f := strings.Fields(strings.TrimSpace(s))
 	if len(f) != 2 {
 		return 0, false
 	}
 	x, err := strconv.ParseFloat(f[0], 64)
-	if err != nil {
+	if err != nil || x < 0 {
 		return 0, false
 	}
-	mult := map[string]float64{"B": 1, "kB": 1e3, "MB": 1e6, "GB": 1e9, "TB": 1e12}[f[1]]
+	mult := map[string]float64{
+		"B":   1,
+		"KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30, "TiB": 1 << 40, "PiB": 1 << 50,
+		"kB": 1e3, "MB": 1e6, "GB": 1e9, "TB": 1e12,
+	}[f[1]]
 	if mult == 0 {
 		return 0, false
 	}
