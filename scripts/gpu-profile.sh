@@ -11,7 +11,8 @@
 #      of the compiled step, one line each, in DIR/ncu.csv;
 #   3. PyTorch's step (scripts/gpucheck_torch.py, same case) under torch.profiler: DIR/torch-profile.json,
 #      the ops with the most self CUDA time per step.
-# `gpucheck profile --ncu DIR/ncu.csv --torch DIR/torch-profile.json --steps 3` reads them back here.
+# Not yet run on a GPU (2026-11-28's device time ran out first): its two files are to be read by hand
+# (ncu.csv: one row per kernel launch, the step's kernels are the ones repeated 3 times).
 # Each stage runs under --timeout (default 150 s); a stage that fails or times out is logged, not fatal.
 set -u -o pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)

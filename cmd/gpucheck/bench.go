@@ -257,13 +257,16 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
+	if err := checkIntFlags(fs, intBound{"steps", steps, 2, 100000}); err != nil {
+		return err
+	}
 	jsonPath, scale, precision := cf.jsonPath, cf.scale, cf.precision
 	bc, err := cf.benchCase()
 	if err != nil {
 		return err
 	}
 	if *steps > 0 {
-		bc.Steps = max(*steps, 2)
+		bc.Steps = *steps
 	}
 	fs.Visit(func(f *flag.Flag) {
 		if f.Name == "frozen-bn" {

@@ -190,3 +190,29 @@ func peakRSSMiB() float64 {
 	}
 	return 0
 }
+
+// intBound is the range an integer flag accepts when it is given on the command line.
+type intBound struct {
+	name   string
+	v      *int
+	lo, hi int
+}
+
+// checkIntFlags refuses a given flag outside its range, naming the flag, the value and the range
+// (a flag left out keeps its default, which may be a "not set" 0). Every size a gpucheck command
+// takes is bounded so that no product of them overflows or asks for an absurd allocation.
+func checkIntFlags(fs *flag.FlagSet, bounds ...intBound) error {
+	var err error
+	fs.Visit(func(f *flag.Flag) {
+		for _, b := range bounds {
+			if f.Name == b.name && err == nil && (*b.v < b.lo || *b.v > b.hi) {
+				err = fmt.Errorf("--%s %d: want %d … %d", b.name, *b.v, b.lo, b.hi)
+			}
+		}
+	})
+	return err
+}
+
+// maxBatch bounds --batch: 65,536 images of 224² × 3 float32 (twice, with IDML's Mixup copies) are
+// 39 GB, far past any device here, and every byte count derived from it fits an int64.
+const maxBatch = 1 << 16

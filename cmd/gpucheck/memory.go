@@ -41,6 +41,9 @@ func runMemory(args []string, stdout, stderr io.Writer) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
+	if err := checkIntFlags(fs, intBound{"batch", batch, 1, maxBatch}); err != nil {
+		return err
+	}
 	jsonPath, scale, precision := cf.jsonPath, cf.scale, cf.precision
 	bc, err := cf.benchCase()
 	if err != nil {

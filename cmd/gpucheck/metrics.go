@@ -91,6 +91,11 @@ func runMetrics(args []string, stdout, stderr io.Writer) error {
 	if err := checkScale(*scale); err != nil {
 		return err
 	}
+	// 10^7 × 65,536 float32 is 2.6 TB: the bounds keep n·d·4 bytes inside an int64 and refuse
+	// sizes no device holds.
+	if err := checkIntFlags(fs, intBound{"n", nFlag, 2, 10_000_000}, intBound{"d", dFlag, 1, 1 << 16}); err != nil {
+		return err
+	}
 	n, d, ks, block := 60502, 512, []int{1, 10, 100, 1000}, 2048
 	if *scale == "small" {
 		// TopK is a full sort with a comparator closure, which the Go backend interprets element by

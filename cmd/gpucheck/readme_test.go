@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -111,5 +112,31 @@ func TestMergePartsKeepsPairs(t *testing.T) {
 	r = rep.Bench[1]
 	if r.Case != "vit_b16+bf16" || r.Dmlkit != nil || r.Torch.StepMS != 37.7 || r.Params.Batch != 64 || r.Params.Precision != "bf16" {
 		t.Errorf("bf16 row %+v", r)
+	}
+}
+
+// TestSizeFlagsBounded: every size flag refuses values outside its range, naming flag, value and
+// range, before any work (issue 43: `memory --batch 1000000000` printed negative sizes, `--batch
+// -8` fell back silently to the case's batch, `bench --steps 1` silently ran 2).
+func TestSizeFlagsBounded(t *testing.T) {
+	for _, c := range []struct {
+		run  func([]string, io.Writer, io.Writer) error
+		args []string
+		want string
+	}{
+		{runMemory, []string{"--case", "resnet50", "--batch", "1000000000"}, "--batch 1000000000: want 1 … 65536"},
+		{runMemory, []string{"--case", "resnet50", "--batch", "-8"}, "--batch -8: want 1 … 65536"},
+		{runMemory, []string{"--case", "resnet50", "--batch", "0"}, "--batch 0: want 1 … 65536"},
+		{runBench, []string{"--case", "resnet50", "--steps", "1"}, "--steps 1: want 2 … 100000"},
+		{runMetrics, []string{"--n", "-5"}, "--n -5: want 2 … 10000000"},
+		{runMetrics, []string{"--d", "100000"}, "--d 100000: want 1 … 65536"},
+		{runSmoke, []string{"--steps", "0"}, "--steps 0: want 1 … 100000"},
+		{runSmoke, []string{"--only", "-2"}, "--only -2: want -1 … 1048576"},
+	} {
+		var out, errb bytes.Buffer
+		err := c.run(c.args, &out, &errb)
+		if err == nil || err.Error() != c.want {
+			t.Errorf("%v: err %v, want %q", c.args, err, c.want)
+		}
 	}
 }

@@ -67,6 +67,9 @@ func runSmoke(args []string, stdout, stderr io.Writer) error {
 	if err := checkScale(*scale); err != nil {
 		return err
 	}
+	if err := checkIntFlags(fs, intBound{"steps", steps, 1, 100000}, intBound{"only", only, -1, 1 << 20}); err != nil {
+		return err
+	}
 	rep := smokeReport{part: part{Phase: "smoke", Scale: *scale}, Dataset: synthName}
 	runs, specs, skipped, err := smokePlan(*glob, *scale)
 	rep.Specs, rep.Skipped = specs, skipped

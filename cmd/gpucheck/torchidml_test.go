@@ -97,3 +97,59 @@ print(json.dumps({"value": l.item(), "grad": e.grad.reshape(-1).tolist()}))
 		}
 	}
 }
+
+// TestTorchProfileTop runs scripts/gpucheck_torch.py --profile-top on the small CNN on the CPU
+// (scripts/gpu-profile.sh runs it on the GPU, issue 49 item 2): the part holds the 3 ops with the
+// most self time per step, sorted, each called at least once a step, their sum within the
+// profiled total, and a convolution among them (a CNN's step is mostly its convolutions).
+// Skipped where /usr/bin/python3 cannot import torch.
+func TestTorchProfileTop(t *testing.T) {
+	if err := exec.Command("/usr/bin/python3", "-c", "import torch").Run(); err != nil {
+		t.Skip("no /usr/bin/python3 with torch:", err)
+	}
+	out := filepath.Join(t.TempDir(), "t.json")
+	cmd := exec.Command("/usr/bin/python3", filepath.Join("..", "..", "scripts", "gpucheck_torch.py"),
+		"--case", "smallcnn", "--backbone", "cnn", "--batch", "32", "--size", "28", "--channels", "1",
+		"--steps", "2", "--dim", "32", "--loss", "contrastive", "--device", "cpu", "--threads", "1",
+		"--profile-top", "3", "--json", out)
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("%v\n%s", err, b)
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep struct {
+		OK      bool `json:"ok"`
+		Profile struct {
+			Steps int     `json:"steps"`
+			Total float64 `json:"device_ms_per_step"`
+			Top   []struct {
+				Op     string  `json:"op"`
+				SelfMS float64 `json:"self_ms"`
+				Calls  float64 `json:"calls"`
+			} `json:"top"`
+		} `json:"profile"`
+	}
+	if err := json.Unmarshal(b, &rep); err != nil {
+		t.Fatal(err)
+	}
+	p := rep.Profile
+	if !rep.OK || p.Steps != 3 || len(p.Top) != 3 {
+		t.Fatalf("part %s", b)
+	}
+	sum, conv := 0.0, false
+	for i, r := range p.Top {
+		sum += r.SelfMS
+		if r.SelfMS <= 0 || r.Calls < 1 || (i > 0 && r.SelfMS > p.Top[i-1].SelfMS) {
+			t.Errorf("row %d %+v", i, r)
+		}
+		conv = conv || bytes.Contains([]byte(r.Op), []byte("conv"))
+	}
+	if sum > p.Total*(1+1e-9) {
+		t.Errorf("top 3 sum %.3f ms > total %.3f ms", sum, p.Total)
+	}
+	if !conv {
+		t.Errorf("no convolution among the top ops: %s", b)
+	}
+}
