@@ -15,6 +15,19 @@ type RunSpec struct {
 	Config map[string]any // the resolved configuration (a private copy; the runner may keep it); a "run:<hash>" reference is the absolute path of that run's directory ([RunRefPrefix])
 	Seed   int64          // the run's seed, also present in Config at the spec's seed key
 	Dir    string         // an empty working directory for checkpoints and logs
+	// Diagnostics are the figure-specific evaluation protocols the run's spec asks for by name
+	// (Spec.Diagnostics, e.g. seed 000's Fig. 1 thresholds); a runner computes no other.
+	Diagnostics []string
+}
+
+// Wants reports whether the run's spec asks for the diagnostic name.
+func (rs RunSpec) Wants(name string) bool {
+	for _, d := range rs.Diagnostics {
+		if d == name {
+			return true
+		}
+	}
+	return false
 }
 
 // Outcome is what a run produces. Metrics are the final scalar results (e.g. "R@1", "MAP@R");
@@ -22,10 +35,15 @@ type RunSpec struct {
 // samples, 2-D embedding coordinates), kept small because they are stored in every record;
 // Timings are optional phase durations in seconds (the wall time of the whole run is recorded
 // separately).
+//
+// Notes name results the runner was asked for but left out, with the reason (key → reason, e.g.
+// "fig1/dstar_spread" → "undefined: the test classes span 1 evaluation alphabet"): a diagnostic
+// undefined for a run is stored as absent, never as NaN, and never fails the run.
 type Outcome struct {
 	Metrics map[string]float64
 	Series  map[string][]float64
 	Timings map[string]float64
+	Notes   map[string]string
 }
 
 // Runner executes one run. It must honour ctx cancellation and report progress through progress
@@ -47,6 +65,8 @@ var (
 	runner    Runner
 	validator Validator
 	resolver  Resolver
+	// diagnostics: see SetDiagnostics.
+	diagnostics map[string]string
 )
 
 // SetResolver registers the function that fills a configuration's defaults (the trainer's): the
@@ -85,6 +105,22 @@ func SetRunner(r Runner) {
 	regMu.Lock()
 	defer regMu.Unlock()
 	runner = r
+}
+
+// SetDiagnostics registers the diagnostics a spec may name (name → what it computes); a spec
+// naming another is refused when it is read. Call it once, from the init function of the package
+// that implements them (the trainer's runner).
+func SetDiagnostics(d map[string]string) {
+	regMu.Lock()
+	defer regMu.Unlock()
+	diagnostics = d
+}
+
+// RegisteredDiagnostics returns the names registered by [SetDiagnostics] with their descriptions.
+func RegisteredDiagnostics() map[string]string {
+	regMu.RLock()
+	defer regMu.RUnlock()
+	return diagnostics
 }
 
 // SetValidator registers the check applied to every run of a plan by [Spec.Plan].

@@ -32,6 +32,11 @@ type Spec struct {
 	Launch      Launch                    `yaml:"launch"`      // container image and resources for --emit
 	// Leaderboard ranks the methods of the sweep per regime (see [LeaderboardSpec]); nil: none.
 	Leaderboard *LeaderboardSpec `yaml:"leaderboard"`
+	// Diagnostics names the figure-specific evaluation protocols every run of the spec computes
+	// beyond the metrics (e.g. "fig1_thresholds", "pair_distances" for seed 000's Figs. 1 and 10;
+	// the names [SetDiagnostics] registered). A spec that names none gets none. Not part of any
+	// run's configuration: naming one does not change a run's hash.
+	Diagnostics []string `yaml:"diagnostics"`
 
 	// Path is the file the spec was read from (empty when parsed from bytes); Dir its directory.
 	// Results live in Dir/results unless overridden.
@@ -116,6 +121,11 @@ func Load(path string) (*Spec, error) {
 	}
 	s.Path = path
 	s.Dir = filepath.Dir(path)
+	// reproductions/<paper>/spec.yaml: the directory names the paper (figures/<paper>/, the
+	// front page's links and `dmlkit run <paper>` all assume it).
+	if filepath.Base(filepath.Dir(s.Dir)) == "reproductions" && filepath.Base(s.Dir) != s.Paper {
+		return nil, fmt.Errorf("experiments: %s: field \"paper\": %q differs from its directory %q (reproductions/<paper>/spec.yaml)", path, s.Paper, filepath.Base(s.Dir))
+	}
 	// The paper's numbers may also live in paper.yaml next to the spec (a list under "reference:").
 	pp := filepath.Join(s.Dir, "paper.yaml")
 	if pb, err := os.ReadFile(pp); err == nil {
@@ -193,6 +203,17 @@ func (s *Spec) check() error {
 			if _, err := toSeeds(v); err != nil {
 				return fmt.Errorf("field \"sweep.list[%d].seeds\": %w", i, err)
 			}
+		}
+	}
+	known := RegisteredDiagnostics()
+	seenDiag := map[string]bool{}
+	for i, d := range s.Diagnostics {
+		if seenDiag[d] {
+			return fmt.Errorf("field \"diagnostics[%d]\": %q listed twice", i, d)
+		}
+		seenDiag[d] = true
+		if _, ok := known[d]; !ok && known != nil {
+			return fmt.Errorf("field \"diagnostics[%d]\": unknown diagnostic %q (known: %s)", i, d, strings.Join(sortedKeys(known), ", "))
 		}
 	}
 	seen := map[int64]bool{}

@@ -33,6 +33,8 @@ type Record struct {
 	Failed     string         `json:"failed,omitempty"`
 	FailedStep int            `json:"failed_step,omitempty"`
 	Series     Series         `json:"series,omitempty"` // vectors for figures
+	// Notes name results the run was asked for but left out, with the reason (Outcome.Notes).
+	Notes   map[string]string `json:"notes,omitempty"`
 	Timings    Metrics        `json:"timings,omitempty"`
 	Start      time.Time      `json:"start"`   // wall-clock start (UTC)
 	Seconds    float64        `json:"seconds"` // wall time of the run

@@ -273,7 +273,7 @@ func executeOne(ctx context.Context, plan *Plan, r Run, dir string, opt ExecOpti
 	if err != nil {
 		return nil, err
 	}
-	out, err := opt.Runner(ctx, RunSpec{Hash: r.Hash, Config: cfg, Seed: r.Seed, Dir: dir}, progress)
+	out, err := opt.Runner(ctx, RunSpec{Hash: r.Hash, Config: cfg, Seed: r.Seed, Dir: dir, Diagnostics: plan.Spec.Diagnostics}, progress)
 	if err != nil {
 		return nil, err
 	}
@@ -306,6 +306,7 @@ func executeOne(ctx context.Context, plan *Plan, r Run, dir string, opt ExecOpti
 		Metrics: Metrics(out.Metrics),
 		Series:  Series(out.Series),
 		Timings: Metrics(out.Timings),
+		Notes:   out.Notes,
 		Env:     opt.Env,
 	}, nil
 }

@@ -1,6 +1,7 @@
 package reproduce
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -123,4 +124,46 @@ func l2(emb []float32, d, i, j int) float64 {
 		s += x * x
 	}
 	return math.Sqrt(s)
+}
+
+// The diagnostics the runner computes where a spec names them (experiments.Spec.Diagnostics).
+const (
+	DiagFig1Thresholds = "fig1_thresholds"
+	DiagPairDistances  = "pair_distances"
+)
+
+func init() {
+	experiments.SetDiagnostics(map[string]string{
+		DiagFig1Thresholds: "seed 000 Fig. 1: d* at FAR 1e-2 per Omniglot evaluation alphabet (series fig1/dstar_alphabet) and their spread (metric fig1/dstar_spread)",
+		DiagPairDistances:  "seed 000 Fig. 10: L2 distances of sampled positive and negative test pairs (series dist/pos, dist/neg)",
+	})
+}
+
+// fig1Thresholds stores seed 000 Fig. 1's per-alphabet thresholds and their spread in out, or,
+// where they are undefined for the run, a note saying why (never a NaN metric: a user's
+// one-alphabet sweep must not fail on a diagnostic).
+func fig1Thresholds(emb []float32, n, d int, labels []int64, out *experiments.Outcome) {
+	note := func(why string) {
+		if out.Notes == nil {
+			out.Notes = map[string]string{}
+		}
+		out.Notes["fig1/dstar_spread"] = why
+	}
+	th := alphabetThresholds(emb, n, d, labels)
+	if th == nil {
+		note("undefined: the test classes are not Omniglot's evaluation characters")
+		return
+	}
+	finite := 0
+	for _, v := range th {
+		if !math.IsNaN(v) {
+			finite++
+		}
+	}
+	out.Series["fig1/dstar_alphabet"] = th
+	if finite < 2 {
+		note(fmt.Sprintf("undefined: %d Omniglot evaluation alphabet(s) of the test classes have a threshold (the spread needs 2)", finite))
+		return
+	}
+	out.Metrics["fig1/dstar_spread"] = spread(th)
 }

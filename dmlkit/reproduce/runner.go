@@ -162,11 +162,14 @@ func OPISRangeKey(lo, hi float64) string { return fmt.Sprintf("OPIS_far_%.0e_%.0
 //     the batch's embeddings) and "time/backbone_ms" (step − loss).
 //   - With 2-D embeddings (model.dim 2, seed 000 Fig. 5): the series "emb2d/x", "emb2d/y" and
 //     "emb2d/label" for at most emb2dMax test points spread evenly over the test set.
-//   - "dist/pos", "dist/neg": L2 distances of distSamples sampled positive and negative test pairs
-//     (seed 000 Fig. 10).
-//   - On Omniglot's evaluation characters: "fig1/dstar_alphabet", the distance threshold d* at
-//     FAR 1e-2 within each of the 20 evaluation alphabets, and the metric "fig1/dstar_spread",
-//     their standard deviation (seed 000 Fig. 1: the test distributions' thresholds).
+//   - Diagnostics, only where the run's spec names them (RunSpec.Diagnostics, see diagnostics):
+//     "pair_distances": "dist/pos", "dist/neg", L2 distances of distSamples sampled positive and
+//     negative test pairs (seed 000 Fig. 10); "fig1_thresholds", on Omniglot's evaluation
+//     characters: "fig1/dstar_alphabet", the distance threshold d* at FAR 1e-2 within each
+//     evaluation alphabet, and the metric "fig1/dstar_spread", their standard deviation (seed 000
+//     Fig. 1: the test distributions' thresholds). Where one is undefined for the run (test
+//     classes from one alphabet, or not Omniglot's evaluation characters), it is left out and
+//     Outcome.Notes says why.
 //   - "best/…": each evaluated metric's best value over training and its epoch (bestOverTraining).
 //   - With log.every_steps: the step log of the whole run (steplog.jsonl, resumes included) as the
 //     series "steplog/step" and "steplog/<name>" (e.g. "steplog/loss", "steplog/hard_triplets"),
@@ -268,10 +271,11 @@ func TrainRunner(ctx context.Context, rs experiments.RunSpec, progress func(stri
 	if d == 2 {
 		emb2dSeries(emb, n, labels, out.Series)
 	}
-	out.Series["dist/pos"], out.Series["dist/neg"] = pairDistances(emb, n, d, labels, distSamples, uint64(cfg.Seed))
-	if th := alphabetThresholds(emb, n, d, labels); th != nil {
-		out.Series["fig1/dstar_alphabet"] = th
-		out.Metrics["fig1/dstar_spread"] = spread(th)
+	if rs.Wants(DiagPairDistances) {
+		out.Series["dist/pos"], out.Series["dist/neg"] = pairDistances(emb, n, d, labels, distSamples, uint64(cfg.Seed))
+	}
+	if rs.Wants(DiagFig1Thresholds) {
+		fig1Thresholds(emb, n, d, labels, out)
 	}
 	t2 := time.Now()
 	if err := protocolMetrics(cfg.Eval, cfg.Seed, emb, n, d, labels, testCoarse(cfg.Data.Name, labels), out.Metrics, out.Series); err != nil {

@@ -140,4 +140,45 @@ func TestTrainRunnerCorruptionAndProtocols(t *testing.T) {
 	if _, ok := out.Metrics["HR@1"]; ok {
 		t.Error("HR@1 stored without coarse labels")
 	}
+	// No spec asked for seed 000's diagnostics: none is computed (issue 43).
+	for _, k := range []string{"dist/pos", "dist/neg", "fig1/dstar_alphabet"} {
+		if _, ok := out.Series[k]; ok {
+			t.Errorf("series %s computed though no diagnostic was asked for", k)
+		}
+	}
+}
+
+// TestFig1ThresholdsDiagnostic: seed 000 Fig. 1's diagnostic is stored where it is defined and
+// left out, with a note, where it is not (issue 43: a user's sweep whose test classes come from one
+// alphabet was stored as failed on "fig1/dstar_spread = NaN").
+func TestFig1ThresholdsDiagnostic(t *testing.T) {
+	a := int64(964) // first evaluation alphabet; b: the first label of the next one
+	b := a
+	for data.OmniglotAlphabet(int(b)) == data.OmniglotAlphabet(int(a)) {
+		b++
+	}
+	newOut := func() *experiments.Outcome {
+		return &experiments.Outcome{Metrics: map[string]float64{}, Series: map[string][]float64{}}
+	}
+	// One alphabet (as TestAlphabetThresholds: d* = 1.5): the series, no metric, a note.
+	out := newOut()
+	fig1Thresholds([]float32{0, 0.5, 2, 2.5}, 4, 1, []int64{a, a, a + 1, a + 1}, out)
+	if _, ok := out.Metrics["fig1/dstar_spread"]; ok || !reflect.DeepEqual(out.Series["fig1/dstar_alphabet"], []float64{1.5}) ||
+		out.Notes["fig1/dstar_spread"] != "undefined: 1 Omniglot evaluation alphabet(s) of the test classes have a threshold (the spread needs 2)" {
+		t.Errorf("one alphabet: %+v", out)
+	}
+	// Two alphabets: the second at 10, 10.5, 13, 13.5 has negatives 3, 3.5, 2.5, 3 → d* = 2.5;
+	// spread = sample std of 1.5 and 2.5 = √0.5.
+	out = newOut()
+	fig1Thresholds([]float32{0, 0.5, 2, 2.5, 10, 10.5, 13, 13.5}, 8, 1, []int64{a, a, a + 1, a + 1, b, b, b + 1, b + 1}, out)
+	if got := out.Metrics["fig1/dstar_spread"]; math.Abs(got-math.Sqrt(0.5)) > 1e-12 || out.Notes != nil ||
+		!reflect.DeepEqual(out.Series["fig1/dstar_alphabet"], []float64{1.5, 2.5}) {
+		t.Errorf("two alphabets: %+v", out)
+	}
+	// Not Omniglot's evaluation characters: nothing but the note.
+	out = newOut()
+	fig1Thresholds([]float32{0, 1}, 2, 1, []int64{3, 4}, out)
+	if len(out.Series) != 0 || len(out.Metrics) != 0 || out.Notes["fig1/dstar_spread"] == "" {
+		t.Errorf("background labels: %+v", out)
+	}
 }

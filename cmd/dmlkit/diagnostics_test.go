@@ -1,0 +1,80 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/dmlkit/dmlkit/dmlkit/experiments"
+	"github.com/dmlkit/dmlkit/dmlkit/reproduce"
+)
+
+// oneAlphabetSpec trains on Omniglot with 10 test characters, all of the first evaluation
+// alphabet (issue 43: such runs were stored as failed on seed 000's Fig. 1 diagnostic,
+// "non-finite metrics: fig1/dstar_spread = NaN").
+const oneAlphabetSpec = `paper: mine
+base:
+  seed: 0
+  data: {name: omniglot, options: {size: 28}, max_train_classes: 16, max_test_classes: 10, val_classes: 0}
+  model: {backbone: cnn, channels: [4, 8], dim: 8}
+  loss: {name: contrastive}
+  sampler: {name: m_per_class, batch_size: 32, m: 4}
+  steps: 2
+  eval: {ks: [1], batch_size: 64, metric: R@1, opis: false, patience: 0}
+  checkpoint: {keep: 0}
+sweep:
+  list: [{loss.name: contrastive}, {loss.name: triplet}]
+  seeds: [0]
+`
+
+// TestOwnSweepNeverFailsOnAPaperDiagnostic: a user's two-run Omniglot spec with
+// max_test_classes 10 stores both runs as done with no paper diagnostic; the same spec naming
+// seed 000's Fig. 1 diagnostic stores its runs as done too, the undefined spread left out with
+// the reason in the record's notes.
+func TestOwnSweepNeverFailsOnAPaperDiagnostic(t *testing.T) {
+	if _, err := os.Stat("../../../shared/data/omniglot/images_background.npz"); err != nil {
+		t.Skip("no ../shared/data/omniglot")
+	}
+	reproduce.Register()
+	for _, c := range []struct {
+		name, extra string
+		notes       bool
+	}{{"own", "", false}, {"fig1", "diagnostics: [fig1_thresholds]\n", true}} {
+		t.Run(c.name, func(t *testing.T) {
+			root := t.TempDir()
+			dir := filepath.Join(root, "reproductions", "mine")
+			if err := os.MkdirAll(dir, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			spec := filepath.Join(dir, "spec.yaml")
+			if err := os.WriteFile(spec, []byte(oneAlphabetSpec+c.extra), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			results := filepath.Join(root, "results")
+			code, stdout, stderr := runCLI("run", spec, "--results", results, "--workers", "1", "--quiet")
+			if code != 0 {
+				t.Fatalf("exit %d\n%s%s", code, stdout, stderr)
+			}
+			recs, _, err := experiments.NewStore(results).Load()
+			if err != nil || len(recs) != 2 {
+				t.Fatalf("%d records, %v", len(recs), err)
+			}
+			for _, r := range recs {
+				if r.Failed != "" {
+					t.Errorf("run %s failed: %s", r.Hash, r.Failed)
+				}
+				if _, ok := r.Series["dist/pos"]; ok {
+					t.Errorf("run %s: Fig. 10's distances computed unasked", r.Hash)
+				}
+				if _, ok := r.Metrics["fig1/dstar_spread"]; ok {
+					t.Errorf("run %s: fig1/dstar_spread stored for one alphabet", r.Hash)
+				}
+				note := r.Notes["fig1/dstar_spread"]
+				if c.notes != strings.HasPrefix(note, "undefined: 1 Omniglot evaluation alphabet") {
+					t.Errorf("run %s: note %q", r.Hash, note)
+				}
+			}
+		})
+	}
+}
