@@ -49,6 +49,18 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	// Flags that would be ignored are refused: the job sets each task's shard itself, and
+	// --shards and --out only shape an emitted job.
+	switch {
+	case *emit != "" && (o.set("index") || o.set("of")):
+		return errors.New("--index/--of with --emit: the job gives each task its shard; set their number with --shards")
+	case *emit == "" && o.set("shards"):
+		return fmt.Errorf("--shards %d without --emit: to run one shard here use --index I --of N", *shards)
+	case *emit == "" && o.set("out"):
+		return errors.New("--out without --emit: a sweep writes its records to --results")
+	case o.set("shards") && *shards <= 0:
+		return fmt.Errorf("--shards %d: want at least 1", *shards)
+	}
 	if *emit != "" {
 		return emitJob(spec, o, *emit, *shards, *out, stdout)
 	}
@@ -147,6 +159,31 @@ func checkOnlyKeys(plan *experiments.Plan, only map[string][]string) error {
 		}
 		if !found {
 			return fmt.Errorf("--only %s: no run of scale %q has the configuration key %q", k, plan.Scale, k)
+		}
+		// Each value must select something too: a typo ("loss.name=citt") would otherwise run
+		// nothing and exit 0, and an emitted job would hold tasks that select nothing.
+		values := map[string]bool{}
+		for _, r := range plan.Runs {
+			if v, ok := experiments.Get(r.Config, k); ok {
+				values[experiments.FormatValue(v)] = true
+			}
+		}
+		for _, p := range plan.Pending {
+			for _, f := range strings.Fields(p.Point) {
+				if v, ok := strings.CutPrefix(f, k+"="); ok {
+					values[v] = true
+				}
+			}
+		}
+		for _, v := range only[k] {
+			if !values[v] {
+				have := make([]string, 0, len(values))
+				for x := range values {
+					have = append(have, x)
+				}
+				slices.Sort(have)
+				return fmt.Errorf("--only %s=%s: no run of scale %q has %s = %s (its values: %s)", k, v, plan.Scale, k, v, strings.Join(have, ", "))
+			}
 		}
 	}
 	return nil
@@ -466,6 +503,18 @@ func emitJob(spec *experiments.Spec, o *sweepFlags, kind string, shards int, out
 	plan, err := spec.PlanWith(scale, recs)
 	if err != nil {
 		return err
+	}
+	only, err := experiments.ParseOnly(o.only)
+	if err != nil {
+		return err
+	}
+	if err := checkOnlyKeys(plan, only); err != nil {
+		return err
+	}
+	// More shards than runs would emit tasks that select nothing; with points still waiting for
+	// tuning runs the final count is not known yet, and the tasks beyond it would wait.
+	if n := len(experiments.Filter(plan.Runs, only)); shards > n && len(plan.Pending) == 0 {
+		return fmt.Errorf("--shards %d: the plan has %d runs (scale %q); want 1 … %d", shards, n, scale, n)
 	}
 	specPath := spec.Path
 	if rel, err := filepath.Rel(mustGetwd(), spec.Path); err == nil && !strings.HasPrefix(rel, "..") {

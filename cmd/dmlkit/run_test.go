@@ -232,7 +232,8 @@ func TestShardIndexFromEnvironment(t *testing.T) {
 
 // TestRunRejectsSilentNoOps: an --only key that no run has (a typo), a negative --of, an --index
 // outside the shards and --workers 0 are errors naming the flag, exit 1, before anything runs;
-// an --only value that matches nothing for a real key is still reported by the sweep.
+// so is an --only value no run has, with the values that exist (issue 43: through --dry-run it was
+// "0 of 2 runs selected", exit 0, and --emit wrote a job whose tasks selected nothing).
 func TestRunRejectsSilentNoOps(t *testing.T) {
 	toyExperiments(t)
 	calls := 0
@@ -252,7 +253,14 @@ func TestRunRejectsSilentNoOps(t *testing.T) {
 		{[]string{"--index", "3", "--of", "3"}, "--index 3"},
 		{[]string{"--workers", "0"}, "--workers 0"},
 		{[]string{"--workers", "-2"}, "--workers -2"},
-		{[]string{"--only", "loss.name=rsq"}, "matches none"},
+		{[]string{"--only", "loss.name=rsq"}, `--only loss.name=rsq: no run of scale "smoke" has loss.name = rsq (its values: contrastive, rsk)`},
+		{[]string{"--dry-run", "--only", "loss.name=rsq"}, `loss.name = rsq`},
+		{[]string{"--emit", "slurm", "--only", "loss.name=rsq"}, `loss.name = rsq`},
+		{[]string{"--shards", "3"}, "--shards 3 without --emit"},
+		{[]string{"--out", "job.sh"}, "--out without --emit"},
+		{[]string{"--emit", "slurm", "--index", "0", "--of", "2"}, "--index/--of with --emit"},
+		{[]string{"--emit", "slurm", "--shards", "-3"}, "--shards -3: want at least 1"},
+		{[]string{"--emit", "slurm", "--shards", "1000"}, `--shards 1000: the plan has 8 runs (scale "smoke"); want 1 … 8`},
 	} {
 		code, _, stderr := runCLI(append([]string{"run", spec, "--scale", "smoke"}, tc.args...)...)
 		if code != 1 || !strings.Contains(stderr, tc.msg) {
