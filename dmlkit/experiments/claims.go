@@ -7,9 +7,11 @@ import (
 	"io"
 	"math"
 	"os"
+	"reflect"
 	"regexp"
 	"slices"
 	"strings"
+	"unicode"
 
 	"gopkg.in/yaml.v3"
 )
@@ -441,8 +443,8 @@ func (c *ClaimSpec) check() error {
 	if m := c.MinTrain; m != nil && !(*m >= 0 && *m <= 1) {
 		return bad("min_train", "%v: want a fraction in [0, 1]", *m)
 	}
-	if c.Deliberate != "" && strings.TrimSpace(c.Deliberate) == "" {
-		return bad("deliberate", "empty: give the reason")
+	if c.Deliberate != "" && !isSentence(c.Deliberate) {
+		return bad("deliberate", "%q: give the reason as a sentence (why the arms may differ in tuning)", c.Deliberate)
 	}
 	if len(c.Forms) == 1 {
 		return bad("forms", "one form: a claim has forms only where the paper's text and the authors' code differ (give both)")
@@ -459,6 +461,11 @@ func (c *ClaimSpec) check() error {
 		formLabels[f.Label] = true
 		if len(f.Where)+len(f.Base)+len(f.Treatment) == 0 {
 			return bad(field, "selects nothing of its own: give where, base or treatment")
+		}
+		for j, g := range c.Forms[:i] {
+			if reflect.DeepEqual(f.Where, g.Where) && reflect.DeepEqual(f.Base, g.Base) && reflect.DeepEqual(f.Treatment, g.Treatment) {
+				return bad(field, "selects what forms[%d] (%q) selects: two forms must differ (the paper's text and the authors' code)", j, g.Label)
+			}
 		}
 		if (len(f.Base) > 0 || len(f.Treatment) > 0) && (c.Base == nil || c.Treatment == nil) {
 			return bad(field, "base / treatment given, but kind %s has no base and treatment arms", c.Kind)
@@ -593,4 +600,16 @@ func (c *CentralClaim) UnmarshalYAML(n *yaml.Node) error {
 	}
 	*c = CentralClaim(p)
 	return nil
+}
+
+// isSentence reports whether s reads as a reason: at least three words, three of them holding a
+// letter ("5" or "n/a" is not a reason).
+func isSentence(s string) bool {
+	words := 0
+	for _, w := range strings.Fields(s) {
+		if strings.IndexFunc(w, unicode.IsLetter) >= 0 {
+			words++
+		}
+	}
+	return words >= 3
 }

@@ -317,6 +317,13 @@ func TestClaimRuleFieldsChecked(t *testing.T) {
 			`field "forms": one form`},
 		{"claims:\n  - {id: x, paper: p, source: s, kind: better, metric: m, direction: higher, base: {label: A, where: {k: 1}}, treatment: {label: B, where: {k: 2}}, budget: minutes}\n",
 			`field "budget": "minutes"`},
+		// issue 43: a number is not a reason, and two forms selecting the same records are one form.
+		{"claims:\n  - {id: x, paper: p, source: s, kind: better, metric: m, direction: higher, base: {label: A, where: {k: 1}}, treatment: {label: B, where: {k: 2}}, deliberate: 5}\n",
+			`field "deliberate": "5": give the reason as a sentence`},
+		{"claims:\n  - {id: x, paper: p, source: s, kind: better, metric: m, direction: higher, base: {label: A, where: {k: 1}}, treatment: {label: B, where: {k: 2}}, deliberate: \"n/a\"}\n",
+			`field "deliberate": "n/a"`},
+		{"claims:\n  - {id: x, paper: p, source: s, kind: better, metric: m, direction: higher, base: {label: A, where: {k: 1}}, treatment: {label: B, where: {k: 2}}, forms: [{label: text, where: {z: 1}}, {label: code, where: {z: 1}}]}\n",
+			`field "forms[1]": selects what forms[0] ("text") selects`},
 	} {
 		body := "paper: toy\n" + tc.yaml
 		if !strings.Contains(tc.yaml, "claims:") {
