@@ -92,15 +92,35 @@ type EvalRecord struct {
 
 // DivergedError is the error of a run stopped at the first step whose loss, or whose batch
 // embeddings, were not finite. The run directory's metrics.jsonl then ends with a record marked
-// failed, and no test embeddings are written.
+// failed, and no test embeddings are written. Its message names the likely cause: a non-finite
+// output of the untrained backbone or loss on the very first step (before any update, so no
+// learning rate is to blame), fp16 gradients overflowing the static loss scale, or else a step
+// too large for the parameters.
 type DivergedError struct {
 	Step       int     // 1-based number of the optimiser step that showed it
 	Loss       float64 // that step's loss
 	Embeddings bool    // the loss was finite but the batch's embeddings were not
+	// BeforeUpdate: the step was the run's first (no update had happened; a resumed run's first
+	// step is not one).
+	BeforeUpdate bool
+	// LossScale is the fp16 static loss scale of the run (0 with fp32 and bf16).
+	LossScale float64
 }
 
 func (e *DivergedError) Error() string {
-	if e.Embeddings {
+	switch {
+	case e.BeforeUpdate && e.Embeddings:
+		return fmt.Sprintf("train: diverged at step %d: the backbone's output is not finite (NaN/Inf) on the first batch, before any "+
+			"update: the inputs or the initial weights give it (check model.pretrained / model.init_from and the images' "+
+			"scaling); no learning rate causes this", e.Step)
+	case e.BeforeUpdate:
+		return fmt.Sprintf("train: diverged at step %d: the loss is %v on the first batch, before any update, with finite "+
+			"embeddings: the loss's configuration (loss.set) or the batch (sampler) gives it; no learning rate causes this", e.Step, e.Loss)
+	case e.LossScale > 0:
+		return fmt.Sprintf("train: diverged at step %d: loss %v, the parameters became non-finite in the update of step %d: with "+
+			"precision fp16 the gradients scaled by train.loss_scale = %g overflow float16 (max 65504): lower loss_scale, "+
+			"or use precision bf16 (then, if it persists, lower optimizer.lr)", e.Step, e.Loss, e.Step-1, e.LossScale)
+	case e.Embeddings:
 		return fmt.Sprintf("train: diverged at step %d: the batch's embeddings are not finite (NaN/Inf; the loss, %v, hides it), so the parameters "+
 			"became non-finite in the update of step %d (lower optimizer.lr or set optimizer.clip_value)", e.Step, e.Loss, e.Step-1)
 	}
@@ -110,7 +130,11 @@ func (e *DivergedError) Error() string {
 // diverged appends the failed record of a diverged step to metrics.jsonl and returns its
 // *DivergedError.
 func (r *runner) diverged(loss float64) error {
-	de := &DivergedError{Step: r.st.Step + 1, Loss: loss, Embeddings: !math.IsNaN(loss) && !math.IsInf(loss, 0)}
+	de := &DivergedError{Step: r.st.Step + 1, Loss: loss, Embeddings: !math.IsNaN(loss) && !math.IsInf(loss, 0),
+		BeforeUpdate: r.st.Step == 0}
+	if r.cfg.Precision == PrecisionFP16 {
+		de.LossScale = r.cfg.lossScale()
+	}
 	rec := EvalRecord{Step: r.st.Step, Epoch: float64(r.st.Step) / float64(r.spe), LR: r.lastLR, WallTime: r.wall(), Failed: de.Error()}
 	if err := appendJSONL(filepath.Join(r.out, "metrics.jsonl"), rec); err != nil {
 		return fmt.Errorf("%w (and the failed record could not be written: %v)", de, err)
