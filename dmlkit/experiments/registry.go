@@ -26,6 +26,9 @@ type Outcome struct {
 	Metrics map[string]float64
 	Series  map[string][]float64
 	Timings map[string]float64
+	// Digests are the SHA-256 (hex) of the input files the run read its weights from, by
+	// configuration field (e.g. "model.pretrained"); stored in [Record.Digests].
+	Digests map[string]string
 }
 
 // Runner executes one run. It must honour ctx cancellation and report progress through progress

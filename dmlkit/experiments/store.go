@@ -37,6 +37,11 @@ type Record struct {
 	Start      time.Time      `json:"start"`   // wall-clock start (UTC)
 	Seconds    float64        `json:"seconds"` // wall time of the run
 	Env        map[string]any `json:"env,omitempty"`
+	// Digests holds the SHA-256 (hex) of the files the run's weights came from, by configuration
+	// field ("model.pretrained": the .tflite or ONNX backbone, "model.init_from": the checkpoint).
+	// It is provenance, not configuration: [Hash] does not see it, and records written before it
+	// existed have none.
+	Digests map[string]string `json:"digests,omitempty"`
 }
 
 // Value returns a record's value for a grouping or filter key: "scale", "paper", "seed" and

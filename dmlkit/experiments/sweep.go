@@ -307,6 +307,7 @@ func executeOne(ctx context.Context, plan *Plan, r Run, dir string, opt ExecOpti
 		Series:  Series(out.Series),
 		Timings: Metrics(out.Timings),
 		Env:     opt.Env,
+		Digests: out.Digests,
 	}, nil
 }
 

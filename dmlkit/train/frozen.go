@@ -8,7 +8,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -96,26 +95,16 @@ func backboneKey(cfg *Config, h, w, c int) (string, error) {
 		}
 		k.Tail, k.TailOp = m.TrainableTail, start
 	}
-	if m.Pretrained != "" {
-		d, err := fileDigest(m.Pretrained)
-		if err != nil {
-			return "", fmt.Errorf("model.pretrained: %w", err)
-		}
+	digests, err := weightDigests(m)
+	if err != nil {
+		return "", err
+	}
+	if d, ok := digests["model.pretrained"]; ok {
 		k.Weights = "pretrained:" + d
 	}
-	if m.InitFrom != "" { // with a mobilenet's .tflite file too: the run's weights replace the file's
+	if d, ok := digests["model.init_from"]; ok { // with a mobilenet's .tflite file too: the run's weights replace the file's
 		if k.Weights != "" {
 			k.Weights += ";"
-		}
-		p := m.InitFrom
-		if fi, err := os.Stat(p); err == nil && fi.IsDir() {
-			if p, err = LatestCheckpoint(p); err != nil || p == "" {
-				return "", fmt.Errorf("model.init_from: %s: no checkpoint (%v)", m.InitFrom, err)
-			}
-		}
-		d, err := fileDigest(p)
-		if err != nil {
-			return "", fmt.Errorf("model.init_from: %w", err)
 		}
 		k.Weights += "init_from:" + d
 	}
@@ -128,19 +117,6 @@ func backboneKey(cfg *Config, h, w, c int) (string, error) {
 	}
 	s := sha256.Sum256(b)
 	return hex.EncodeToString(s[:]), nil
-}
-
-func fileDigest(path string) (string, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return "", fmt.Errorf("%s: %w", path, err)
-	}
-	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
 // featureCache maps image digests (SHA-256 of an input's pixels) to backbone features of one
