@@ -27,7 +27,7 @@ func TestCheckOnlyKeysPendingPoints(t *testing.T) {
 	// A value no run or pending point has (issue 43: "--only loss.name=citt" ran nothing, exit 0);
 	// alternatives of one key each need a match.
 	for only, want := range map[string]map[string][]string{
-		`--only loss.name=citt: no run of scale "small" has loss.name = citt (its values: contrastive)`: {"loss.name": {"citt"}},
+		`--only loss.name=citt: no run of scale "small" has loss.name = citt (its values: contrastive)`:     {"loss.name": {"citt"}},
 		`--only data.val_classes=0.2: no run of scale "small" has data.val_classes = 0.2 (its values: 0.1)`: {"data.val_classes": {"0.1", "0.2"}},
 	} {
 		if err := checkOnlyKeys(plan, want); err == nil || err.Error() != only {

@@ -109,6 +109,11 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 			}
 			return
 		}
+		if p.Phase == "warning" {
+			bar.clear()
+			fmt.Fprintf(stderr, "train: %s\n", p.Message)
+			return
+		}
 		if p.Phase == "eval" {
 			if !*quiet { // --quiet: the final "done" line only
 				bar.clear()

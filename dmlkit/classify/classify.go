@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/dmlkit/dmlkit/dmlkit/checksum"
 	"github.com/dmlkit/dmlkit/dmlkit/models"
 	"github.com/gomlx/compute"
 	. "github.com/gomlx/gomlx/core/graph"
@@ -25,21 +26,34 @@ type Classifier struct {
 	// Labels has one label per output (index 0 of the ImageNet files is "background"); nil when
 	// no label file beside the model has that many lines.
 	Labels []string
+	// Digest is the SHA-256 (hex) of the .tflite file, checked against the SHA256SUMS beside it
+	// where that lists the file.
+	Digest string
 	exec   *model.Exec
 }
 
 // Load reads the .tflite file at path ([models.CachedTFLite]), its labels ([LabelFiles] in the
-// same directory) and prepares the graph on backend b with the file's weights.
+// same directory) and prepares the graph on backend b with the file's weights. The model and the
+// label file must match the SHA256SUMS beside them where it lists them ([checksum.File]): a
+// damaged file is refused naming it and both digests. Digest is the model file's SHA-256.
 func Load(b compute.Backend, path string) (*Classifier, error) {
 	m, err := models.CachedTFLite(path)
 	if err != nil {
 		return nil, err
 	}
-	c := &Classifier{Model: m}
+	d, err := checksum.File(path)
+	if err != nil {
+		return nil, fmt.Errorf("classify: %w", err)
+	}
+	c := &Classifier{Model: m, Digest: d}
 	for _, name := range LabelFiles {
-		data, err := os.ReadFile(filepath.Join(filepath.Dir(path), name))
+		lp := filepath.Join(filepath.Dir(path), name)
+		data, err := os.ReadFile(lp)
 		if err != nil {
 			continue
+		}
+		if _, err := checksum.File(lp); err != nil {
+			return nil, fmt.Errorf("classify: labels: %w", err)
 		}
 		lines := strings.Split(strings.TrimRight(strings.ReplaceAll(string(data), "\r\n", "\n"), "\n"), "\n")
 		if len(lines) == m.NumOutputs {

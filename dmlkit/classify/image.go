@@ -18,6 +18,7 @@ import (
 	"math"
 	"os"
 
+	"github.com/dmlkit/dmlkit/dmlkit/checksum"
 	_ "golang.org/x/image/bmp" // registers BMP with image.Decode
 )
 
@@ -29,7 +30,11 @@ type RGB struct {
 
 // ReadImage decodes a BMP (24- or 32-bit uncompressed), JPEG or PNG file to 8-bit RGB. Alpha
 // is dropped (the colour channels are taken unpremultiplied); grey images are repeated to RGB.
+// An image listed in the SHA256SUMS beside it must have the listed digest ([checksum.File]).
 func ReadImage(path string) (*RGB, error) {
+	if _, err := checksum.File(path); err != nil {
+		return nil, fmt.Errorf("classify: %w", err)
+	}
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("classify: %w", err)

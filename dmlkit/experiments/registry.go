@@ -44,6 +44,9 @@ type Outcome struct {
 	Series  map[string][]float64
 	Timings map[string]float64
 	Notes   map[string]string
+	// Digests are the SHA-256 (hex) of the input files the run read its weights from, by
+	// configuration field (e.g. "model.pretrained"); stored in [Record.Digests].
+	Digests map[string]string
 }
 
 // Runner executes one run. It must honour ctx cancellation and report progress through progress

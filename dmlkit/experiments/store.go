@@ -30,15 +30,20 @@ type Record struct {
 	// returned a [*RunFailure], e.g. training diverged), says why, and FailedStep names the step
 	// (0: unknown). Such a record has no metrics; [Select], [GroupBy] and claim verdicts leave it
 	// out (verdicts count it), and a resumed sweep skips it unless ExecOptions.RetryFailed.
-	Failed     string         `json:"failed,omitempty"`
-	FailedStep int            `json:"failed_step,omitempty"`
-	Series     Series         `json:"series,omitempty"` // vectors for figures
+	Failed     string `json:"failed,omitempty"`
+	FailedStep int    `json:"failed_step,omitempty"`
+	Series     Series `json:"series,omitempty"` // vectors for figures
 	// Notes name results the run was asked for but left out, with the reason (Outcome.Notes).
 	Notes   map[string]string `json:"notes,omitempty"`
-	Timings    Metrics        `json:"timings,omitempty"`
-	Start      time.Time      `json:"start"`   // wall-clock start (UTC)
-	Seconds    float64        `json:"seconds"` // wall time of the run
-	Env        map[string]any `json:"env,omitempty"`
+	Timings Metrics           `json:"timings,omitempty"`
+	Start   time.Time         `json:"start"`   // wall-clock start (UTC)
+	Seconds float64           `json:"seconds"` // wall time of the run
+	Env     map[string]any    `json:"env,omitempty"`
+	// Digests holds the SHA-256 (hex) of the files the run's weights came from, by configuration
+	// field ("model.pretrained": the .tflite or ONNX backbone, "model.init_from": the checkpoint).
+	// It is provenance, not configuration: [Hash] does not see it, and records written before it
+	// existed have none.
+	Digests map[string]string `json:"digests,omitempty"`
 }
 
 // Value returns a record's value for a grouping or filter key: "scale", "paper", "seed" and

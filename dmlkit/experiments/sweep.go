@@ -308,6 +308,7 @@ func executeOne(ctx context.Context, plan *Plan, r Run, dir string, opt ExecOpti
 		Timings: Metrics(out.Timings),
 		Notes:   out.Notes,
 		Env:     opt.Env,
+		Digests: out.Digests,
 	}, nil
 }
 

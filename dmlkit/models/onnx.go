@@ -7,6 +7,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/dmlkit/dmlkit/dmlkit/checksum"
 	"github.com/gomlx/compute-onnx/support/protos"
 	"github.com/gomlx/gomlx/core/tensors"
 	"github.com/gomlx/gomlx/ml/model"
@@ -22,8 +23,12 @@ type WeightTensor struct {
 // ReadONNXWeights returns the float32 initializers of an ONNX model by name. Names that the
 // exporter aliased with Identity nodes (PyTorch de-duplicates equal tensors, e.g. a fresh BN's
 // running_var and weight) are resolved to their source. Only float32 initializers with
-// float_data or raw_data are read; the graph itself is not interpreted.
+// float_data or raw_data are read; the graph itself is not interpreted. A file listed in the
+// SHA256SUMS beside it must have the listed digest ([checksum.File]).
 func ReadONNXWeights(path string) (map[string]WeightTensor, error) {
+	if _, err := checksum.File(path); err != nil {
+		return nil, fmt.Errorf("models: %w", err)
+	}
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("models: %w", err)

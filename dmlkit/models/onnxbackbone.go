@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/dmlkit/dmlkit/dmlkit/checksum"
 	"github.com/gomlx/compute-onnx/support/protos"
 	"github.com/gomlx/compute/dtypes"
 	. "github.com/gomlx/gomlx/core/graph"
@@ -92,8 +93,12 @@ func OpenONNXBackbone(cfg Config) (*ONNXBackbone, error) {
 }
 
 // readONNXBackbone parses path and prepares it (see [ONNXBackbone]); layout and output are
-// [Config].ONNXLayout and ONNXOutput.
+// [Config].ONNXLayout and ONNXOutput. A file listed in the SHA256SUMS beside it must have the
+// listed digest ([checksum.File]).
 func readONNXBackbone(path, layout, output string) (*ONNXBackbone, error) {
+	if _, err := checksum.File(path); err != nil {
+		return nil, fmt.Errorf("model.pretrained: %w", err)
+	}
 	raw, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("model.pretrained: %w", err)

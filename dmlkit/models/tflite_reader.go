@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math"
 	"os"
+
+	"github.com/dmlkit/dmlkit/dmlkit/checksum"
 )
 
 // This file is a small, bounds-checked reader of the TFLite flatbuffer schema subset that the
@@ -255,8 +257,12 @@ type TFLiteFile struct {
 // ReadTFLite parses the .tflite flatbuffer at path: its first subgraph, every tensor with its
 // quantization and constant bytes, every operator with its options. Errors name the file and
 // what is wrong (not a TFLite file, malformed offsets, unsupported tensor types, an operator
-// code without an entry).
+// code without an entry). A file listed in the SHA256SUMS beside it must have the listed digest
+// ([checksum.File]); a damaged one is refused naming the file and both digests.
 func ReadTFLite(path string) (*TFLiteFile, error) {
+	if _, err := checksum.File(path); err != nil {
+		return nil, fmt.Errorf("models: %w", err)
+	}
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("models: %w", err)

@@ -216,6 +216,7 @@ func TrainRunner(ctx context.Context, rs experiments.RunSpec, progress func(stri
 		Metrics: map[string]float64{},
 		Series:  map[string][]float64{},
 		Timings: map[string]float64{"train_s": trainS},
+		Digests: res.Digests,
 	}
 	for k, v := range res.Metrics {
 		out.Metrics[strings.TrimPrefix(k, "test/")] = v
@@ -497,6 +498,9 @@ func progressReporter(progress func(string)) func(train.Progress) {
 			if p.Step == p.TotalSteps || p.Step%(64*50) == 0 {
 				progress(fmt.Sprintf("backbone features %d/%d images", p.Step, p.TotalSteps))
 			}
+			return
+		case "warning": // e.g. a damaged feature-cache part, dropped and computed again
+			progress(p.Message)
 			return
 		case "eval":
 			keys := make([]string, 0, len(p.Metrics))

@@ -4,15 +4,18 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"embed"
 	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"io"
 	"math"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"sort"
+	"strings"
+	"sync"
 
 	"github.com/dmlkit/dmlkit/dmlkit/atomicfile"
 	"github.com/dmlkit/dmlkit/dmlkit/models"
@@ -26,9 +29,42 @@ import (
 // backbone's feature cache (model.freeze_backbone); default: <user cache dir>/dmlkit/features.
 const FeatureCacheEnv = "DMLKIT_FEATURE_CACHE"
 
-// featureCacheVersion changes whenever the features a backbone configuration gives could change
-// for the same key (it is part of the key). 2: settings that do not apply to a backbone left out.
-const featureCacheVersion = 2
+// featureCacheVersion is the layout of the cache's key and parts (it is part of the key); what
+// the code computes is [featureCode]'s job. 2: settings that do not apply to a backbone left
+// out. 3: the code fingerprint in the key, parts with a checksum (DMLKFC2).
+const featureCacheVersion = 3
+
+// featureSource is this package's part of the path from an input to its cached features: the
+// pixels' conversion to floats (data.go, data_images.go, degrade.go), the loading of the
+// backbone's weights (init.go), the extraction (frozen.go) and the variables' mode (engine.go).
+//
+//go:embed frozen.go data.go data_images.go degrade.go init.go engine.go
+var featureSource embed.FS
+
+// featureCode fingerprints the code that computes a backbone's features, for the cache key
+// ([backboneKey]): the SHA-256 of dmlkit/models' Go source ([models.SourceDigest]), of the
+// files of featureSource, and the versions of the GoMLX modules that build and run the graph
+// (from the binary's build information). Editing any of those files, or moving to another
+// GoMLX, starts a new cache instead of reusing features the old code computed; it is a
+// variable so that tests can stand in another build.
+var featureCode = sync.OnceValue(func() string {
+	h := sha256.New()
+	fmt.Fprintf(h, "models %s\ntrain %s\n", models.SourceDigest(), models.EmbeddedDigest(featureSource))
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		var mods []string
+		for _, d := range bi.Deps {
+			if strings.HasPrefix(d.Path, "github.com/gomlx/") {
+				if d.Replace != nil {
+					d = d.Replace
+				}
+				mods = append(mods, d.Path+"@"+d.Version)
+			}
+		}
+		sort.Strings(mods)
+		fmt.Fprintf(h, "%s\n", strings.Join(mods, " "))
+	}
+	return hex.EncodeToString(h.Sum(nil))
+})
 
 // extractBatch is the number of images per backbone call when features are computed (one
 // compiled shape; the last batch is padded).
@@ -53,12 +89,13 @@ func featureCacheDir() (string, error) {
 // cached value is the prefix's map), the digests of the files its weights come from
 // (model.pretrained and the model.init_from checkpoint, both for a mobilenet whose .tflite
 // weights a run replaces) or, without one, the seed of its random initialisation, the input
-// shape and the cache version. Head, loss and optimiser settings are not part of it. The tail
-// fields are left out of the JSON when 0, so freeze_backbone's keys are as before (version 2).
+// shape, the cache version and the fingerprint of the code that computes the features
+// ([featureCode]). Head, loss and optimiser settings are not part of it.
 func backboneKey(cfg *Config, h, w, c int) (string, error) {
 	m := cfg.Model
 	k := struct {
 		Version            int
+		Code               string
 		Backbone           string
 		Channels           []int
 		Norm, Pool         string
@@ -73,7 +110,7 @@ func backboneKey(cfg *Config, h, w, c int) (string, error) {
 		// model.trainable_tail: the number of trainable blocks and the first op of the tail
 		// (0 for the frozen backbone, which leaves its keys as they were).
 		Tail, TailOp int `json:",omitempty"`
-	}{Version: featureCacheVersion, Backbone: m.Backbone, Channels: m.Channels, Norm: m.Norm, Pool: m.Pool,
+	}{Version: featureCacheVersion, Code: featureCode(), Backbone: m.Backbone, Channels: m.Channels, Norm: m.Norm, Pool: m.Pool,
 		FrozenBN: m.FrozenBN, GeMP: m.GeMP, InputSize: m.InputSize, H: h, W: w, C: c,
 		ONNXOutput: m.ONNXOutput, ONNXLayout: m.ONNXLayout, InputNorm: m.InputNorm}
 	// Settings that do not shape this backbone's features stay out of the key, so that every
@@ -96,26 +133,16 @@ func backboneKey(cfg *Config, h, w, c int) (string, error) {
 		}
 		k.Tail, k.TailOp = m.TrainableTail, start
 	}
-	if m.Pretrained != "" {
-		d, err := fileDigest(m.Pretrained)
-		if err != nil {
-			return "", fmt.Errorf("model.pretrained: %w", err)
-		}
+	digests, err := weightDigests(m)
+	if err != nil {
+		return "", err
+	}
+	if d, ok := digests["model.pretrained"]; ok {
 		k.Weights = "pretrained:" + d
 	}
-	if m.InitFrom != "" { // with a mobilenet's .tflite file too: the run's weights replace the file's
+	if d, ok := digests["model.init_from"]; ok { // with a mobilenet's .tflite file too: the run's weights replace the file's
 		if k.Weights != "" {
 			k.Weights += ";"
-		}
-		p := m.InitFrom
-		if fi, err := os.Stat(p); err == nil && fi.IsDir() {
-			if p, err = LatestCheckpoint(p); err != nil || p == "" {
-				return "", fmt.Errorf("model.init_from: %s: no checkpoint (%v)", m.InitFrom, err)
-			}
-		}
-		d, err := fileDigest(p)
-		if err != nil {
-			return "", fmt.Errorf("model.init_from: %w", err)
 		}
 		k.Weights += "init_from:" + d
 	}
@@ -130,35 +157,29 @@ func backboneKey(cfg *Config, h, w, c int) (string, error) {
 	return hex.EncodeToString(s[:]), nil
 }
 
-func fileDigest(path string) (string, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return "", fmt.Errorf("%s: %w", path, err)
-	}
-	return hex.EncodeToString(h.Sum(nil)), nil
-}
-
 // featureCache maps image digests (SHA-256 of an input's pixels) to backbone features of one
 // backbone key. On disk it is a directory of part files, each written whole (atomically):
 //
-//	"DMLKFC1\n", F and n as little-endian uint32, n 32-byte digests, n·F little-endian float32.
+//	"DMLKFC2\n", F and n as little-endian uint32, n 32-byte digests, n·F little-endian float32,
+//	then the SHA-256 of all the bytes before it.
 //
 // Parts only add features; readers take the union, so concurrent runs that compute the same
 // images write duplicate entries that agree, and an interrupted run loses only its unwritten part.
+// A part whose checksum, length or header is wrong (or one of the older layout without a
+// checksum) is not trusted: its entries count as missing, so they are computed again, and the
+// file is removed.
 type featureCache struct {
 	dir string
 	f   int
 	m   map[[32]byte][]float32
 }
 
-const featureCacheMagic = "DMLKFC1\n"
+const featureCacheMagic = "DMLKFC2\n"
 
-func openFeatureCache(dir string) (*featureCache, error) {
+// openFeatureCache reads the parts in dir. Each part that fails its check is removed and
+// reported through warn (when not nil) naming the file and what was wrong; its entries are
+// then missing. Parts that pass their checks but disagree on the feature width are an error.
+func openFeatureCache(dir string, warn func(string)) (*featureCache, error) {
 	c := &featureCache{dir: dir, m: map[[32]byte][]float32{}}
 	names, err := filepath.Glob(filepath.Join(dir, "part-*.bin"))
 	if err != nil {
@@ -166,32 +187,50 @@ func openFeatureCache(dir string) (*featureCache, error) {
 	}
 	sort.Strings(names)
 	for _, p := range names {
-		if err := c.readPart(p); err != nil {
+		damaged, err := c.readPart(p)
+		if err != nil {
 			return nil, err
+		}
+		if damaged == "" {
+			continue
+		}
+		msg := fmt.Sprintf("feature cache: %s: %s; not used, its features are computed again", p, damaged)
+		if err := os.Remove(p); err != nil && !os.IsNotExist(err) {
+			msg += fmt.Sprintf(" (removing it: %v)", err)
+		}
+		if warn != nil {
+			warn(msg)
 		}
 	}
 	return c, nil
 }
 
-func (c *featureCache) readPart(path string) error {
+// readPart adds the entries of the part at path. When the part fails a check it adds nothing
+// and returns what is wrong as damaged; err is for a file that cannot be read or a width that
+// disagrees with the other parts'.
+func (c *featureCache) readPart(path string) (damaged string, err error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return fmt.Errorf("train: feature cache: %w", err)
+		return "", fmt.Errorf("train: feature cache: %w", err)
 	}
-	bad := func(what string) error {
-		return fmt.Errorf("train: feature cache: %s: %s (delete the file to recompute it)", path, what)
+	if len(b) >= len(featureCacheMagic) && string(b[:len(featureCacheMagic)]) == "DMLKFC1\n" {
+		return "written by an older dmlkit without a checksum", nil
 	}
-	if len(b) < len(featureCacheMagic)+8 || string(b[:len(featureCacheMagic)]) != featureCacheMagic {
-		return bad("not a feature-cache part")
+	if len(b) < len(featureCacheMagic)+8+sha256.Size || string(b[:len(featureCacheMagic)]) != featureCacheMagic {
+		return "not a feature-cache part", nil
 	}
-	b = b[len(featureCacheMagic):]
+	body, stored := b[:len(b)-sha256.Size], b[len(b)-sha256.Size:]
+	b = body[len(featureCacheMagic):]
 	f, n := int(binary.LittleEndian.Uint32(b)), int(binary.LittleEndian.Uint32(b[4:]))
 	b = b[8:]
 	if f <= 0 || len(b) != n*32+n*f*4 {
-		return bad(fmt.Sprintf("%d bytes for %d features of width %d", len(b), n, f))
+		return fmt.Sprintf("%d bytes for %d features of width %d", len(b), n, f), nil
+	}
+	if sum := sha256.Sum256(body); !bytes.Equal(sum[:], stored) {
+		return fmt.Sprintf("checksum mismatch: sha256 of its first %d bytes (header, digests, values) %x, stored %x", len(body), sum, stored), nil
 	}
 	if c.f != 0 && c.f != f {
-		return bad(fmt.Sprintf("feature width %d, other parts %d", f, c.f))
+		return "", fmt.Errorf("train: feature cache: %s: feature width %d, other parts %d (delete the directory to recompute it)", path, f, c.f)
 	}
 	c.f = f
 	vals := b[n*32:]
@@ -204,7 +243,7 @@ func (c *featureCache) readPart(path string) error {
 		}
 		c.m[k] = v
 	}
-	return nil
+	return "", nil
 }
 
 // add stores features [len(keys), F] as a new part.
@@ -235,6 +274,8 @@ func (c *featureCache) add(keys [][32]byte, feats []float32, f int) error {
 	if err := os.MkdirAll(c.dir, 0o755); err != nil {
 		return fmt.Errorf("train: feature cache: %w", err)
 	}
+	sum := sha256.Sum256(buf.Bytes())
+	buf.Write(sum[:])
 	name := filepath.Join(c.dir, "part-"+hex.EncodeToString(h.Sum(nil))[:16]+".bin")
 	if err := atomicfile.WriteFile(name, buf.Bytes(), 0o644); err != nil {
 		return fmt.Errorf("train: feature cache: %w", err)
@@ -272,7 +313,8 @@ func inputDigest(s Set, i int, buf []float32) [32]byte {
 // extractBatch) and added, and each set becomes [Features] (the frozen backbone) or
 // [cutMaps] (the trainable tail) with its labels and coarse labels. progress, when not nil,
 // receives Phase "features" reports (Step = images computed so far, TotalSteps = images to
-// compute).
+// compute); a damaged cache part (see featureCache) is reported as Phase "warning", and its
+// features are computed again.
 func freezeBackbone(ctx context.Context, cfg *Config, b compute.Backend, split *sets, progress func(Progress)) (*sets, error) {
 	field, tail := "model.freeze_backbone", cfg.Model.TrainableTail > 0
 	if tail {
@@ -304,7 +346,12 @@ func freezeBackbone(ctx context.Context, cfg *Config, b compute.Backend, split *
 	if err != nil {
 		return nil, err
 	}
-	cache, err := openFeatureCache(filepath.Join(root, key[:24]))
+	warn := func(msg string) {
+		if progress != nil {
+			progress(Progress{Phase: "warning", Message: msg})
+		}
+	}
+	cache, err := openFeatureCache(filepath.Join(root, key[:24]), warn)
 	if err != nil {
 		return nil, err
 	}

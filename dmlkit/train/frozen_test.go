@@ -1,6 +1,7 @@
 package train
 
 import (
+	"bytes"
 	"context"
 	"image/color"
 	"math"
@@ -69,6 +70,25 @@ func runCountingFeatures(t *testing.T, cfg Config) (*Result, int) {
 	return res, computed
 }
 
+// runWatchingCache is runCountingFeatures that also returns the warnings the run reported.
+func runWatchingCache(t *testing.T, cfg Config) (*Result, int, []string) {
+	t.Helper()
+	computed := 0
+	var warned []string
+	res, err := Run(context.Background(), cfg, t.TempDir(), func(p Progress) {
+		switch p.Phase {
+		case "features":
+			computed = p.Step
+		case "warning":
+			warned = append(warned, p.Message)
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res, computed, warned
+}
+
 // assertSameRun fails unless the frozen run a and the backbone-rate-0 run b took the same number of
 // steps to the same final loss (relative 1e-6) and test R@1 and MAP@R (absolute 1e-6).
 func assertSameRun(t *testing.T, a, b *Result) {
@@ -87,7 +107,8 @@ func assertSameRun(t *testing.T, a, b *Result) {
 }
 
 // TestFeatureCacheReuse: a second run with another seed (so another validation split and
-// sampler) computes no feature; a corrupt part file is an error naming it.
+// sampler) computes no feature; a corrupt part file is reported naming it, and its features are
+// computed again.
 func TestFeatureCacheReuse(t *testing.T) {
 	cache := t.TempDir()
 	t.Setenv(FeatureCacheEnv, cache)
@@ -117,13 +138,21 @@ func TestFeatureCacheReuse(t *testing.T) {
 	if len(parts) != 2 {
 		t.Fatalf("%d cache parts, want 2 (one per backbone key): %v", len(parts), parts)
 	}
-	if err := os.WriteFile(parts[0], []byte("DMLKFC1\n\x04\x00\x00\x00\x09"), 0o644); err != nil {
+	if err := os.WriteFile(parts[0], []byte("DMLKFC2\n\x04\x00\x00\x00\x09"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	_, err1 := Run(context.Background(), cfg, t.TempDir(), nil)
-	_, err2 := Run(context.Background(), c2, t.TempDir(), nil)
-	if (err1 == nil || !strings.Contains(err1.Error(), parts[0])) && (err2 == nil || !strings.Contains(err2.Error(), parts[0])) {
-		t.Errorf("a corrupt cache part gave %v / %v, want an error naming %s", err1, err2, parts[0])
+	var warned []string
+	computed := 0
+	for _, c := range []Config{cfg, c2} {
+		_, n, w := runWatchingCache(t, c)
+		computed += n
+		warned = append(warned, w...)
+	}
+	if len(warned) != 1 || !strings.Contains(warned[0], parts[0]) || !strings.Contains(warned[0], "not a feature-cache part") {
+		t.Errorf("a corrupt cache part gave warnings %q, want one naming %s", warned, parts[0])
+	}
+	if computed != 16*8+10*6 {
+		t.Errorf("%d features computed after a part was damaged, want its %d", computed, 16*8+10*6)
 	}
 }
 
@@ -196,5 +225,103 @@ func TestBackboneKeyIgnoresInapplicableSettings(t *testing.T) {
 	}
 	if key(mobile) == a {
 		t.Error("the key ignores the weights file's content")
+	}
+}
+
+// TestFeatureCacheChecksum (issue 43): one flipped bit in a cached value (the exponent's lowest
+// bit, 6.0 → 24.0) is caught by the part's checksum: the run reports the part, computes its
+// features again and ends exactly as the run that computed them first, and the rewritten part
+// is the original one byte for byte. Today's reader reused the damaged value.
+func TestFeatureCacheChecksum(t *testing.T) {
+	cache := t.TempDir()
+	t.Setenv(FeatureCacheEnv, cache)
+	cfg := frozenConfig()
+	cfg.Model.FreezeBackbone = true
+	cfg.Epochs = 1
+	first, n, _ := runWatchingCache(t, cfg)
+	if n != 16*8+10*6 {
+		t.Fatalf("first run computed %d features, want %d", n, 16*8+10*6)
+	}
+	parts, _ := filepath.Glob(filepath.Join(cache, "*", "part-*.bin"))
+	if len(parts) != 1 {
+		t.Fatalf("%d cache parts, want 1: %v", len(parts), parts)
+	}
+	orig, err := os.ReadFile(parts[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The last test image's first value: header (8 + 8 bytes), 188 digests, then 188·F floats.
+	const images = 16*8 + 10*6
+	f := (len(orig) - 16 - images*32 - 32) / (images * 4)
+	at := 16 + images*32 + (images-1)*f*4
+	bad := append([]byte(nil), orig...)
+	bad[at+3] ^= 0x01 // the exponent's lowest bit: ×4 or ÷4
+	if err := os.WriteFile(parts[0], bad, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	again, n, warned := runWatchingCache(t, cfg)
+	if len(warned) != 1 || !strings.Contains(warned[0], parts[0]) || !strings.Contains(warned[0], "checksum mismatch") {
+		t.Errorf("warnings %q, want one naming %s and its checksum", warned, parts[0])
+	}
+	if n != images {
+		t.Errorf("%d features computed after the part was damaged, want its %d", n, images)
+	}
+	assertSameRun(t, first, again)
+	for _, k := range []string{"test/MAP@R", "test/R@1"} {
+		if first.Metrics[k] != again.Metrics[k] {
+			t.Errorf("%s %v after the rebuild, %v before", k, again.Metrics[k], first.Metrics[k])
+		}
+	}
+	if b, err := os.ReadFile(parts[0]); err != nil || !bytes.Equal(b, orig) {
+		t.Errorf("the rebuilt part differs from the original (%v)", err)
+	}
+}
+
+// TestFeatureCacheCodeFingerprint: features cached by another build of the feature code (another
+// featureCode) are not reused, and a part of the older layout without a checksum is not trusted.
+func TestFeatureCacheCodeFingerprint(t *testing.T) {
+	cache := t.TempDir()
+	t.Setenv(FeatureCacheEnv, cache)
+	cfg := frozenConfig()
+	cfg.Model.FreezeBackbone = true
+	cfg.Epochs = 1
+	const images = 16*8 + 10*6
+	if _, n, _ := runWatchingCache(t, cfg); n != images {
+		t.Fatalf("first run computed %d features, want %d", n, images)
+	}
+	k1, err := backboneKey(&cfg, 12, 12, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	saved := featureCode
+	t.Cleanup(func() { featureCode = saved })
+	featureCode = func() string { return "another build of the feature code" }
+	k2, err := backboneKey(&cfg, 12, 12, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if k1 == k2 {
+		t.Fatalf("backbone key %s does not change with the code fingerprint", k1)
+	}
+	if _, n, _ := runWatchingCache(t, cfg); n != images {
+		t.Errorf("under another code fingerprint %d features computed, want all %d", n, images)
+	}
+	// An old-layout part (no checksum) in the key's directory: a miss, reported and removed.
+	featureCode = saved
+	parts, _ := filepath.Glob(filepath.Join(cache, k1[:24], "part-*.bin"))
+	if len(parts) != 1 {
+		t.Fatalf("%d parts under key %s, want 1", len(parts), k1[:24])
+	}
+	b, err := os.ReadFile(parts[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := append([]byte("DMLKFC1\n"), b[len(featureCacheMagic):len(b)-32]...)
+	if err := os.WriteFile(parts[0], old, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, n, warned := runWatchingCache(t, cfg)
+	if n != images || len(warned) != 1 || !strings.Contains(warned[0], "without a checksum") {
+		t.Errorf("an old-layout part: %d computed (want %d), warnings %q", n, images, warned)
 	}
 }

@@ -50,7 +50,7 @@ func RetrievalEvaluator(ks []int, opis bool, seed uint64) Evaluator {
 
 // Progress is reported through the callback after every optimiser step and every evaluation.
 type Progress struct {
-	Phase      string // "train" or "eval"
+	Phase      string // "train", "eval", "features" (a fixed backbone's features computed) or "warning"
 	Step       int    // optimiser steps done
 	TotalSteps int
 	Epoch      int // current epoch, 0-based
@@ -60,6 +60,9 @@ type Progress struct {
 	Elapsed    time.Duration
 	ETA        time.Duration
 	Metrics    map[string]float64 // eval phase only
+	// Message, in Phase "warning", says what went wrong and what was done about it (e.g. a
+	// feature-cache part that failed its checksum, left out and computed again).
+	Message string
 }
 
 // Options are the non-configuration inputs of a run.
@@ -172,6 +175,11 @@ type Result struct {
 	// UncDegraded (eval.degrade) holds, per listed degradation in order, the mean norm ‖u‖ of the
 	// uncertainty embeddings of the degraded test images after training.
 	UncDegraded []DegradedUnc
+	// Digests holds the SHA-256 (hex) of the files the model's weights came from, by
+	// configuration field ("model.pretrained", "model.init_from"; nil when none), as env.json
+	// records them. A file listed in the SHA256SUMS beside it was checked against it before the
+	// run started.
+	Digests map[string]string
 }
 
 // Run trains cfg, writing the run directory outDir (created if needed), and reports progress
@@ -198,6 +206,11 @@ func RunWithOptions(ctx context.Context, cfg Config, outDir string, opt Options)
 	}
 	if outDir == "" {
 		return nil, fmt.Errorf("train: empty output directory")
+	}
+	// The weights files are checked (and digested for the record) before anything is written.
+	digests, err := weightDigests(cfg.Model)
+	if err != nil {
+		return nil, fmt.Errorf("train: %w", err)
 	}
 	if err := os.MkdirAll(outDir, 0o755); err != nil {
 		return nil, fmt.Errorf("train: %w", err)
@@ -257,7 +270,7 @@ func RunWithOptions(ctx context.Context, cfg Config, outDir string, opt Options)
 	}
 	runCfg := cfg // after a resume, which may change cfg
 	runCfg.Model = trainedModel(cfg)
-	if err := writeRunFiles(outDir, &cfg); err != nil {
+	if err := writeRunFiles(outDir, &cfg, digests); err != nil {
 		return nil, err
 	}
 	if len(split.corruptions) > 0 {
@@ -292,6 +305,7 @@ func RunWithOptions(ctx context.Context, cfg Config, outDir string, opt Options)
 	err = r.loop(ctx, sampler)
 	if r.res != nil {
 		r.res.ResumeChanges = resumeChanges
+		r.res.Digests = digests
 		if k := cfg.Data.Corrupt; k.LabelNoise > 0 || k.ImageNoise > 0 {
 			rz := data.RealisedOf(split.corruptions)
 			r.res.Corruption = &rz
@@ -754,6 +768,8 @@ type Env struct {
 	Started   time.Time `json:"started"`
 	Hostname  string    `json:"hostname,omitempty"`
 	Args      []string  `json:"args,omitempty"`
+	// Digests: the SHA-256 of the weights files by configuration field ([Result.Digests]).
+	Digests map[string]string `json:"digests,omitempty"`
 }
 
 // CurrentEnv describes the running environment (backend, versions, git commit when run inside
@@ -770,7 +786,7 @@ func CurrentEnv() Env {
 	return e
 }
 
-func writeRunFiles(dir string, cfg *Config) error {
+func writeRunFiles(dir string, cfg *Config, digests map[string]string) error {
 	y, err := cfg.YAML()
 	if err != nil {
 		return fmt.Errorf("train: config.resolved.yaml: %w", err)
@@ -778,7 +794,9 @@ func writeRunFiles(dir string, cfg *Config) error {
 	if err := os.WriteFile(filepath.Join(dir, "config.resolved.yaml"), y, 0o644); err != nil {
 		return fmt.Errorf("train: %w", err)
 	}
-	j, err := json.MarshalIndent(CurrentEnv(), "", "  ")
+	env := CurrentEnv()
+	env.Digests = digests
+	j, err := json.MarshalIndent(env, "", "  ")
 	if err != nil {
 		return fmt.Errorf("train: env.json: %w", err)
 	}
