@@ -62,6 +62,34 @@ func TestSOPBench(t *testing.T) {
 	t.Logf("go   KNNSelf top-%d: %.2fs wall, %.2fs CPU  VmHWM %.0f MiB  Go heap allocated during call %.0f MiB",
 		k, goKNN.Seconds(), goKNNCPU, knnBenchHWM(), float64(ms1.TotalAlloc-ms0.TotalAlloc)/(1<<20))
 
+	// Go: the blocked search (every pair scored twice) on the same data, for the symmetric search's
+	// gain measured in the same process; its neighbours must equal KNNSelf's bit for bit.
+	knnBenchFree()
+	t0, c0 = time.Now(), knnBenchCPU()
+	eb, err := newKNNEngine(emb, n, emb, n, d, KNNOptions{K: k, ExcludeSelf: true}, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	eb.noSym = true
+	blk, err := eb.run(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	blkWall, blkCPU := time.Since(t0), knnBenchCPU()-c0
+	equal := true
+	for i := range blk.Index {
+		if blk.Index[i] != nb.Index[i] || math.Float32bits(blk.Score[i]) != math.Float32bits(nb.Score[i]) {
+			equal = false
+			break
+		}
+	}
+	t.Logf("go   blocked (not symmetric) top-%d: %.2fs wall, %.2fs CPU; symmetric/blocked %.2f× wall, %.2f× CPU; identical neighbours and scores: %v (CPU: %s)",
+		k, blkWall.Seconds(), blkCPU, goKNN.Seconds()/blkWall.Seconds(), goKNNCPU/blkCPU, equal, knnBenchCPUModel())
+	if !equal {
+		t.Error("symmetric and blocked searches differ")
+	}
+	blk = nil
+
 	// Go: full evaluation.
 	knnBenchFree()
 	t0, c0 = time.Now(), knnBenchCPU()
@@ -241,4 +269,20 @@ func knnBenchReadNpyInt64(path string, count int) ([]int64, error) {
 		out[i] = int64(binary.LittleEndian.Uint64(data[8*i:]))
 	}
 	return out, nil
+}
+
+// knnBenchCPUModel is /proc/cpuinfo's model name (ratios move with the CPU: printed beside them).
+func knnBenchCPUModel() string {
+	b, err := os.ReadFile("/proc/cpuinfo")
+	if err != nil {
+		return "unknown"
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(l, "model name") {
+			if _, v, ok := strings.Cut(l, ":"); ok {
+				return strings.TrimSpace(v)
+			}
+		}
+	}
+	return "unknown"
 }

@@ -105,7 +105,10 @@ func KNN(q []float32, nq int, r []float32, nr int, d int, opt KNNOptions) (*Neig
 	return e.run(nil)
 }
 
-// KNNSelf is KNN of a set against itself with self-matches removed by index (ExcludeSelf).
+// KNNSelf is KNN of a set against itself with self-matches removed by index (ExcludeSelf). Under Cosine
+// and InnerProduct it scores each pair of row blocks once and offers the scores to both sides (the
+// score is symmetric bit for bit), half the blocked search's arithmetic with identical results; L2 runs
+// the blocked search.
 func KNNSelf(emb []float32, n, d int, opt KNNOptions) (*Neighbors, error) {
 	opt.ExcludeSelf = true
 	e, err := newKNNEngine(emb, n, emb, n, d, opt, true)
@@ -180,13 +183,15 @@ type knnEngine struct {
 	mb, nb     int
 	progress   func(done, total int)
 	posr       *knnPosRanks // optional exact-mAP accounting
+	same       bool         // the queries are the references (same rows): see runSymmetric
+	noSym      bool         // tests: force the blocked search
 }
 
 func newKNNEngine(q []float32, nq int, r []float32, nr int, d int, opt KNNOptions, same bool) (*knnEngine, error) {
 	if err := validateKNNInputs(q, nq, r, nr, d, opt); err != nil {
 		return nil, err
 	}
-	e := &knnEngine{kern: knnActiveKernel, nq: nq, nr: nr, k: opt.K, sim: opt.Similarity, progress: opt.Progress}
+	e := &knnEngine{kern: knnActiveKernel, nq: nq, nr: nr, k: opt.K, sim: opt.Similarity, progress: opt.Progress, same: same}
 	// Prepare inputs.
 	switch opt.Similarity {
 	case InnerProduct:
@@ -350,6 +355,9 @@ type knnTopState struct {
 }
 
 func (e *knnEngine) run(out *Neighbors) (*Neighbors, error) {
+	if !e.noSym && e.symmetricOK() {
+		return e.runSymmetric(out)
+	}
 	if out == nil {
 		out = &Neighbors{NQ: e.nq, K: e.k, Similarity: e.sim,
 			Index: make([]int32, e.nq*e.k), Score: make([]float32, e.nq*e.k)}
