@@ -223,6 +223,10 @@ func crossPaperSummary(dir string, known map[string]*experiments.ClaimsReport, s
 		if err != nil {
 			return nil, err
 		}
+		// As `dmlkit tables` does: typos and NaN metrics are errors, not claims without records.
+		if err := experiments.CheckClaims(cs, spec, recs, sc); err != nil {
+			return nil, err
+		}
 		rep, err := cs.Report(recs, experiments.ClaimOptions{Scale: sc, Spec: spec})
 		if err != nil {
 			return nil, err
