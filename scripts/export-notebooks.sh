@@ -78,12 +78,13 @@ install() {
 		echo "export-notebooks: lint failed; notebooks/ is unchanged (the staged files are in out/export-notebooks/)" >&2
 		exit 1
 	fi
-	local i
+	local i what="${installed[*]} and their HTML exports"
+	[[ ${1:-} == html-only ]] && what="the HTML exports of ${installed[*]}"
 	for i in "${!staged[@]}"; do
 		[[ ${1:-} == html-only ]] || cp "${staged[$i]}" "${installed[$i]}"
 		cp "${staged[$i]%.ipynb}.html" "${installed[$i]%.ipynb}.html"
 	done
-	echo "export-notebooks: wrote ${installed[*]} and their HTML exports"
+	echo "export-notebooks: wrote $what"
 }
 
 # NB_EXPORT_HTML_ONLY=1: only export the committed notebooks to HTML again (no execution).
