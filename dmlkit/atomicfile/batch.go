@@ -95,13 +95,17 @@ func (b *Batch) Files() []string {
 }
 
 // Changed returns the paths staged whose content differs from the file on disk (or that do not
-// exist yet), in the order first written: what [Batch.Commit] would write.
+// exist yet, or are not regular files: a device or pipe is never read), in the order first
+// written: what [Batch.Commit] would write.
 func (b *Batch) Changed() []string {
 	var out []string
 	for _, f := range b.order {
-		if old, err := os.ReadFile(f.path); err != nil || !bytes.Equal(old, f.data) {
-			out = append(out, f.path)
+		if st, err := os.Stat(f.path); err == nil && st.Mode().IsRegular() {
+			if old, err := os.ReadFile(f.path); err == nil && bytes.Equal(old, f.data) {
+				continue
+			}
 		}
+		out = append(out, f.path)
 	}
 	return out
 }

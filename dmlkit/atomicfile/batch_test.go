@@ -1,10 +1,14 @@
 package atomicfile
 
 import (
+	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
+	"syscall"
 	"testing"
+	"time"
 )
 
 func TestBatchCommit(t *testing.T) {
@@ -89,4 +93,44 @@ func TestBatchCommitFailsWhole(t *testing.T) {
 		t.Errorf("directory created by a failed commit is left behind")
 	}
 	noTemp(t, dir)
+}
+
+// TestBatchFIFO: a named pipe in a batch is written through at Commit, never read to compare.
+func TestBatchFIFO(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("no named pipes")
+	}
+	p := filepath.Join(t.TempDir(), "pipe")
+	if err := syscall.Mkfifo(p, 0o600); err != nil {
+		t.Skip(err)
+	}
+	got := make(chan string, 1)
+	go func() {
+		f, err := os.Open(p)
+		if err != nil {
+			got <- err.Error()
+			return
+		}
+		defer f.Close()
+		b, _ := io.ReadAll(f)
+		got <- string(b)
+	}()
+	b := NewBatch()
+	b.WriteFile(p, []byte("through"), 0o644)
+	done := make(chan error, 1)
+	go func() { _, err := b.Commit(); done <- err }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Commit blocked on a named pipe")
+	}
+	if s := <-got; s != "through" {
+		t.Errorf("pipe read %q", s)
+	}
+	if st, err := os.Lstat(p); err != nil || st.Mode()&os.ModeNamedPipe == 0 {
+		t.Errorf("the pipe was replaced: %v %v", st.Mode(), err)
+	}
 }
