@@ -10,6 +10,11 @@
 # tagged hide-input show only their outputs, cells tagged hide-cell nothing (notebooks/README.md).
 # Then the lint that `go test ./scripts/nbcheck` runs (TestCommittedNotebooks) checks the result.
 #
+# The outputs are one transaction: every notebook and HTML export is built and linted in a staging
+# directory first, and notebooks/ is written only when all of them succeeded; a notebook that fails
+# to execute, export or lint leaves every committed notebook and export as it was (the staged files
+# of a failed lint are kept in out/export-notebooks/ to look at).
+#
 #   scripts/export-notebooks.sh                          # every notebook
 #   scripts/export-notebooks.sh notebooks/tcm_opis.ipynb
 #
@@ -52,16 +57,46 @@ html_flags=(
 	--TagRemovePreprocessor.remove_input_tags=hide-input
 	--TagRemovePreprocessor.remove_cell_tags=hide-cell
 )
+stage=$tmp/stage
+mkdir -p "$stage"
+staged=() # notebooks in $stage, each with its HTML export beside it
+installed=() # their committed paths, in the same order
+
+# export_html NB: NB's HTML export beside it, typeset and stamped.
+export_html() {
+	jupyter nbconvert --to html --log-level=WARN "${html_flags[@]}" --output-dir "$(dirname "$1")" "$1"
+	out/bin/nbcheck -render-math "${1%.ipynb}.html"
+	out/bin/nbcheck -stamp "$1"
+}
+
+# install [html-only]: lint the staged notebooks and exports, then move them (only the exports with
+# html-only) over the committed ones — or, when the lint fails, keep them in out/export-notebooks/
+# and leave notebooks/ alone.
+install() {
+	if ! out/bin/nbcheck -lint -staged "$stage" "${installed[@]}"; then
+		rm -rf out/export-notebooks && mkdir -p out/export-notebooks && cp "$stage"/* out/export-notebooks/
+		echo "export-notebooks: lint failed; notebooks/ is unchanged (the staged files are in out/export-notebooks/)" >&2
+		exit 1
+	fi
+	local i what="${installed[*]} and their HTML exports"
+	[[ ${1:-} == html-only ]] && what="the HTML exports of ${installed[*]}"
+	for i in "${!staged[@]}"; do
+		[[ ${1:-} == html-only ]] || cp "${staged[$i]}" "${installed[$i]}"
+		cp "${staged[$i]%.ipynb}.html" "${installed[$i]%.ipynb}.html"
+	done
+	echo "export-notebooks: wrote $what"
+}
+
 # NB_EXPORT_HTML_ONLY=1: only export the committed notebooks to HTML again (no execution).
 if [[ ${NB_EXPORT_HTML_ONLY:-0} == 1 ]]; then
 	hfiles=("$@")
 	((${#hfiles[@]})) || hfiles=(notebooks/*.ipynb)
 	for nb in "${hfiles[@]}"; do
-		jupyter nbconvert --to html --log-level=WARN "${html_flags[@]}" --output-dir "$(dirname "$nb")" "$nb"
-		out/bin/nbcheck -render-math "${nb%.ipynb}.html"
-		out/bin/nbcheck -stamp "$nb"
+		cp "$nb" "$stage/"
+		export_html "$stage/$(basename "$nb")"
+		staged+=("$stage/$(basename "$nb")") installed+=("$nb")
 	done
-	out/bin/nbcheck -lint "$@"
+	install html-only
 	exit
 fi
 
@@ -87,13 +122,12 @@ for nb in "${files[@]}"; do
 		--ExecutePreprocessor.kernel_name=gonb --ExecutePreprocessor.timeout=1800 \
 		--output "$tmp/$name.ipynb" "$root/notebooks/$name.ipynb" >"$tmp/$name.log" 2>&1; then
 		grep -v '^[IWE][0-9][0-9][0-9][0-9] ' "$tmp/$name.log" | tail -30 >&2
-		echo "export-notebooks: $nb failed; the committed notebook is unchanged" >&2
+		echo "export-notebooks: $nb failed; every committed notebook is unchanged" >&2
 		exit 1
 	fi
-	out/bin/nbcheck -normalize "$nb" "$tmp/$name.ipynb"
-	jupyter nbconvert --to html --log-level=WARN "${html_flags[@]}" --output-dir "$(dirname "$nb")" "$nb"
-	out/bin/nbcheck -render-math "${nb%.ipynb}.html"
-	out/bin/nbcheck -stamp "$nb"
-	echo "export-notebooks: exported $nb and ${nb%.ipynb}.html in $(($(date +%s) - t0)) s"
+	out/bin/nbcheck -normalize "$stage/$name.ipynb" "$tmp/$name.ipynb"
+	export_html "$stage/$name.ipynb"
+	staged+=("$stage/$name.ipynb") installed+=("$nb")
+	echo "export-notebooks: exported $nb and ${nb%.ipynb}.html (staged) in $(($(date +%s) - t0)) s"
 done
-out/bin/nbcheck -lint "${files[@]}"
+install

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"errors"
 	"flag"
 	"fmt"
@@ -8,6 +9,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/dmlkit/dmlkit/dmlkit/atomicfile"
 	"github.com/dmlkit/dmlkit/dmlkit/experiments"
 	"github.com/dmlkit/dmlkit/dmlkit/plots"
 )
@@ -27,6 +29,7 @@ func runFigures(args []string, stdout, stderr io.Writer) error {
 	results := fs.String("results", "", "results directory (default: SPECDIR/results at scale small, out/PAPER/SCALE/results at the others)")
 	out := fs.String("out", "", "output directory (default: figures/PAPER at the repository root at scale small, out/PAPER/SCALE/figures at the others)")
 	formats := fs.String("formats", "png,svg,pdf", "comma-separated file formats")
+	skipTorn := fs.Bool("skip-torn", false, skipTornUsage)
 	specArg, err := parseWithPositional(fs, args)
 	if err != nil {
 		return err
@@ -39,18 +42,34 @@ func runFigures(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	recs, err := loadRecords(spec, sc, *results, stderr)
+	recs, err := loadRecords(spec, sc, *results, *skipTorn, stderr)
 	if err != nil {
 		return err
 	}
-	return makeFigures(spec, sc, recs, *out, strings.Split(*formats, ","), stdout, stderr)
+	w, held := atomicfile.NewBatch(), &bytes.Buffer{}
+	if err := makeFigures(w, spec, sc, recs, *out, strings.Split(*formats, ","), held, stderr); err != nil {
+		return err
+	}
+	return commitOutputs(w, held, stdout)
 }
 
-// loadRecords reads the store of results (default: the scale's, see resultsDir).
-func loadRecords(spec *experiments.Spec, scale, results string, stderr io.Writer) ([]experiments.Record, error) {
+// skipTornUsage is the help of the report commands' --skip-torn.
+const skipTornUsage = "leave out result lines that do not parse (a line torn by a crash, an edited record) with a warning, instead of failing"
+
+// loadRecords reads the store of results (default: the scale's, see resultsDir). A line of the
+// store that does not parse (experiments.LoadReport.Bad: torn by a crash, or edited) is an error
+// naming file and line, unless skipTorn: then a warning, and the record is left out — what a
+// sweep wants (`dmlkit run` counts the run as not stored and runs it again), and what the report
+// commands do only when told (--skip-torn), so that a report never silently drops a record.
+func loadRecords(spec *experiments.Spec, scale, results string, skipTorn bool, stderr io.Writer) ([]experiments.Record, error) {
 	recs, rep, err := experiments.NewStore(resultsDir(spec, scale, results)).Load()
 	if err != nil {
 		return nil, err
+	}
+	if len(rep.Bad) > 0 && !skipTorn {
+		return nil, fmt.Errorf("unreadable record line(s), which a report would leave out:\n  %s\n"+
+			"delete the line (`dmlkit run` then runs its configuration again) or pass --skip-torn to leave it out with a warning",
+			strings.Join(rep.Bad, "\n  "))
 	}
 	for _, b := range rep.Bad {
 		fmt.Fprintf(stderr, "warning: skipped unreadable record %s (not counted as stored: a sweep runs it again)\n", b)
@@ -67,8 +86,8 @@ func loadRecords(spec *experiments.Spec, scale, results string, stderr io.Writer
 // makeFigures draws the spec's figures from recs (loaded once by the caller, see loadRecords), and
 // the leaderboard's (experiments.RenderLeaderboardFigures): leaderboard and leaderboard_pareto
 // beside them, the rank agreement in the first regime's figures directory (with --out, beside
-// them), each with its caption in the README of the directory it is in.
-func makeFigures(spec *experiments.Spec, scale string, recs []experiments.Record, out string, formats []string, stdout, stderr io.Writer) error {
+// them), each with its caption in the README of the directory it is in. Files go through w.
+func makeFigures(w atomicfile.Writer, spec *experiments.Spec, scale string, recs []experiments.Record, out string, formats []string, stdout, stderr io.Writer) error {
 	if len(spec.Figures) == 0 && spec.Leaderboard == nil {
 		fmt.Fprintf(stdout, "%s declares no figures\n", spec.Path)
 		return nil
@@ -83,10 +102,10 @@ func makeFigures(spec *experiments.Spec, scale string, recs []experiments.Record
 	}
 	st := plots.DefaultStyle()
 	var failed []string
-	rendered := experiments.RenderFigures(spec, recs, scale, out, st, formats...)
+	rendered := experiments.RenderFigures(w, spec, recs, scale, out, st, formats...)
 	var drawn []experiments.FigureResult // also those not in out's README (the rank agreement of another directory)
 	if spec.Leaderboard != nil {
-		per, ra, err := experiments.RenderLeaderboardFigures(spec, recs, scale, out, agree, formats...)
+		per, ra, err := experiments.RenderLeaderboardFigures(w, spec, recs, scale, out, agree, formats...)
 		if err != nil {
 			return err
 		}
@@ -107,7 +126,7 @@ func makeFigures(spec *experiments.Spec, scale string, recs []experiments.Record
 			fmt.Fprintf(stdout, "wrote %s\n", strings.Join(r.Files, " "))
 		}
 	}
-	if readme, err := experiments.WriteFigureReadme(spec, rendered, out); err != nil {
+	if readme, err := experiments.WriteFigureReadme(w, spec, rendered, out); err != nil {
 		failed = append(failed, "README: "+err.Error())
 	} else {
 		fmt.Fprintf(stdout, "wrote %s\n", readme)

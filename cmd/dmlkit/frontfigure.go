@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/dmlkit/dmlkit/dmlkit/atomicfile"
 	"github.com/dmlkit/dmlkit/dmlkit/experiments"
 	"github.com/dmlkit/dmlkit/dmlkit/plots"
 )
@@ -42,8 +43,8 @@ func verdictGroup(e experiments.CentralEffect) string {
 // drawRegimeFigure draws the claims of rep tested in two regimes ([experiments.ClaimsReport.RegimePairs])
 // as a forest plot at dir/regimes.{png,svg}: two rows per claim (the original regime, then the
 // re-test), effects as % of the baseline's mean in the claimed direction, coloured by verdict.
-// It returns the files written (none when no claim has a twin).
-func drawRegimeFigure(dir string, rep *experiments.ClaimsReport) ([]string, error) {
+// It returns the files written through w (none when no claim has a twin).
+func drawRegimeFigure(w atomicfile.Writer, dir string, rep *experiments.ClaimsReport) ([]string, error) {
 	// Each original claim once, followed by its re-tests; a re-test's label ends with what its claim
 	// text adds after its last ";" (e.g. "pretrained backbone, CIFAR-10"), else its regime.
 	var rows []plots.ForestRow
@@ -85,7 +86,7 @@ func drawRegimeFigure(dir string, rep *experiments.ClaimsReport) ([]string, erro
 	if err != nil {
 		return nil, err
 	}
-	return plots.Save(ch, ch.Style, filepath.Join(dir, "regimes"), "png", "svg")
+	return plots.SaveTo(w, ch, ch.Style, filepath.Join(dir, "regimes"), "png", "svg")
 }
 
 // retestWhere is the end of a re-test's row label: its regime, then what its claim text adds after
@@ -109,9 +110,9 @@ func retestWhere(v *experiments.ClaimVerdict) string {
 }
 
 // drawCentralFigure draws the central claims' effects ([experiments.CentralEffects]) as a forest
-// plot at root/figures/summary/central_claims.{png,svg}. With check it draws into a temporary
-// directory and returns the files that differ from the committed ones instead.
-func drawCentralFigure(root string, reports []*experiments.ClaimsReport, check bool) (written, stale []string, err error) {
+// plot at root/figures/summary/central_claims.{png,svg}, through w. With check it draws into a
+// temporary directory and returns the files that differ from the committed ones instead.
+func drawCentralFigure(w atomicfile.Writer, root string, reports []*experiments.ClaimsReport, check bool) (written, stale []string, err error) {
 	effects := experiments.CentralEffects(reports)
 	if len(effects) == 0 {
 		return nil, nil, nil
@@ -138,7 +139,7 @@ func drawCentralFigure(root string, reports []*experiments.ClaimsReport, check b
 	stem := filepath.Join(root, filepath.FromSlash(centralFigure))
 	formats := []string{"png", "svg"}
 	if !check {
-		files, err := plots.Save(ch, ch.Style, stem, formats...)
+		files, err := plots.SaveTo(w, ch, ch.Style, stem, formats...)
 		return files, nil, err
 	}
 	tmp, err := os.MkdirTemp("", "dmlkit-front")

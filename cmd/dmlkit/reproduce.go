@@ -1,10 +1,12 @@
 package main
 
 import (
+	"bytes"
 	"flag"
 	"fmt"
 	"io"
 
+	"github.com/dmlkit/dmlkit/dmlkit/atomicfile"
 	"github.com/dmlkit/dmlkit/dmlkit/plots"
 )
 
@@ -42,15 +44,25 @@ func runReproduce(args []string, stdout, stderr io.Writer) error {
 	if *o.quiet { // no "wrote" or "skipped" lines, no tables: the summary, the claims' counts and errors only
 		figStdout, figStderr = io.Discard, io.Discard
 	}
-	recs, err := loadRecords(spec, scale, *o.results, stderr)
+	// The sweep above counted an unreadable (torn) line's run as not stored and ran it again, so
+	// such lines are skipped with a warning here, as `dmlkit run` does.
+	recs, err := loadRecords(spec, scale, *o.results, true, stderr)
 	if err != nil {
 		return err
 	}
-	if err := makeFigures(spec, scale, recs, *figOut, plots.Formats, figStdout, figStderr); err != nil {
+	// Figures, tables and README blocks are computed first and written only when all succeeded.
+	w, held := atomicfile.NewBatch(), &bytes.Buffer{}
+	if figStdout != io.Discard {
+		figStdout = held
+	}
+	if err := makeFigures(w, spec, scale, recs, *figOut, plots.Formats, figStdout, figStderr); err != nil {
 		return err
 	}
-	if err := makeTables(spec, scale, recs, *tabOut, !*o.quiet, stdout, stderr); err != nil {
+	if err := makeTables(w, spec, scale, recs, *tabOut, !*o.quiet, held, stderr); err != nil {
 		return err
 	}
-	return makeClaims(spec, scale, recs, *tabOut, false, !*o.quiet, stdout)
+	if err := makeClaims(w, spec, scale, recs, *tabOut, false, true, !*o.quiet, held); err != nil {
+		return err
+	}
+	return commitOutputs(w, held, stdout)
 }

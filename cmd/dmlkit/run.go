@@ -333,7 +333,7 @@ func sweep(spec *experiments.Spec, o *sweepFlags, stdout, stderr io.Writer) (*ex
 	}
 	// The warnings `tables` prints for unreadable (e.g. truncated) result lines: their runs are
 	// not stored, so the sweep runs them again — say so rather than rerun them silently.
-	if _, err := loadRecords(spec, scale, *o.results, stderr); err != nil {
+	if _, err := loadRecords(spec, scale, *o.results, true, stderr); err != nil {
 		return nil, err
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -444,7 +444,7 @@ func dryRun(spec *experiments.Spec, o *sweepFlags, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
-	recs, err := loadRecords(spec, scale, *o.results, stderr)
+	recs, err := loadRecords(spec, scale, *o.results, true, stderr)
 	if err != nil {
 		return err
 	}

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/dmlkit/dmlkit/dmlkit/atomicfile"
 	"github.com/dmlkit/dmlkit/dmlkit/experiments"
 )
 
@@ -67,9 +68,10 @@ func (f *frontPage) findings(dir string) string {
 }
 
 // writeFrontPage refreshes the "summary" and "findings" blocks of reproductions/README.md and
-// README.md under root and draws the central-claims figure (figures/summary/); with check it writes
-// nothing and returns the blocks and files that are not current. It returns the files it changed.
-func writeFrontPage(root string, f *frontPage, check bool) (changed, stale []string, err error) {
+// README.md under root and draws the central-claims figure (figures/summary/), through w; with
+// check it writes nothing and returns the blocks and files that are not current. It returns the
+// files it changed.
+func writeFrontPage(w atomicfile.Writer, root string, f *frontPage, check bool) (changed, stale []string, err error) {
 	for _, page := range []struct{ dir, path string }{{"reproductions", filepath.Join(root, "reproductions", "README.md")}, {"", filepath.Join(root, "README.md")}} {
 		if _, err := os.Stat(page.path); err != nil {
 			continue
@@ -92,7 +94,7 @@ func writeFrontPage(root string, f *frontPage, check bool) (changed, stale []str
 				}
 				continue
 			}
-			ch, err := experiments.UpdateMarked(page.path, blk.name, blk.md)
+			ch, err := experiments.UpdateMarked(w, page.path, blk.name, blk.md)
 			if err != nil {
 				return nil, nil, err
 			}
@@ -101,7 +103,7 @@ func writeFrontPage(root string, f *frontPage, check bool) (changed, stale []str
 			}
 		}
 	}
-	files, st, err := drawCentralFigure(root, f.reports, check)
+	files, st, err := drawCentralFigure(w, root, f.reports, check)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -117,6 +119,7 @@ func runSummary(args []string, stdout, stderr io.Writer) error {
 	}
 	root := fs.String("root", "", "repository root holding reproductions/ (default: the current directory or a parent)")
 	check := fs.Bool("check", false, "write nothing; fail when a summary block is not current")
+	skipTorn := fs.Bool("skip-torn", false, skipTornUsage)
 	if err := fs.Parse(args); err != nil {
 		return errUsage
 	}
@@ -127,12 +130,17 @@ func runSummary(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	fp, err := crossPaperSummary(filepath.Join(dir, "reproductions"), nil, stderr)
+	fp, err := crossPaperSummary(filepath.Join(dir, "reproductions"), nil, *skipTorn, stderr)
 	if err != nil {
 		return err
 	}
-	changed, stale, err := writeFrontPage(dir, fp, *check)
+	// Both pages and the figure are computed first and written only when all succeeded.
+	w := atomicfile.NewBatch()
+	changed, stale, err := writeFrontPage(w, dir, fp, *check)
 	if err != nil {
+		return err
+	}
+	if _, err := w.Commit(); err != nil {
 		return err
 	}
 	for _, f := range changed {
@@ -169,8 +177,8 @@ func reproductionsRoot(root string) (string, error) {
 // crossPaperSummary evaluates the claims of every paper under dir (a directory per paper with
 // spec.yaml and claims.yaml) at its default scale, as `dmlkit tables` does, and renders the
 // summary. known holds reports already computed that way (paper → report), which are not
-// evaluated again.
-func crossPaperSummary(dir string, known map[string]*experiments.ClaimsReport, stderr io.Writer) (*frontPage, error) {
+// evaluated again. skipTorn is loadRecords'.
+func crossPaperSummary(dir string, known map[string]*experiments.ClaimsReport, skipTorn bool, stderr io.Writer) (*frontPage, error) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, err
@@ -211,8 +219,12 @@ func crossPaperSummary(dir string, known map[string]*experiments.ClaimsReport, s
 		if err != nil {
 			return nil, err
 		}
-		recs, err := loadRecords(spec, sc, "", stderr)
+		recs, err := loadRecords(spec, sc, "", skipTorn, stderr)
 		if err != nil {
+			return nil, err
+		}
+		// As `dmlkit tables` does: typos and NaN metrics are errors, not claims without records.
+		if err := experiments.CheckClaims(cs, spec, recs, sc); err != nil {
 			return nil, err
 		}
 		rep, err := cs.Report(recs, experiments.ClaimOptions{Scale: sc, Spec: spec})
@@ -221,7 +233,7 @@ func crossPaperSummary(dir string, known map[string]*experiments.ClaimsReport, s
 		}
 		reps = append(reps, rep)
 	}
-	board, err := leaderboardBlock(dir, papers, stderr)
+	board, err := leaderboardBlock(dir, papers, skipTorn, stderr)
 	if err != nil {
 		return nil, err
 	}
@@ -232,8 +244,8 @@ func crossPaperSummary(dir string, known map[string]*experiments.ClaimsReport, s
 // spec has a leaderboard section, a line naming it with a link to its README, then
 // experiments.LeaderboardSummary over the stored records of every regime (superseded ones left
 // out). Links are relative to the repository root; the block reads the same from README.md and
-// reproductions/README.md because it names files by their repository path.
-func leaderboardBlock(dir string, papers []string, stderr io.Writer) (string, error) {
+// reproductions/README.md because it names files by their repository path. skipTorn is loadRecords'.
+func leaderboardBlock(dir string, papers []string, skipTorn bool, stderr io.Writer) (string, error) {
 	var b strings.Builder
 	for _, p := range papers {
 		spec, err := experiments.Load(filepath.Join(dir, p, "spec.yaml"))
@@ -243,7 +255,7 @@ func leaderboardBlock(dir string, papers []string, stderr io.Writer) (string, er
 		if spec.Leaderboard == nil {
 			continue
 		}
-		recs, err := loadRecords(spec, CommittedScale, "", stderr)
+		recs, err := loadRecords(spec, CommittedScale, "", skipTorn, stderr)
 		if err != nil {
 			return "", err
 		}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"errors"
 	"flag"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/dmlkit/dmlkit/dmlkit/atomicfile"
 	"github.com/dmlkit/dmlkit/dmlkit/experiments"
 )
 
@@ -28,6 +30,7 @@ func runTables(args []string, stdout, stderr io.Writer) error {
 	out := fs.String("out", "", "output directory (default: SPECDIR/tables at scale small, out/PAPER/SCALE/tables at the others)")
 	quiet := fs.Bool("quiet", false, "print neither the Markdown tables nor the files written (only errors and the claims' verdict counts)")
 	includeDirty := fs.Bool("include-dirty", false, "count records written from a tree with uncommitted changes in the claims' verdicts (marked provisional)")
+	skipTorn := fs.Bool("skip-torn", false, skipTornUsage)
 	specArg, err := parseWithPositional(fs, args)
 	if err != nil {
 		return err
@@ -40,14 +43,30 @@ func runTables(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	recs, err := loadRecords(spec, sc, *results, stderr)
+	recs, err := loadRecords(spec, sc, *results, *skipTorn, stderr)
 	if err != nil {
 		return err
 	}
-	if err := makeTables(spec, sc, recs, *out, !*quiet, stdout, stderr); err != nil {
+	// Every file is computed first and written only when all succeeded (see commitOutputs).
+	w, held := atomicfile.NewBatch(), &bytes.Buffer{}
+	if err := makeTables(w, spec, sc, recs, *out, !*quiet, held, stderr); err != nil {
 		return err
 	}
-	return makeClaims(spec, sc, recs, *out, *includeDirty, !*quiet, stdout)
+	if err := makeClaims(w, spec, sc, recs, *out, *includeDirty, *skipTorn, !*quiet, held); err != nil {
+		return err
+	}
+	return commitOutputs(w, held, stdout)
+}
+
+// commitOutputs writes the files staged in w (atomicfile.Batch.Commit) and then copies held, the
+// report's output so far (tables, "wrote" lines), to stdout: a command whose outputs are not all
+// computed returns before this and leaves every file as it was.
+func commitOutputs(w *atomicfile.Batch, held *bytes.Buffer, stdout io.Writer) error {
+	if _, err := w.Commit(); err != nil {
+		return err
+	}
+	_, err := io.Copy(stdout, held)
+	return err
 }
 
 // leaderboardAgreeDir is where the leaderboard's rank agreement goes by default: the directory dir
@@ -61,8 +80,9 @@ func leaderboardAgreeDir(spec *experiments.Spec, dir func(*experiments.Spec, str
 }
 
 // makeClaims evaluates SPECDIR/claims.yaml (when there is one) on the stored records recs, writes
-// claims.md / claims.tex beside the tables and refreshes the "claims" block of SPECDIR/README.md.
-func makeClaims(spec *experiments.Spec, scale string, recs []experiments.Record, out string, includeDirty, print bool, stdout io.Writer) error {
+// claims.md / claims.tex beside the tables and refreshes the "claims" block of SPECDIR/README.md,
+// all through w. skipTorn is loadRecords' for the other papers' stores the cross-paper summary reads.
+func makeClaims(w atomicfile.Writer, spec *experiments.Spec, scale string, recs []experiments.Record, out string, includeDirty, skipTorn, print bool, stdout io.Writer) error {
 	path := filepath.Join(spec.Dir, "claims.yaml")
 	if _, err := os.Stat(path); err != nil {
 		return nil
@@ -91,13 +111,13 @@ func makeClaims(spec *experiments.Spec, scale string, recs []experiments.Record,
 			readme = filepath.Join(spec.Dir, "README.md")
 		}
 	}
-	rep, files, err := experiments.RenderClaims(cs, recs, experiments.ClaimOptions{Scale: scale, IncludeDirty: includeDirty, Spec: spec}, out, readme)
+	rep, files, err := experiments.RenderClaims(w, cs, recs, experiments.ClaimOptions{Scale: scale, IncludeDirty: includeDirty, Spec: spec}, out, readme)
 	if err != nil {
 		return err
 	}
 	// The claims tested in two regimes, side by side (figures/PAPER/regimes), with the paper's own files.
 	if readme != "" {
-		figs, err := drawRegimeFigure(figuresDir(spec, CommittedScale), rep)
+		figs, err := drawRegimeFigure(w, figuresDir(spec, CommittedScale), rep)
 		if err != nil {
 			return err
 		}
@@ -116,11 +136,11 @@ func makeClaims(spec *experiments.Spec, scale string, recs []experiments.Record,
 		if !includeDirty {
 			known[spec.Paper] = rep
 		}
-		fp, err := crossPaperSummary(filepath.Join(root, "reproductions"), known, io.Discard)
+		fp, err := crossPaperSummary(filepath.Join(root, "reproductions"), known, skipTorn, io.Discard)
 		if err != nil {
 			return err
 		}
-		changed, _, err := writeFrontPage(root, fp, false)
+		changed, _, err := writeFrontPage(w, root, fp, false)
 		if err != nil {
 			return err
 		}
@@ -138,8 +158,9 @@ func makeClaims(spec *experiments.Spec, scale string, recs []experiments.Record,
 // makeTables renders the spec's tables from recs (loaded once by the caller, see loadRecords), and
 // its leaderboard (experiments.RenderLeaderboard): leaderboard.md / .tex beside the tables and,
 // at a scale of the leaderboard's regimes, rank_agreement.md in the first regime's tables
-// directory (SPECDIR/tables for the committed scales; with --out, beside the tables).
-func makeTables(spec *experiments.Spec, scale string, recs []experiments.Record, out string, print bool, stdout, stderr io.Writer) error {
+// directory (SPECDIR/tables for the committed scales; with --out, beside the tables). Files go
+// through w.
+func makeTables(w atomicfile.Writer, spec *experiments.Spec, scale string, recs []experiments.Record, out string, print bool, stdout, stderr io.Writer) error {
 	if len(spec.Tables) == 0 && len(spec.Tune) == 0 && spec.Leaderboard == nil {
 		fmt.Fprintf(stdout, "%s declares no tables\n", spec.Path)
 		return nil
@@ -155,7 +176,7 @@ func makeTables(spec *experiments.Spec, scale string, recs []experiments.Record,
 		agree = leaderboardAgreeDir(spec, tablesDir, out)
 	}
 	if spec.Leaderboard != nil {
-		lb, files, err := experiments.RenderLeaderboard(spec, recs, scale, out, agree)
+		lb, files, err := experiments.RenderLeaderboard(w, spec, recs, scale, out, agree)
 		if err != nil {
 			return err
 		}
@@ -165,7 +186,7 @@ func makeTables(spec *experiments.Spec, scale string, recs []experiments.Record,
 		}
 	}
 	var failed []string
-	for _, r := range experiments.RenderTables(spec, recs, scale, out) {
+	for _, r := range experiments.RenderTables(w, spec, recs, scale, out) {
 		switch {
 		case errors.Is(r.Err, experiments.ErrNoRecords):
 			if print { // --quiet: a table without records is not an error

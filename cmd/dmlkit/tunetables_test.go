@@ -43,7 +43,7 @@ tune:
 	}
 	out := t.TempDir()
 	var stdout, stderr bytes.Buffer
-	if err := makeTables(spec, "small", recs, out, false, &stdout, &stderr); err != nil {
+	if err := makeTables(nil, spec, "small", recs, out, false, &stdout, &stderr); err != nil {
 		t.Fatal(err)
 	}
 	b, err := os.ReadFile(filepath.Join(out, "tune_lr.md"))

@@ -29,7 +29,7 @@ func TestCommittedVerdictsCurrent(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			recs, err := loadRecords(spec, "small", "", &bytes.Buffer{})
+			recs, err := loadRecords(spec, "small", "", false, &bytes.Buffer{})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -126,7 +126,7 @@ func CheckClaims(cs *ClaimSet, s *Spec, records []Record, scale string) error {
 			at(field, v.CheckMetric(m, len(recs), 0))
 			for _, r := range recs {
 				if x, ok := r.Metrics[m]; ok && math.IsNaN(x) {
-					at(field, fmt.Errorf("metric %q is NaN in record %s (seed %d, scale %s): a claim's interval cannot include it; mark the run failed or narrow the where", m, r.Hash, r.Seed, r.Scale))
+					at(field, fmt.Errorf("metric %q is NaN in %s: a claim's interval cannot include it; mark the run failed or narrow the where", m, r.where()))
 					break
 				}
 			}

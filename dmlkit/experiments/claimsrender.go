@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/dmlkit/dmlkit/dmlkit/atomicfile"
 )
 
 // ClaimsReport is the rendered outcome of a claims file: every verdict, in file order.
@@ -345,10 +347,12 @@ const (
 )
 
 // UpdateMarked replaces the text between the markers of block name in the file at path (a
-// README) with content, so a README's verdict table is generated, not typed. It returns
-// whether the file changed; a file without the markers is an error naming it.
-func UpdateMarked(path, name, content string) (bool, error) {
-	s, i, j, err := markedBlock(path, name)
+// README) with content, so a README's verdict table is generated, not typed. It reads and writes
+// the file through w (nil: [atomicfile.Disk]; an [*atomicfile.Batch] keeps the edit until it
+// commits, and a second edit builds on the first). It returns whether the file changed; a file
+// without the markers is an error naming it.
+func UpdateMarked(w atomicfile.Writer, path, name, content string) (bool, error) {
+	s, i, j, err := markedBlockIn(atomicfile.Or(w), path, name)
 	if err != nil {
 		return false, err
 	}
@@ -356,13 +360,18 @@ func UpdateMarked(path, name, content string) (bool, error) {
 	if out == s {
 		return false, nil
 	}
-	return true, writeFileAtomic(path, []byte(out))
+	return true, writeOut(w, path, []byte(out))
 }
 
 // markedBlock reads the file at path and finds block name: the text between s[:i] (ending with
 // the begin marker) and s[j:] (starting with the end marker).
 func markedBlock(path, name string) (s string, i, j int, err error) {
-	b, err := os.ReadFile(path)
+	return markedBlockIn(atomicfile.Disk, path, name)
+}
+
+// markedBlockIn is [markedBlock] reading the file through w.
+func markedBlockIn(w atomicfile.Writer, path, name string) (s string, i, j int, err error) {
+	b, err := w.ReadFile(path)
 	if err != nil {
 		return "", 0, 0, fmt.Errorf("experiments: %w", err)
 	}
@@ -405,35 +414,33 @@ func MarkedIs(path, name, content string) (bool, error) {
 	return s[i:j] == "\n"+strings.TrimRight(content, "\n")+"\n", nil
 }
 
-// RenderClaims evaluates cs on records and writes claims.md and claims.tex into outDir; when the
-// paper's README (readme, may be empty) has a "claims" block, it is replaced by the Markdown.
-func RenderClaims(cs *ClaimSet, records []Record, opt ClaimOptions, outDir, readme string) (*ClaimsReport, []string, error) {
+// RenderClaims evaluates cs on records and writes claims.md and claims.tex into outDir through w
+// (nil: [atomicfile.Disk]); when the paper's README (readme, may be empty) has a "claims" block,
+// it is replaced by the Markdown.
+func RenderClaims(w atomicfile.Writer, cs *ClaimSet, records []Record, opt ClaimOptions, outDir, readme string) (*ClaimsReport, []string, error) {
 	rep, err := cs.Report(records, opt)
 	if err != nil {
 		return nil, nil, err
 	}
-	if err := os.MkdirAll(outDir, 0o755); err != nil {
-		return nil, nil, fmt.Errorf("experiments: %w", err)
-	}
 	md := filepath.Join(outDir, "claims.md")
 	tex := filepath.Join(outDir, "claims.tex")
-	if err := writeFileAtomic(md, []byte(rep.Markdown())); err != nil {
+	if err := writeOut(w, md, []byte(rep.Markdown())); err != nil {
 		return nil, nil, err
 	}
-	if err := writeFileAtomic(tex, []byte(rep.LaTeX("tab:"+cs.Paper+"-claims"))); err != nil {
+	if err := writeOut(w, tex, []byte(rep.LaTeX("tab:"+cs.Paper+"-claims"))); err != nil {
 		return nil, nil, err
 	}
 	files := []string{md, tex}
 	if readme != "" {
 		if _, err := os.Stat(readme); err == nil {
-			changed, err := UpdateMarked(readme, "claims", rep.Markdown())
+			changed, err := UpdateMarked(w, readme, "claims", rep.Markdown())
 			if err != nil {
 				return nil, nil, err
 			}
 			// The "What changed and why" and "regimes" blocks, where the README has them.
 			for _, blk := range []struct{ name, md string }{{"changes", rep.ChangesMarkdown()}, {"regimes", rep.RegimeMarkdown()}} {
 				if has, err := HasMarked(readme, blk.name); err == nil && has {
-					c, err := UpdateMarked(readme, blk.name, blk.md)
+					c, err := UpdateMarked(w, readme, blk.name, blk.md)
 					if err != nil {
 						return nil, nil, err
 					}

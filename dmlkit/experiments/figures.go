@@ -13,6 +13,7 @@ import (
 	"gonum.org/v1/plot"
 	"gopkg.in/yaml.v3"
 
+	"github.com/dmlkit/dmlkit/dmlkit/atomicfile"
 	"github.com/dmlkit/dmlkit/dmlkit/plots"
 )
 
@@ -207,8 +208,9 @@ func FigureStyle(f FigureSpec, st plots.Style) plots.Style {
 // figures/<paper>), as PNG, SVG and PDF (or the given formats) in the given style, at each figure's
 // print width, with the spec's labels and with the paper's slots ([PaperSlots]) so that a method
 // has the same colour and marker in every figure. scale selects the records of figures that name
-// no scale ("" = all scales). Each figure's outcome is reported separately.
-func RenderFigures(s *Spec, records []Record, scale, outDir string, st plots.Style, formats ...string) []FigureResult {
+// no scale ("" = all scales). Each figure's outcome is reported separately. The files go through w
+// (nil: [atomicfile.Disk]; an [*atomicfile.Batch] holds them until it commits).
+func RenderFigures(w atomicfile.Writer, s *Spec, records []Record, scale, outDir string, st plots.Style, formats ...string) []FigureResult {
 	if st.Slots == nil {
 		st.Slots = PaperSlots(s, records, scale)
 	}
@@ -248,7 +250,7 @@ func RenderFigures(s *Spec, records []Record, scale, outDir string, st plots.Sty
 			out = append(out, res)
 			continue
 		}
-		res.Files, res.Err = plots.Save(p, fst, filepath.Join(outDir, f.Name), formats...)
+		res.Files, res.Err = plots.SaveTo(w, p, fst, filepath.Join(outDir, f.Name), formats...)
 		out = append(out, res)
 	}
 	return out
@@ -365,7 +367,7 @@ func BuildFigureWith(f FigureSpec, recs []Record, st plots.Style, lm LabelMap) (
 	for _, m := range scalarMetrics(f) {
 		for _, r := range recs {
 			if v, ok := r.Metrics[m]; ok && math.IsNaN(v) {
-				return nil, fmt.Errorf("metric %q is NaN in record %s (seed %d, scale %s): mark the run failed or narrow the where", m, r.Hash, r.Seed, r.Scale)
+				return nil, fmt.Errorf("metric %q is NaN in %s: mark the run failed or narrow the where", m, r.where())
 			}
 		}
 	}
@@ -1188,8 +1190,9 @@ func spread(f FigureSpec) string {
 
 // WriteFigureReadme writes outDir/README.md: for every figure of the spec, its caption, the paper
 // figure it stands for, the scale, the seeds and the spread shown, and its files (from the results
-// of [RenderFigures]); then the other files of the directory, which the spec does not draw.
-func WriteFigureReadme(s *Spec, results []FigureResult, outDir string) (string, error) {
+// of [RenderFigures]); then the other files of the directory, which the spec does not draw. The
+// README goes through w (nil: [atomicfile.Disk]).
+func WriteFigureReadme(w atomicfile.Writer, s *Spec, results []FigureResult, outDir string) (string, error) {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# Figures: %s\n\n", s.Paper)
 	sections := "the `figures:` section"
@@ -1281,10 +1284,7 @@ func WriteFigureReadme(s *Spec, results []FigureResult, outDir string) (string, 
 		}
 	}
 	path := filepath.Join(outDir, "README.md")
-	if err := os.MkdirAll(outDir, 0o755); err != nil {
-		return "", err
-	}
-	return path, os.WriteFile(path, []byte(b.String()), 0o644)
+	return path, writeOut(w, path, []byte(b.String()))
 }
 
 // linesLogY is plots.Lines with, when logY, the series checked and their bands clipped for a log

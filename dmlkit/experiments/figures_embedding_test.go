@@ -39,7 +39,7 @@ figures:
 `)
 	dir := t.TempDir()
 	st := plots.DefaultStyle()
-	res := RenderFigures(s, embRecords(), "small", dir, st)
+	res := RenderFigures(nil, s, embRecords(), "small", dir, st)
 	if res[0].Err != nil || len(res[0].Files) != 3 {
 		t.Fatalf("fig5: %+v", res[0])
 	}

@@ -123,8 +123,8 @@ func TestRenderFiguresTwiceIsByteIdentical(t *testing.T) {
 	var dirs []string
 	for i := 0; i < 2; i++ {
 		dir := t.TempDir()
-		res := RenderFigures(s, recs, scale, dir, plots.DefaultStyle())
-		if _, err := WriteFigureReadme(s, res, dir); err != nil {
+		res := RenderFigures(nil, s, recs, scale, dir, plots.DefaultStyle())
+		if _, err := WriteFigureReadme(nil, s, res, dir); err != nil {
 			t.Fatal(err)
 		}
 		dirs = append(dirs, dir)

@@ -2,6 +2,7 @@ package experiments
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -71,12 +72,12 @@ func TestTablesAndFiguresRefuseTwoRecordsOfOneSeed(t *testing.T) {
 	// Through the spec: the table and the figure fail, name themselves, and write nothing.
 	s := &Spec{Paper: "toy", Tables: []TableSpec{tspec}, Figures: []FigureSpec{fspec}}
 	dir := t.TempDir()
-	for _, r := range RenderTables(s, seedRecords(true), "small", dir) {
+	for _, r := range RenderTables(nil, s, seedRecords(true), "small", dir) {
 		if r.Err == nil || errors.Is(r.Err, ErrNoRecords) || !strings.Contains(r.Err.Error(), want) || len(r.Files) > 0 {
 			t.Errorf("RenderTables: %s: err %v, files %v", r.Name, r.Err, r.Files)
 		}
 	}
-	for _, r := range RenderFigures(s, seedRecords(true), "small", dir, plots.DefaultStyle(), "png") {
+	for _, r := range RenderFigures(nil, s, seedRecords(true), "small", dir, plots.DefaultStyle(), "png") {
 		if r.Err == nil || !strings.Contains(r.Err.Error(), `figure "bars": point `+want) || len(r.Files) > 0 {
 			t.Errorf("RenderFigures: %s: err %v, files %v", r.Name, r.Err, r.Files)
 		}
@@ -90,7 +91,7 @@ func TestTableListsFailedRuns(t *testing.T) {
 	recs := seedRecords(false)
 	recs[2].Metrics, recs[2].Failed, recs[2].FailedStep = nil, "diverged: loss is NaN", 120
 	s := &Spec{Paper: "toy", Tables: []TableSpec{{Name: "main", Rows: []string{"loss.name"}, Metrics: []string{"R@1"}, Labels: map[string]string{"loss.name": "loss"}}}}
-	res := RenderTables(s, recs, "small", t.TempDir())
+	res := RenderTables(nil, s, recs, "small", t.TempDir())
 	if len(res) != 1 || res[0].Err != nil {
 		t.Fatalf("%+v", res)
 	}
@@ -112,5 +113,32 @@ func TestFigureNaNMetricNamed(t *testing.T) {
 	_, err := BuildFigure(FigureSpec{Name: "bars", Kind: "bar", X: "loss.name", Y: "R@1"}, recs, plots.DefaultStyle())
 	if want := `metric "R@1" is NaN in record aaa1 (seed 1, scale small)`; err == nil || !strings.Contains(err.Error(), want) {
 		t.Errorf("%v, want %q", err, want)
+	}
+}
+
+// TestTableNaNMetricNamed: a NaN metric of a table is an error naming the table, the metric, the
+// record and the file and line it was read from (before: a row "NaN ± NaN", written).
+func TestTableNaNMetricNamed(t *testing.T) {
+	st := NewStore(t.TempDir())
+	recs := seedRecords(false)
+	recs[1].Metrics["R@1"] = math.NaN()
+	for i := range recs {
+		h, err := Hash(recs[i].Config)
+		if err != nil {
+			t.Fatal(err)
+		}
+		recs[i].Hash = h
+		if err := st.Append(&recs[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	loaded, _, err := st.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = BuildTable(TableSpec{Name: "main", Rows: []string{"loss.name"}, Metrics: []string{"R@1"}}, loaded, nil)
+	want := fmt.Sprintf(`table "main": metric "R@1" is NaN in record %s (seed 1, scale small) at %s:2`, recs[1].Hash, st.File("small"))
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("%v\nwant %q", err, want)
 	}
 }

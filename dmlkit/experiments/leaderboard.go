@@ -9,6 +9,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/dmlkit/dmlkit/dmlkit/atomicfile"
 )
 
 // The leaderboard (issue 31, "the cross-paper reality check"): many DML losses trained under one
@@ -1008,17 +1010,17 @@ func Agreement(s *Spec, records []Record) (*RankAgreement, error) {
 // scale is one of the spec's regimes and the spec has two, the rank agreement to
 // agreeDir/rank_agreement.md (records of both regimes' scales are read from records). It returns
 // the leaderboard and the files written.
-func RenderLeaderboard(s *Spec, records []Record, scale, outDir, agreeDir string) (*Leaderboard, []string, error) {
+func RenderLeaderboard(w atomicfile.Writer, s *Spec, records []Record, scale, outDir, agreeDir string) (*Leaderboard, []string, error) {
 	lb, err := BuildLeaderboard(s, scale, records)
 	if err != nil {
 		return nil, nil, err
 	}
 	md := filepath.Join(outDir, "leaderboard.md")
 	tex := filepath.Join(outDir, "leaderboard.tex")
-	if err := writeFileAtomic(md, []byte(lb.Markdown(s.Labels))); err != nil {
+	if err := writeOut(w, md, []byte(lb.Markdown(s.Labels))); err != nil {
 		return nil, nil, err
 	}
-	if err := writeFileAtomic(tex, []byte(lb.LaTeX(s.Labels, "tab:"+s.Paper+"-leaderboard-"+scale))); err != nil {
+	if err := writeOut(w, tex, []byte(lb.LaTeX(s.Labels, "tab:"+s.Paper+"-leaderboard-"+scale))); err != nil {
 		return nil, nil, err
 	}
 	files := []string{md, tex}
@@ -1030,7 +1032,7 @@ func RenderLeaderboard(s *Spec, records []Record, scale, outDir, agreeDir string
 		return lb, files, err
 	}
 	p := filepath.Join(agreeDir, "rank_agreement.md")
-	if err := writeFileAtomic(p, []byte(ra.Markdown(s.Labels))); err != nil {
+	if err := writeOut(w, p, []byte(ra.Markdown(s.Labels))); err != nil {
 		return nil, nil, err
 	}
 	return lb, append(files, p), nil

@@ -9,6 +9,7 @@ import (
 
 	"gonum.org/v1/plot/vg"
 
+	"github.com/dmlkit/dmlkit/dmlkit/atomicfile"
 	"github.com/dmlkit/dmlkit/dmlkit/plots"
 )
 
@@ -183,7 +184,7 @@ func AgreementFigure(ra *RankAgreement, l *LeaderboardSpec, lm LabelMap) (*plots
 // scale is one of the spec's two regimes, the rank agreement into agreeDir (records: all scales),
 // as PNG, SVG and PDF (or formats). Each result carries its caption for the figures' README
 // ([WriteFigureReadme]); a figure with nothing to draw has an error wrapping ErrNoRecords.
-func RenderLeaderboardFigures(s *Spec, records []Record, scale, outDir, agreeDir string, formats ...string) (perScale []FigureResult, agreement *FigureResult, err error) {
+func RenderLeaderboardFigures(w atomicfile.Writer, s *Spec, records []Record, scale, outDir, agreeDir string, formats ...string) (perScale []FigureResult, agreement *FigureResult, err error) {
 	l := s.Leaderboard
 	if l == nil {
 		return nil, nil, fmt.Errorf("experiments: %s: no leaderboard section", s.name())
@@ -208,7 +209,7 @@ func RenderLeaderboardFigures(s *Spec, records []Record, scale, outDir, agreeDir
 		if ch.Style.Width >= plots.PageWidth {
 			res.Width = "page"
 		}
-		res.Files, res.Err = plots.Save(ch, ch.Style, filepath.Join(dir, name), formats...)
+		res.Files, res.Err = plots.SaveTo(w, ch, ch.Style, filepath.Join(dir, name), formats...)
 		return res
 	}
 	floor := fmt.Sprintf("below %s × the best method's %s", fmtNum(l.minTrain(), 2), lm.Key(TrainMetric))

@@ -152,7 +152,7 @@ func TestRenderLeaderboardFigures(t *testing.T) {
 	render := func() map[string][]byte {
 		out := map[string][]byte{}
 		for _, c := range []struct{ scale, dir string }{{"small", small}, {"pretrained", pre}} {
-			per, agree, err := RenderLeaderboardFigures(s, recs, c.scale, c.dir, small, "png", "svg", "pdf")
+			per, agree, err := RenderLeaderboardFigures(nil, s, recs, c.scale, c.dir, small, "png", "svg", "pdf")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -171,7 +171,7 @@ func TestRenderLeaderboardFigures(t *testing.T) {
 					out[f], _ = os.ReadFile(f)
 				}
 			}
-			readme, err := WriteFigureReadme(s, results, c.dir)
+			readme, err := WriteFigureReadme(nil, s, results, c.dir)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -208,7 +208,7 @@ func TestDumpLeaderboardFigures(t *testing.T) {
 	}
 	s, recs := bigBoard()
 	for _, sc := range []string{"small", "pretrained"} {
-		if _, _, err := RenderLeaderboardFigures(s, recs, sc, filepath.Join(dir, sc), dir, "png"); err != nil {
+		if _, _, err := RenderLeaderboardFigures(nil, s, recs, sc, filepath.Join(dir, sc), dir, "png"); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -350,7 +350,7 @@ func TestRankAgreement(t *testing.T) {
 func TestRenderLeaderboard(t *testing.T) {
 	s, recs := loadBoard(t)
 	dir := t.TempDir()
-	_, files, err := RenderLeaderboard(s, recs, "small", filepath.Join(dir, "t"), dir)
+	_, files, err := RenderLeaderboard(nil, s, recs, "small", filepath.Join(dir, "t"), dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -362,7 +362,7 @@ func TestRenderLeaderboard(t *testing.T) {
 	for _, f := range files {
 		first[f], _ = os.ReadFile(f)
 	}
-	if _, _, err := RenderLeaderboard(s, recs, "small", filepath.Join(dir, "t"), dir); err != nil {
+	if _, _, err := RenderLeaderboard(nil, s, recs, "small", filepath.Join(dir, "t"), dir); err != nil {
 		t.Fatal(err)
 	}
 	for _, f := range files {
@@ -371,7 +371,7 @@ func TestRenderLeaderboard(t *testing.T) {
 		}
 	}
 	// A scale outside the regimes (a smoke run) gets its table, no rank agreement.
-	_, files, err = RenderLeaderboard(s, recs, "smoke", filepath.Join(dir, "smoke"), filepath.Join(dir, "smoke"))
+	_, files, err = RenderLeaderboard(nil, s, recs, "smoke", filepath.Join(dir, "smoke"), filepath.Join(dir, "smoke"))
 	if err != nil || len(files) != 2 {
 		t.Errorf("smoke: files %v, err %v; want the two table files", files, err)
 	}

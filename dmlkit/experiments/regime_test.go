@@ -112,7 +112,7 @@ func TestMarked(t *testing.T) {
 	if err := os.WriteFile(p, []byte("x\n"+fmt.Sprintf(markBegin, "summary")+"\nold\n"+fmt.Sprintf(markEnd, "summary")+"\ny\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := UpdateMarked(p, "summary", "| a | b |\n|---|---|\n\n"); err != nil {
+	if _, err := UpdateMarked(nil, p, "summary", "| a | b |\n|---|---|\n\n"); err != nil {
 		t.Fatal(err)
 	}
 	if got, err := Marked(p, "summary"); got != "| a | b |\n|---|---|" || err != nil {

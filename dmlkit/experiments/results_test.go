@@ -134,7 +134,7 @@ func TestRenderTablesWritesFiles(t *testing.T) {
 	spec, refs := tableFixture()
 	s := &Spec{Paper: "toy", Reference: refs, Tables: []TableSpec{spec, {Name: "none", Metrics: []string{"R@1"}, Where: map[string]any{"loss.name": "zzz"}}}}
 	dir := t.TempDir()
-	res := RenderTables(s, fixtureRecords(), "small", dir)
+	res := RenderTables(nil, s, fixtureRecords(), "small", dir)
 	if res[0].Err != nil || len(res[0].Files) != 2 {
 		t.Fatalf("table main: %+v", res[0])
 	}
@@ -146,7 +146,7 @@ func TestRenderTablesWritesFiles(t *testing.T) {
 		t.Errorf("table none: %v", res[1].Err)
 	}
 	// The scale filter applies: no records of scale "full".
-	if res := RenderTables(s, fixtureRecords(), "full", dir); !errors.Is(res[0].Err, ErrNoRecords) {
+	if res := RenderTables(nil, s, fixtureRecords(), "full", dir); !errors.Is(res[0].Err, ErrNoRecords) {
 		t.Errorf("scale full: %v", res[0].Err)
 	}
 }
@@ -220,7 +220,7 @@ figures:
 		dir = d // keep the figures for inspection
 	}
 	st := plots.DefaultStyle()
-	res := RenderFigures(s, fixtureRecords(), "small", dir, st)
+	res := RenderFigures(nil, s, fixtureRecords(), "small", dir, st)
 	if len(res) != 9 {
 		t.Fatalf("%d results", len(res))
 	}

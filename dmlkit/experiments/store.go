@@ -44,6 +44,19 @@ type Record struct {
 	// It is provenance, not configuration: [Hash] does not see it, and records written before it
 	// existed have none.
 	Digests map[string]string `json:"digests,omitempty"`
+	// Source is where [Store.Load] read the record ("file:line"); empty for a record not read
+	// from a store. It is not stored: errors about a record's values name it.
+	Source string `json:"-"`
+}
+
+// where names the record in an error: its hash, seed and scale, and the file and line it was
+// read from when known.
+func (r *Record) where() string {
+	s := fmt.Sprintf("record %s (seed %d, scale %s)", r.Hash, r.Seed, r.Scale)
+	if r.Source != "" {
+		s += " at " + r.Source
+	}
+	return s
 }
 
 // Value returns a record's value for a grouping or filter key: "scale", "paper", "seed" and
@@ -326,6 +339,7 @@ func readRecords(path string, rep *LoadReport) ([]lineRecord, error) {
 				}
 				rep.Bad = append(rep.Bad, fmt.Sprintf("%s:%d: record %s: field \"config\" does not match field \"hash\" (%s; edited by hand?)", path, n, r.Hash, why))
 			} else {
+				r.Source = fmt.Sprintf("%s:%d", path, n)
 				out = append(out, lineRecord{r, n})
 			}
 		}

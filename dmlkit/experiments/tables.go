@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -113,9 +112,18 @@ type Cell struct {
 
 // BuildTable aggregates records (already filtered by scale) into the table t describes. A row
 // with two records of one seed is an error ([Group.CheckSeeds]): its mean ± std would not be one
-// over seeds.
+// over seeds. So is a NaN value of one of the table's metrics in a selected record.
 func BuildTable(t TableSpec, records []Record, refs []Reference) (*Table, error) {
 	recs := Select(records, "", t.Where)
+	// A NaN metric would print as "NaN ± NaN" in the row and poison its mean: refused, naming the
+	// record and the file it was read from.
+	for _, m := range t.Metrics {
+		for i := range recs {
+			if v, ok := recs[i].Metrics[m]; ok && math.IsNaN(v) {
+				return nil, fmt.Errorf("table %q: metric %q is NaN in %s: mark the run failed or narrow the where", t.Name, m, recs[i].where())
+			}
+		}
+	}
 	groups := GroupBy(recs, t.Rows)
 	for _, g := range groups {
 		if err := g.CheckSeeds(); err != nil {
@@ -408,9 +416,10 @@ type TableResult struct {
 }
 
 // RenderTables builds every table of the spec from records and writes outDir/<name>.md and
-// outDir/<name>.tex (each written to a temporary file and renamed into place). scale selects the
+// outDir/<name>.tex through w (nil: [atomicfile.Disk], each file written to a temporary file and
+// renamed into place; an [*atomicfile.Batch] holds them until it commits). scale selects the
 // records of tables that name no scale ("" = all scales).
-func RenderTables(s *Spec, records []Record, scale, outDir string) []TableResult {
+func RenderTables(w atomicfile.Writer, s *Spec, records []Record, scale, outDir string) []TableResult {
 	var out []TableResult
 	plans := map[string]*Plan{} // resolved once per scale for all tuning tables
 	for _, t := range s.AllTables() {
@@ -435,9 +444,9 @@ func RenderTables(s *Spec, records []Record, scale, outDir string) []TableResult
 		res.Table = tab
 		md := filepath.Join(outDir, t.Name+".md")
 		tex := filepath.Join(outDir, t.Name+".tex")
-		if err := writeFileAtomic(md, []byte(res.Table.Markdown())); err != nil {
+		if err := writeOut(w, md, []byte(res.Table.Markdown())); err != nil {
 			res.Err = err
-		} else if err := writeFileAtomic(tex, []byte(res.Table.LaTeX("tab:"+s.Paper+"-"+t.Name))); err != nil {
+		} else if err := writeOut(w, tex, []byte(res.Table.LaTeX("tab:"+s.Paper+"-"+t.Name))); err != nil {
 			res.Err = err
 		} else {
 			res.Files = []string{md, tex}
@@ -465,13 +474,10 @@ func refsForTable(refs []Reference, table string) []Reference {
 	return general
 }
 
-// writeFileAtomic writes data to a temporary file next to path and renames it into place (a
-// device or pipe is written directly: [atomicfile.WriteFile]).
-func writeFileAtomic(path string, data []byte) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return fmt.Errorf("experiments: %w", err)
-	}
-	if err := atomicfile.WriteFile(path, data, 0o644); err != nil {
+// writeOut writes data to path through w (nil: [atomicfile.Disk], which writes a temporary file
+// next to path and renames it into place; a device or pipe is written directly).
+func writeOut(w atomicfile.Writer, path string, data []byte) error {
+	if err := atomicfile.Or(w).WriteFile(path, data, 0o644); err != nil {
 		return fmt.Errorf("experiments: %w", err)
 	}
 	return nil

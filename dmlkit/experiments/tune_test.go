@@ -235,7 +235,7 @@ figures:
 	if _, err := s.tuneSelection("lr", "small", recs); err == nil || !strings.Contains(err.Error(), "2 of 3 runs stored") {
 		t.Errorf("incomplete grid: %v", err)
 	}
-	res := RenderFigures(s, recs, "small", t.TempDir(), plots.DefaultStyle(), "svg")
+	res := RenderFigures(nil, s, recs, "small", t.TempDir(), plots.DefaultStyle(), "svg")
 	if res[0].Err == nil || !strings.Contains(res[0].Err.Error(), "highlight_tune") {
 		t.Errorf("incomplete grid: figure err %v", res[0].Err)
 	}
@@ -243,7 +243,7 @@ figures:
 	if h, err := s.tuneSelection("lr", "small", recs); err != nil || fmt.Sprint(h) != "map[opt.lr:0.3]" {
 		t.Errorf("selection %v, %v", h, err)
 	}
-	if res := RenderFigures(s, recs, "small", t.TempDir(), plots.DefaultStyle(), "svg"); res[0].Err != nil {
+	if res := RenderFigures(nil, s, recs, "small", t.TempDir(), plots.DefaultStyle(), "svg"); res[0].Err != nil {
 		t.Errorf("complete grid: %v", res[0].Err)
 	}
 	// x_series: the evaluations' x values come from the series, which must match in length.

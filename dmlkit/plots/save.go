@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strconv"
 	"time"
 
@@ -59,16 +58,20 @@ type Sizer interface {
 // The output is byte-identical when the figure is saved again (see [PDFDate]). It returns the
 // files written.
 func Save(p Figure, s Style, stem string, formats ...string) ([]string, error) {
+	return SaveTo(atomicfile.Disk, p, s, stem, formats...)
+}
+
+// SaveTo is [Save] through w: with an [*atomicfile.Batch] the files are rendered now and written
+// when the batch commits.
+func SaveTo(w atomicfile.Writer, p Figure, s Style, stem string, formats ...string) ([]string, error) {
 	if len(formats) == 0 {
 		formats = Formats
 	}
-	if err := os.MkdirAll(filepath.Dir(stem), 0o755); err != nil {
-		return nil, fmt.Errorf("plots: %w", err)
-	}
+	w = atomicfile.Or(w)
 	var out []string
 	for _, f := range formats {
 		path := stem + "." + f
-		if err := saveOne(p, s, path, f); err != nil {
+		if err := saveOne(w, p, s, path, f); err != nil {
 			return out, fmt.Errorf("plots: writing %s: %w", path, err)
 		}
 		out = append(out, path)
@@ -76,7 +79,7 @@ func Save(p Figure, s Style, stem string, formats ...string) ([]string, error) {
 	return out, nil
 }
 
-func saveOne(p Figure, s Style, path, format string) (err error) {
+func saveOne(out atomicfile.Writer, p Figure, s Style, path, format string) (err error) {
 	defer func() {
 		// gonum/plot panics on some degenerate inputs (e.g. an empty heat map range); report it.
 		if r := recover(); r != nil {
@@ -112,5 +115,5 @@ func saveOne(p Figure, s Style, path, format string) (err error) {
 		return errors.New("unknown format " + format)
 	}
 	// A regular file (or a link to one) is replaced atomically; a device or pipe is written through.
-	return atomicfile.WriteFile(path, buf.Bytes(), 0o644)
+	return out.WriteFile(path, buf.Bytes(), 0o644)
 }

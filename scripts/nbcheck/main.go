@@ -6,6 +6,7 @@
 //	go run ./scripts/nbcheck [-out out/notebooks] [-scale smoke] [-budget 300s] [notebooks/*.ipynb ...]
 //	go run ./scripts/nbcheck -check-only executed.ipynb ...
 //	go run ./scripts/nbcheck -lint [notebooks/*.ipynb ...]       # committed notebooks: see [Lint]
+//	go run ./scripts/nbcheck -lint -staged DIR notebooks/x.ipynb ...  # DIR/x.ipynb as notebooks/x.ipynb
 //	go run ./scripts/nbcheck -normalize notebooks/x.ipynb executed.ipynb   # see [Normalize]
 //	go run ./scripts/nbcheck -stamp notebooks/x.ipynb ...        # stamp notebooks/x.html, see [Stamp]
 //	go run ./scripts/nbcheck -render-math notebooks/x.html ...   # typeset its formulas, see [RenderMath]
@@ -56,12 +57,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 	stamp := fs.Bool("stamp", false, "do not execute: stamp each notebook's HTML export (same name, .html) with the notebook's content hash")
 	renderMath := fs.Bool("render-math", false, "do not execute: typeset the formulas of each HTML export given in place (KaTeX MathML, scripts/katex-render.js)")
 	katexScript := fs.String("katex", "scripts/katex-render.js", "the KaTeX script -render-math runs with node")
+	staged := fs.String("staged", "", "with -lint: read each notebook given (and its export) from this directory, by its base name, and lint it as the notebook at the path given (links resolve from there): the staged outputs of scripts/export-notebooks.sh before they replace the committed ones")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
 	switch {
 	case *lint:
-		return runLint(fs.Args(), stdout, stderr)
+		return runLint(fs.Args(), *staged, stdout, stderr)
 	case *normalize != "":
 		return runNormalize(fs.Args(), *normalize, stderr)
 	case *stamp:
@@ -141,7 +143,9 @@ func committedNotebooks(files []string) ([]string, error) {
 // htmlFor is the HTML export beside a notebook: x.ipynb → x.html.
 func htmlFor(nb string) string { return strings.TrimSuffix(nb, filepath.Ext(nb)) + ".html" }
 
-func runLint(files []string, stdout, stderr io.Writer) int {
+// runLint lints the notebooks files (default: the committed ones) and their HTML exports; with
+// staged, each is read from staged/<base name> but judged at its path in files.
+func runLint(files []string, staged string, stdout, stderr io.Writer) int {
 	files, err := committedNotebooks(files)
 	if err != nil {
 		fmt.Fprintf(stderr, "nbcheck: %v\n", err)
@@ -149,12 +153,16 @@ func runLint(files []string, stdout, stderr io.Writer) int {
 	}
 	failed := false
 	for _, f := range files {
-		data, err := os.ReadFile(f)
+		src := f
+		if staged != "" {
+			src = filepath.Join(staged, filepath.Base(f))
+		}
+		data, err := os.ReadFile(src)
 		if err != nil {
 			fmt.Fprintf(stderr, "nbcheck: %v\n", err)
 			return 1
 		}
-		html, err := os.ReadFile(htmlFor(f))
+		html, err := os.ReadFile(htmlFor(src))
 		if err != nil {
 			html = nil
 		}
