@@ -37,6 +37,11 @@ type Spec struct {
 	// the names [SetDiagnostics] registered). A spec that names none gets none. Not part of any
 	// run's configuration: naming one does not change a run's hash.
 	Diagnostics []string `yaml:"diagnostics"`
+	// DescriptiveKeys are the keys the paper's references use to describe rows the spec never runs
+	// (the paper's backbone, recipe or dataset variant): a reference not scoped to a table may match
+	// on them, and on keys the spec's runs have; any other key in its match is refused as a typo.
+	// paper.yaml's own descriptive_keys are appended.
+	DescriptiveKeys []string `yaml:"descriptive_keys"`
 
 	// Path is the file the spec was read from (empty when parsed from bytes); Dir its directory.
 	// Results live in Dir/results unless overridden.
@@ -130,7 +135,8 @@ func Load(path string) (*Spec, error) {
 	pp := filepath.Join(s.Dir, "paper.yaml")
 	if pb, err := os.ReadFile(pp); err == nil {
 		var paper struct {
-			Reference []Reference `yaml:"reference"`
+			Reference       []Reference `yaml:"reference"`
+			DescriptiveKeys []string    `yaml:"descriptive_keys"`
 		}
 		dec := yaml.NewDecoder(bytes.NewReader(pb))
 		dec.KnownFields(true)
@@ -144,6 +150,7 @@ func Load(path string) (*Spec, error) {
 			paper.Reference[i].File, paper.Reference[i].Index = pp, i
 		}
 		s.Reference = append(s.Reference, paper.Reference...)
+		s.DescriptiveKeys = append(s.DescriptiveKeys, paper.DescriptiveKeys...)
 	}
 	return s, nil
 }

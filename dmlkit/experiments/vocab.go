@@ -335,15 +335,29 @@ func CheckSelections(s *Spec, records []Record) error {
 	for _, t := range s.AllTables() {
 		tables[t.Name] = true
 	}
+	descriptive := map[string]bool{}
+	for _, k := range s.DescriptiveKeys {
+		descriptive[k] = true
+	}
 	for i, r := range s.Reference {
-		if len(r.Tables) == 0 {
-			continue
-		}
 		file := s.name()
 		if r.File != "" {
 			file = r.File
 		}
 		what := fmt.Sprintf("%s: reference[%d] (%s)", file, r.index(i), r.Source)
+		if len(r.Tables) == 0 {
+			// Unscoped: it may describe a row the spec never runs, on the keys the runs have or
+			// those declared descriptive; any other key is a typo that would match nothing.
+			for _, k := range sortedKeys(r.Match) {
+				if descriptive[k] {
+					continue
+				}
+				if err := v.CheckKey(k); err != nil {
+					errs = append(errs, fmt.Errorf("%s: field \"match\": %w (a key that only describes the paper's row goes in descriptive_keys)", what, err))
+				}
+			}
+			continue
+		}
 		for j, t := range r.Tables {
 			if !tables[t] {
 				errs = append(errs, fmt.Errorf("%s: field \"tables[%d]\": no table %q in %s%s", what, j, t, s.name(), suggest(t, slices.Collect(maps.Keys(tables)))))

@@ -60,6 +60,14 @@ reference: [{tables: [tt], match: {loss.name: rsk}, metric: R@1, value: 70, sour
 		{"reference match", `tables: [{name: t, rows: [loss.name], metrics: [R@1]}]
 reference: [{tables: [t], match: {loss.name: rks}, metric: R@1, value: 70, source: "Table 1"}]`,
 			`test.yaml: reference[0] (Table 1): field "match": key "loss.name": value rks`},
+		// Unscoped (issue 43): values of rows the spec does not run pass, declared descriptive keys
+		// pass, a key typo does not.
+		{"unscoped reference, unrun row", `reference: [{match: {loss.name: drml, published: true}, metric: R@1, value: 70, source: "Table 1"}]
+descriptive_keys: [published]`, ""},
+		{"unscoped reference key typo", `reference: [{match: {los.name: rsk}, metric: R@1, value: 70, source: "Table 1"}]`,
+			`test.yaml: reference[0] (Table 1): field "match": key "los.name": no configuration of the spec and no stored record has it (did you mean "loss.name"?) (a key that only describes the paper's row goes in descriptive_keys)`},
+		{"unscoped reference, undeclared descriptive key", `reference: [{match: {loss.name: drml, published: true}, metric: R@1, value: 70, source: "Table 1"}]`,
+			`field "match": key "published"`},
 	} {
 		s := mustParse(t, vocabSpec+tc.yaml)
 		s.Path = "test.yaml"
