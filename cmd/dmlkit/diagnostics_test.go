@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -76,5 +77,50 @@ func TestOwnSweepNeverFailsOnAPaperDiagnostic(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestExplicitDefaultKeepsRunIdentity: writing precision: fp32 (the trainer's default, a key added
+// after the committed records) changes no run's hash: a sweep of the spec with it finds every run
+// of the spec without it stored and trains nothing, and the stored configurations do not carry it
+// (issue 43: identical runs trained again and were stored twice). bf16 is another configuration.
+func TestExplicitDefaultKeepsRunIdentity(t *testing.T) {
+	reproduce.Register() // the trainer's neutral defaults (its validator is then removed for the toy spec)
+	toyExperiments(t)
+	calls := 0
+	experiments.SetRunner(func(ctx context.Context, r experiments.RunSpec, progress func(string)) (*experiments.Outcome, error) {
+		calls++
+		if p, ok := experiments.Get(r.Config, "precision"); ok && p != "bf16" {
+			t.Errorf("run %s: the neutral precision reached the runner's configuration", r.Hash)
+		}
+		return &experiments.Outcome{Metrics: map[string]float64{"R@1": 0.5}}, nil
+	})
+	_, spec := writeSpec(t, cliSpec)
+	results := filepath.Join(t.TempDir(), "results")
+	args := []string{"run", spec, "--scale", "smoke", "--results", results, "--workers", "1", "--quiet"}
+	if code, stdout, stderr := runCLI(args...); code != 0 || calls != 8 {
+		t.Fatalf("first sweep: exit %d, %d runs\n%s%s", code, calls, stdout, stderr)
+	}
+	for _, extra := range []string{"precision: fp32\n", "loss_scale: 0\nprecision: fp32\n"} {
+		text := strings.Replace(cliSpec, "base: {loss: {name: contrastive, margin: 0.5}, train: {epochs: 10}}",
+			"base: {loss: {name: contrastive, margin: 0.5}, train: {epochs: 10}, "+strings.ReplaceAll(strings.TrimSpace(extra), "\n", ", ")+"}", 1)
+		if err := os.WriteFile(spec, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if code, stdout, stderr := runCLI(args...); code != 0 || calls != 8 {
+			t.Fatalf("%q: exit %d, %d runs in all (want 8: nothing new)\n%s%s", extra, code, calls, stdout, stderr)
+		}
+	}
+	recs, _, err := experiments.NewStore(results).Load()
+	if err != nil || len(recs) != 8 {
+		t.Fatalf("%d records, %v", len(recs), err)
+	}
+	// A non-default value is a configuration of its own.
+	text := strings.Replace(cliSpec, "train: {epochs: 10}}", "train: {epochs: 10}, precision: bf16}", 1)
+	if err := os.WriteFile(spec, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, stdout, stderr := runCLI(args...); code != 0 || calls != 16 {
+		t.Fatalf("bf16: exit %d, %d runs in all (want 16)\n%s%s", code, calls, stdout, stderr)
 	}
 }

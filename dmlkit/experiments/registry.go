@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 
 	"github.com/dmlkit/dmlkit/dmlkit/config"
@@ -70,6 +71,8 @@ var (
 	resolver  Resolver
 	// diagnostics: see SetDiagnostics.
 	diagnostics map[string]string
+	// neutral: see SetNeutralDefaults.
+	neutral map[string][]any
 )
 
 // SetResolver registers the function that fills a configuration's defaults (the trainer's): the
@@ -124,6 +127,58 @@ func RegisteredDiagnostics() map[string]string {
 	regMu.RLock()
 	defer regMu.RUnlock()
 	return diagnostics
+}
+
+// SetNeutralDefaults registers configuration keys whose default value means "as before the key
+// existed" (dotted key → the values that mean it, e.g. "precision" → fp32 and ""). A plan removes
+// such a leaf from a run's configuration before hashing it, so that writing the default explicitly
+// neither changes a run's hash nor trains it again. Only keys that no stored record carries may be
+// registered (a trainer key added after records were stored): removing a leaf that stored
+// configurations hold would change their hashes.
+func SetNeutralDefaults(d map[string][]any) {
+	regMu.Lock()
+	defer regMu.Unlock()
+	neutral = d
+}
+
+// stripNeutral removes from cfg every leaf SetNeutralDefaults names whose value is neutral.
+func stripNeutral(cfg map[string]any) {
+	regMu.RLock()
+	d := neutral
+	regMu.RUnlock()
+	for k, vals := range d {
+		v, ok := Get(cfg, k)
+		if !ok {
+			continue
+		}
+		for _, n := range vals {
+			if FormatValue(v) == FormatValue(n) {
+				deletePath(cfg, k)
+				break
+			}
+		}
+	}
+}
+
+// deletePath removes the dotted key from cfg, and the maps it leaves empty.
+func deletePath(cfg map[string]any, key string) {
+	parts := strings.Split(key, ".")
+	var walk func(m map[string]any, i int)
+	walk = func(m map[string]any, i int) {
+		if i == len(parts)-1 {
+			delete(m, parts[i])
+			return
+		}
+		sub, ok := m[parts[i]].(map[string]any)
+		if !ok {
+			return
+		}
+		walk(sub, i+1)
+		if len(sub) == 0 {
+			delete(m, parts[i])
+		}
+	}
+	walk(cfg, 0)
 }
 
 // SetValidator registers the check applied to every run of a plan by [Spec.Plan].

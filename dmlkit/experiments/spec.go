@@ -521,6 +521,7 @@ func (s *Spec) resolve(scale string, sel map[string]map[string]any, done map[str
 						_ = mergeAt(cfg, k, pt[k]) // errors surface once the selection arrives
 					}
 					_ = SetPath(cfg, seedKey, seed)
+					stripNeutral(cfg)
 					waiting = append(waiting, candidate{cfg: cfg, seed: seed, label: Run{Params: pt, Seed: seed}.Label(), heldIdx: -1})
 				}
 			}
@@ -536,6 +537,7 @@ func (s *Spec) resolve(scale string, sel map[string]map[string]any, done map[str
 			if err := SetPath(cfg, seedKey, seed); err != nil {
 				return nil, fmt.Errorf("experiments: %s: field \"sweep.seed_key\": %w", s.name(), err)
 			}
+			stripNeutral(cfg)
 			refs, err := findRunRefs(cfg)
 			if err != nil {
 				return nil, fmt.Errorf("experiments: %s: scale %q, run %s: %w", s.name(), scale, Run{Params: pt, Seed: seed}.Label(), err)

@@ -28,6 +28,12 @@ import (
 // ([experiments.SetRunner], [experiments.SetValidator]); the CLI calls it at start, a notebook
 // before [experiments.RunSweep].
 func Register() {
+	// Keys added to the trainer after records were stored, whose defaults reproduce the runs made
+	// before them: written explicitly at the default they change no run's hash (issue 43).
+	experiments.SetNeutralDefaults(map[string][]any{
+		"precision":  {string(train.PrecisionFP32), ""},
+		"loss_scale": {0},
+	})
 	experiments.SetValidator(ValidateTrainConfig)
 	experiments.SetResolver(ResolvedConfig)
 	experiments.SetRunner(TrainRunner)
