@@ -349,10 +349,10 @@ func runWithOptions(ctx context.Context, cfg Config, outDir string, opt Options)
 	return r.res, nil
 }
 
-// panicError turns a panic r that escaped a run (graph-building code panics, GoMLX's convention,
-// and a panic that is not an error value passes GoMLX's executors) into an error naming the
-// backbone and its file, with the panic's first line; an op without a gradient gets
-// [adviseGradient]'s advice.
+// panicError turns a panic r that escaped a run into an error naming the backbone and its file,
+// with the panic's first line (no trace): graph-building code panics, GoMLX's convention, and a
+// panic that is not an error value passes GoMLX's executors; a damaged image panics in
+// [FileSet.Fill]. An op without a gradient gets [adviseGradient]'s advice.
 func panicError(r any, m models.Config) error {
 	msg := fmt.Sprint(r)
 	if i := strings.IndexByte(msg, '\n'); i >= 0 {
@@ -362,7 +362,7 @@ func panicError(r any, m models.Config) error {
 	if m.Pretrained != "" {
 		where += ", model.pretrained " + m.Pretrained
 	}
-	return adviseGradient(fmt.Errorf("train: the run failed building or running its graphs (%s): %s", where, msg), m)
+	return adviseGradient(fmt.Errorf("train: the run stopped (%s): %s", where, msg), m)
 }
 
 // adviseGradient adds to err, when it is GoMLX's "no gradient is defined" for an op of the
