@@ -154,3 +154,33 @@ func TestPanicError(t *testing.T) {
 		t.Errorf("error %q lacks the advice model.freeze_backbone: true", err)
 	}
 }
+
+// TestExtractFeaturesRefusesBadInputs: [ExtractFeatures] with an ONNX layout read the wrong way
+// round returns an error naming model.onnx_layout and the layout to set (it used to panic while
+// building the graph) and writes nothing.
+func TestExtractFeaturesRefusesBadInputs(t *testing.T) {
+	cfg := onnxRunConfig()
+	cfg.Model.ONNXLayout = "nhwc"
+	out := filepath.Join(t.TempDir(), "features")
+	var err error
+	func() {
+		defer func() {
+			if r := recover(); r != nil {
+				err = fmt.Errorf("panic: %v", r)
+				t.Errorf("ExtractFeatures panicked: %v", r)
+			}
+		}()
+		err = ExtractFeatures(cfg, "", out)
+	}()
+	if err == nil {
+		t.Fatal("features extracted")
+	}
+	for _, s := range []string{"model.onnx_layout: nhwc", "onnx_backbone.onnx", "set model.onnx_layout: nchw"} {
+		if !strings.Contains(err.Error(), s) {
+			t.Errorf("error %q lacks %q", err, s)
+		}
+	}
+	if _, serr := os.Stat(out); serr == nil {
+		t.Errorf("%s was created", out)
+	}
+}
