@@ -184,3 +184,26 @@ func TestExtractFeaturesRefusesBadInputs(t *testing.T) {
 		t.Errorf("%s was created", out)
 	}
 }
+
+// TestAdviseZeroNorm: an evaluation error about an all-zero embedding row names
+// model.input_size, its value (or the images' size for 0) and the backbone; other errors pass
+// unchanged.
+func TestAdviseZeroNorm(t *testing.T) {
+	m := onnxRunConfig().Model
+	m.Backbone = "resnet18"
+	zero := fmt.Errorf("train: evaluating test set: metrics: embeddings row 3 has zero norm; cosine similarity is undefined")
+	err := adviseZeroNorm(zero, m, 12, 12)
+	for _, s := range []string{"row 3 has zero norm", "resnet18", "model.input_size 0: the images' 12×12", "raise model.input_size"} {
+		if !strings.Contains(err.Error(), s) {
+			t.Errorf("error %q lacks %q", err, s)
+		}
+	}
+	m.InputSize = 16
+	if err := adviseZeroNorm(zero, m, 12, 12); !strings.Contains(err.Error(), "model.input_size 16") {
+		t.Errorf("error %q lacks model.input_size 16", err)
+	}
+	other := fmt.Errorf("train: evaluating test set: no classes")
+	if err := adviseZeroNorm(other, m, 12, 12); err != other {
+		t.Errorf("another error became %q", err)
+	}
+}

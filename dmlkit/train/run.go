@@ -375,6 +375,20 @@ func adviseGradient(err error, m models.Config) error {
 	return fmt.Errorf("%w; the model has an op without a gradient: to train a head on the fixed features of backbone %s set model.freeze_backbone: true", err, m.Backbone)
 }
 
+// adviseZeroNorm adds to an evaluation error about an all-zero embedding row ("zero norm") what
+// produces one and the field that sets it: backbone features that vanish on images too small
+// for the backbone's downsampling (model.input_size, with the images' size h×w).
+func adviseZeroNorm(err error, m models.Config, h, w int) error {
+	if !strings.Contains(err.Error(), "zero norm") {
+		return err
+	}
+	size := fmt.Sprintf("model.input_size %d", m.InputSize)
+	if m.InputSize == 0 {
+		size = fmt.Sprintf("model.input_size 0: the images' %d×%d", h, w)
+	}
+	return fmt.Errorf("%w; the model gives some images an all-zero embedding: backbone %s (%s) may leave no features at that size: raise model.input_size", err, m.Backbone, size)
+}
+
 // trainedModel is the network a run trains: the head alone on cached features with
 // model.freeze_backbone ([models.Config.HeadOnly]), the backbone's last blocks and the head on
 // cached maps with model.trainable_tail ([models.Config.TailOnly]), otherwise cfg.Model.
@@ -596,7 +610,8 @@ func (r *runner) evaluate() error {
 		}
 		m, err := r.eval(emb, n, d, labels)
 		if err != nil {
-			return fmt.Errorf("train: evaluating %s set: %w", set.name, err)
+			h, w, _ := r.split.train.Dims()
+			return adviseZeroNorm(fmt.Errorf("train: evaluating %s set: %w", set.name, err), cfg.Model, h, w)
 		}
 		if cfg.Eval.Classify && set.name != "val" {
 			acc, err := r.classify(emb, n, d, labels)
