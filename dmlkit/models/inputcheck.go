@@ -100,8 +100,8 @@ func (c *Config) validateInputSize(f func(string) string) error {
 // its patch). For backbone onnx it reads cfg.Pretrained and checks the network's input and
 // output against the images, then builds the network once on a batch of such images in a graph
 // of its own on be — with train (the backbone's weights are trained), also their gradients —
-// see [ONNXBackbone.CheckInput]. Backbone features, and the cached maps of a trainable tail
-// (cfg.TailInput), are not checked.
+// see [ONNXBackbone.CheckInput] (be nil: no trial build). Backbone features, and the cached
+// maps of a trainable tail (cfg.TailInput), are not checked.
 //
 // Errors name the field to change (model.input_size, model.pretrained and its file,
 // model.onnx_layout, model.onnx_output, model.freeze_backbone) and the value to set where one

@@ -72,7 +72,7 @@ type ONNXBackbone struct {
 	InputDims        string
 	ExportH, ExportW int
 	// OutputDims is Output's shape as the file declares it (graph outputs and value_info), e.g.
-	// "[batch, 2048]"; outputRank is its rank (0 when the file does not say).
+	// "[batch, 2048]"; outputRank is its rank, outputKnown whether the file declares it.
 	OutputDims  string
 	outputRank  int
 	outputKnown bool
@@ -191,8 +191,8 @@ func readONNXBackbone(path, layout, output string) (*ONNXBackbone, error) {
 	}
 	b.namedOutput = output != ""
 	// Any batch and any image size: the axes become symbolic (networks that end in a global
-	// pooling, as ResNets do, accept any size; a graph that needs its export size fails when it
-	// is built, naming the node).
+	// pooling, as ResNets do, accept any size; a graph that needs its export size is refused by
+	// [ONNXBackbone.CheckInput] before a run builds its graphs, naming ExportH × ExportW).
 	dims[0].Value = &protos.TensorShapeProto_Dimension_DimParam{DimParam: "dmlkit_batch"}
 	dims[spatial[0]].Value = &protos.TensorShapeProto_Dimension_DimParam{DimParam: "dmlkit_height"}
 	dims[spatial[1]].Value = &protos.TensorShapeProto_Dimension_DimParam{DimParam: "dmlkit_width"}

@@ -68,7 +68,8 @@ func (b *ONNXBackbone) outputRankError(dims string) error {
 // Errors name the field to change and the file: model.pretrained (with the network's input name
 // and declared shape, the images' size and, when the network fails at another size than its
 // export size, the model.input_size to set), model.onnx_layout, model.onnx_output, or, for an op
-// without a gradient (Sort, TopK, ArgMax…), model.freeze_backbone: true.
+// without a gradient (TopK becomes a Sort), model.freeze_backbone: true. With be nil only the
+// checks without a graph are made.
 func (b *ONNXBackbone) CheckInput(be compute.Backend, cfg Config, h, w, c int, train bool) (err error) {
 	sh, sw := h, w
 	if cfg.InputSize > 0 {
