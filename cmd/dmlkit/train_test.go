@@ -101,3 +101,43 @@ func TestTrainSetReplacesWholeLoss(t *testing.T) {
 		t.Errorf("loss = %+v, want triplet with set %v and no terms\n%s", got.Loss, want, out.String())
 	}
 }
+
+// TestTrainBadInputsNoTrace (issue 43 item 4): `dmlkit train` with model.input_size 100000 (an
+// out-of-memory trace before) and with an ONNX backbone whose layout is read the wrong way
+// round (a Go panic trace before) exits non-zero with one error naming the field and the value
+// to set, and no trace.
+func TestTrainBadInputsNoTrace(t *testing.T) {
+	const onnxSmoke = "../../dmlkit/train/testdata/onnx-backbone-smoke.yaml"
+	cases := []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"train", "--config", exampleConfig, "--set", "model.input_size=100000", "--out", t.TempDir()},
+			[]string{"model.input_size: 100000", "16 … 1024"}},
+	}
+	if _, err := os.Stat("../../../shared/data/omniglot/images_background.npz"); err == nil {
+		cases = append(cases, struct {
+			args []string
+			want []string
+		}{[]string{"train", "--config", onnxSmoke, "--quiet", "--out", t.TempDir(), "--set", "model.pretrained=../../dmlkit/models/testdata/onnx_backbone.onnx",
+			"--set", "model.onnx_layout=nhwc", "--set", "data.max_train_classes=16", "--set", "data.max_test_classes=10"},
+			[]string{"model.onnx_layout: nhwc", "onnx_backbone.onnx", "28×28×1", "set model.onnx_layout: nchw"}})
+	}
+	for _, tc := range cases {
+		var out, errb bytes.Buffer
+		code := run(tc.args, &out, &errb)
+		if code == 0 {
+			t.Errorf("%v: exit 0", tc.args[1:])
+			continue
+		}
+		t.Logf("%s", errb.String())
+		for _, s := range tc.want {
+			if !strings.Contains(errb.String(), s) {
+				t.Errorf("%v: stderr %q lacks %q", tc.args[1:], errb.String(), s)
+			}
+		}
+		if strings.Contains(errb.String(), "goroutine") || strings.Count(errb.String(), "\n") > 1 {
+			t.Errorf("%v: stderr is not one line:\n%s", tc.args[1:], errb.String())
+		}
+	}
+}

@@ -258,7 +258,11 @@ func loadCIFAR10JPEG(archive string, opt CIFAR10Options) (*Split, error) {
 	return out, nil
 }
 
-// readTarGz calls fn for every regular file of a .tar.gz archive, in archive order.
+// readTarGz calls fn for every regular file of a .tar.gz archive, in archive order. Directory
+// entries and pax global headers (which git archive writes) carry no data and are passed over;
+// any other member — a symbolic or hard link, a device, a FIFO — is an error naming the archive
+// and the member (ErrFormat): the loaders read members by name, so a link would silently drop
+// the image it stands for (or, followed, read a file outside the checksummed archive).
 func readTarGz(archive string, fn func(name string, r io.Reader) error) error {
 	f, err := os.Open(archive)
 	if err != nil {
@@ -281,8 +285,18 @@ func readTarGz(archive string, fn func(name string, r io.Reader) error) error {
 		if err != nil {
 			return ferr("cifar10", archive, 0, ErrTruncated, "%v", err)
 		}
-		if h.Typeflag != tar.TypeReg {
+		switch h.Typeflag {
+		case tar.TypeReg: // (the reader reports the old TypeRegA as TypeReg)
+		case tar.TypeDir, tar.TypeXGlobalHeader:
 			continue
+		case tar.TypeSymlink, tar.TypeLink:
+			kind := "a symbolic link"
+			if h.Typeflag == tar.TypeLink {
+				kind = "a hard link"
+			}
+			return ferr("cifar10", archive, 0, ErrFormat, "member %s is %s (to %s), not a regular file: links are not followed; rebuild the archive with the files themselves (tar --dereference)", h.Name, kind, h.Linkname)
+		default:
+			return ferr("cifar10", archive, 0, ErrFormat, "member %s has tar type %q, not a regular file or a directory", h.Name, h.Typeflag)
 		}
 		if err := fn(h.Name, tr); err != nil {
 			return err

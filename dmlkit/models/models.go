@@ -77,8 +77,10 @@ type Config struct {
 	// default): images are used at the size they come in. It is meant for enlarging small images
 	// to a pretrained backbone's scale (Omniglot's 28 px to 96 px for MobileNetV2); to shrink
 	// large images, load them at the wanted size instead, since bilinear sampling without
-	// antialiasing aliases.
-	InputSize int `yaml:"input_size" doc:"resize input images to N×N inside the model before the backbone (0: as they come)"`
+	// antialiasing aliases. Besides 0 it must lie in [MinInputSize, MaxInputSize] (16 … 1024)
+	// and suit the backbone: at least 32 for resnet and mobilenet backbones (they downsample by
+	// 32), a multiple of the patch for a ViT; with 0 the images' own side must ([CheckImages]).
+	InputSize int `yaml:"input_size" doc:"resize input images to N×N inside the model before the backbone (0: as they come; else 16 … 1024, ≥ 32 for resnet/mobilenet, a multiple of the patch for vit)"`
 	// FreezeBackbone trains everything but the backbone: its pooled features (Output.Features)
 	// are computed once per distinct input image, in inference mode (BatchNorm running
 	// statistics), and cached on disk; the head (and layer_norm, projector, IDML head, the
@@ -245,8 +247,8 @@ func (c *Config) Validate(prefix string) error {
 	if c.DualHead && c.Head == "identity" {
 		return fmt.Errorf("%s: the IDML dual head needs a linear or mlp head", f("dual_head"))
 	}
-	if c.InputSize < 0 || (c.InputSize > 0 && c.Backbone == "features") {
-		return fmt.Errorf("%s: %d: want ≥ 0, and only with an image backbone", f("input_size"), c.InputSize)
+	if err := c.validateInputSize(f); err != nil {
+		return err
 	}
 	if c.FreezeBackbone && c.Backbone == "features" {
 		return fmt.Errorf("%s: backbone features has no backbone to freeze (it already trains a head on given features)", f("freeze_backbone"))

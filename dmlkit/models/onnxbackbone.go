@@ -65,6 +65,21 @@ type ONNXBackbone struct {
 	// Params is the number of float values of the initializers Output depends on (BatchNorm
 	// running statistics included).
 	Params int
+	// InputDims is the image input's shape as the file declares it, in Layout, e.g.
+	// "[batch, 3, 224, 224]" (a symbolic axis by its name, "?" when unnamed); ExportH and
+	// ExportW are its fixed spatial sides (0 when symbolic). The network is fed any size
+	// ([ONNXBackbone.CheckInput] tries the run's).
+	InputDims        string
+	ExportH, ExportW int
+	// OutputDims is Output's shape as the file declares it (graph outputs and value_info), e.g.
+	// "[batch, 2048]"; outputRank is its rank, outputKnown whether the file declares it.
+	OutputDims  string
+	outputRank  int
+	outputKnown bool
+	// inputFixed are the input's fixed dims as the file declares them (0 for a symbolic axis);
+	// namedOutput: Output was named by model.onnx_output (not the graph's output).
+	inputFixed  [4]int
+	namedOutput bool
 
 	model onnx.Model
 	// used: initializers Output depends on; frozen: those of them that are not trainable.
@@ -170,9 +185,14 @@ func readONNXBackbone(path, layout, output string) (*ONNXBackbone, error) {
 	if b.Channels = fixed(chAxis); b.Channels <= 0 {
 		return nil, fmt.Errorf("model.pretrained: %s: input %q (dims %s, %s) has no fixed channel count", path, b.Input, dimString(dims), layout)
 	}
+	b.InputDims, b.ExportH, b.ExportW = dimString(dims), fixed(spatial[0]), fixed(spatial[1])
+	for i := range b.inputFixed {
+		b.inputFixed[i] = fixed(i)
+	}
+	b.namedOutput = output != ""
 	// Any batch and any image size: the axes become symbolic (networks that end in a global
-	// pooling, as ResNets do, accept any size; a graph that needs its export size fails when it
-	// is built, naming the node).
+	// pooling, as ResNets do, accept any size; a graph that needs its export size is refused by
+	// [ONNXBackbone.CheckInput] before a run builds its graphs, naming ExportH × ExportW).
 	dims[0].Value = &protos.TensorShapeProto_Dimension_DimParam{DimParam: "dmlkit_batch"}
 	dims[spatial[0]].Value = &protos.TensorShapeProto_Dimension_DimParam{DimParam: "dmlkit_height"}
 	dims[spatial[1]].Value = &protos.TensorShapeProto_Dimension_DimParam{DimParam: "dmlkit_width"}
@@ -187,6 +207,17 @@ func readONNXBackbone(path, layout, output string) (*ONNXBackbone, error) {
 			return nil, fmt.Errorf("model.onnx_output: %s: the graph has %d outputs %q: name the one that is the features", path, len(names), names)
 		}
 		output = g.GetOutput()[0].GetName()
+	}
+	// The output's declared shape, when the file gives it (before Identity nodes are removed:
+	// they keep their output's name for the value_info).
+	for _, vi := range append(append([]*protos.ValueInfoProto{}, g.GetOutput()...), g.GetValueInfo()...) {
+		if vi.GetName() != output {
+			continue
+		}
+		if st := vi.GetType().GetTensorType().GetShape(); st != nil {
+			b.OutputDims, b.outputRank, b.outputKnown = dimString(st.GetDim()), len(st.GetDim()), true
+		}
+		break
 	}
 	output = removeIdentities(g, inits, output)
 	// onnx-gomlx v0.5.5 refuses a BatchNormalization momentum other than 0.9, which only the
@@ -418,10 +449,12 @@ func (b *ONNXBackbone) LoadVariables(scope *model.Scope) (err error) {
 // transposed to NCHW for an NCHW network. The network runs in float32 (its initializers are).
 // A rank-2 output is the features; a rank-4 output (a feature map, e.g. an intermediate node
 // named by cfg.ONNXOutput) is pooled with cfg.Pool ([GlobalPool]). It panics on a graph that
-// onnx-gomlx cannot convert, naming the op.
+// onnx-gomlx cannot convert, naming the op, and with an error value naming the field and the
+// file on images the network cannot take (channels, output rank; [ONNXBackbone.CheckInput]
+// finds these before a graph is built).
 func (b *ONNXBackbone) Apply(scope *model.Scope, cfg Config, x *Node) *Node {
 	if x.Rank() != 4 {
-		panic(fmt.Sprintf("models: backbone onnx needs [B, H, W, C] images, got %s", x.Shape()))
+		panic(inputErrorf("model.pretrained: %s: backbone onnx needs [B, H, W, C] images, got %s", b.Path, x.Shape()))
 	}
 	if b.probe != "" && scope.Store().GetVariable(onnxVarPath(scope, b.probe)) == nil {
 		if err := b.LoadVariables(scope); err != nil {
@@ -434,25 +467,21 @@ func (b *ONNXBackbone) Apply(scope *model.Scope, cfg Config, x *Node) *Node {
 		h = ConvertDType(h, dtypes.Float32)
 	}
 	c := h.Shape().Dim(3)
-	switch {
-	case c == b.Channels:
-	case c == 1 && b.Channels == 3:
+	if err := b.checkChannels(cfg, h.Shape().Dim(1), h.Shape().Dim(2), c); err != nil {
+		panic(err)
+	}
+	if c == 1 && b.Channels == 3 {
 		h = Concatenate([]*Node{h, h, h}, 3)
-	default:
-		panic(fmt.Sprintf("models: %s wants %d input channels, the images have %d", b.Path, b.Channels, c))
 	}
 	switch cfg.InputNorm {
 	case "", "none":
 	case "imagenet":
-		if b.Channels != 3 {
-			panic(fmt.Sprintf("models: input_norm imagenet needs 3 channels, %s takes %d", b.Path, b.Channels))
-		}
 		g := h.Graph()
 		mean := Reshape(Const(g, []float32{float32(imageNetMean[0]), float32(imageNetMean[1]), float32(imageNetMean[2])}), 1, 1, 1, 3)
 		inv := Reshape(Const(g, []float32{float32(1 / imageNetStd[0]), float32(1 / imageNetStd[1]), float32(1 / imageNetStd[2])}), 1, 1, 1, 3)
 		h = Mul(Sub(h, mean), inv)
 	default:
-		panic(fmt.Sprintf("models: unknown input_norm %q", cfg.InputNorm))
+		panic(inputErrorf("model.input_norm: %q: want none or imagenet", cfg.InputNorm))
 	}
 	if b.Layout == onnxNCHW {
 		h = TransposeAllDims(h, 0, 3, 1, 2)
@@ -470,7 +499,7 @@ func (b *ONNXBackbone) Apply(scope *model.Scope, cfg Config, x *Node) *Node {
 		}
 		out = GlobalPool(out, cfg.Pool, cfg.GeMP)
 	default:
-		panic(fmt.Sprintf("models: %s: output %q is %s; a backbone's output is [B, F] features or a [B, C, H, W] map", b.Path, b.Output, out.Shape()))
+		panic(b.outputRankError(strings.ReplaceAll(fmt.Sprint(out.Shape().Dimensions), " ", ", ")))
 	}
 	if out.DType() != dt {
 		out = ConvertDType(out, dt)

@@ -94,8 +94,19 @@ func ReadFeatures(featPath, labelPath string) (*Features, error) {
 // precomputed-feature mode (seed 004 Fig. 8–9), read back by the "npy-features" dataset with
 // model.backbone: features. Weights come from the newest checkpoint of runDir when runDir is not
 // empty, else from model.pretrained (an ONNX ResNet/ViT or a .tflite MobileNet) or model.init_from (a stored run's backbone), or
-// the seeded initialisation.
-func ExtractFeatures(cfg Config, runDir, outDir string) error {
+// the seeded initialisation. The backbone is checked against the images first
+// ([models.CheckImages]); a panic of the graph code becomes an error ([panicError]).
+func ExtractFeatures(cfg Config, runDir, outDir string) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = panicError(r, cfg.Model)
+		}
+	}()
+	return extractFeatures(cfg, runDir, outDir)
+}
+
+// extractFeatures is [ExtractFeatures] without its recovery.
+func extractFeatures(cfg Config, runDir, outDir string) error {
 	if err := cfg.Validate(); err != nil {
 		return fmt.Errorf("train: config: %w", err)
 	}
@@ -129,6 +140,9 @@ func ExtractFeatures(cfg Config, runDir, outDir string) error {
 		return err
 	}
 	h, w, c := split.train.Dims()
+	if err := models.CheckImages(b, cfg.Model, h, w, c, false); err != nil {
+		return fmt.Errorf("train: %w", err)
+	}
 	ex, err := model.NewExec(b, store, func(scope *model.Scope, x *Node) *Node {
 		liveVariables(scope, x.Graph())
 		return models.Build(scope.At(modelScope), cfg.Model, x, models.Mode{}).Features

@@ -196,7 +196,26 @@ func Run(ctx context.Context, cfg Config, outDir string, progress func(Progress)
 // the end of every epoch) and, at the end, test_embeddings.npy [N, D] float32,
 // test_labels.npy [N] int64 and, with model.dual_head, test_uncertainty.npy [N, U] float32 (IDML's
 // raw uncertainty embeddings of the same rows, U = model.unc_dim or model.dim).
-func RunWithOptions(ctx context.Context, cfg Config, outDir string, opt Options) (*Result, error) {
+//
+// The backbone is checked against the training images before any graph is built
+// ([models.CheckImages]: model.input_size, an onnx network's input, output and gradients). A
+// panic that still escapes the run's graph code becomes an error naming the backbone and its
+// file ([panicError]); no Go panic trace reaches the caller.
+func RunWithOptions(ctx context.Context, cfg Config, outDir string, opt Options) (res *Result, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			res, err = nil, panicError(r, cfg.Model)
+		}
+	}()
+	res, err = runWithOptions(ctx, cfg, outDir, opt)
+	if err != nil {
+		err = adviseGradient(err, cfg.Model)
+	}
+	return res, err
+}
+
+// runWithOptions is [RunWithOptions] without its recovery.
+func runWithOptions(ctx context.Context, cfg Config, outDir string, opt Options) (*Result, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("train: config: %w", err)
 	}
@@ -223,6 +242,13 @@ func RunWithOptions(ctx context.Context, cfg Config, outDir string, opt Options)
 	if b == nil {
 		if b, err = backend.Shared(); err != nil {
 			return nil, err
+		}
+	}
+	// The backbone against the images, before any graph is built (the ONNX network once in a
+	// throwaway graph: seconds for a ResNet-50, against minutes of compilation).
+	if h, w, c := split.train.Dims(); cfg.Model.Backbone != "features" {
+		if err := models.CheckImages(b, cfg.Model, h, w, c, !cfg.Model.FreezeBackbone); err != nil {
+			return nil, fmt.Errorf("train: %w", err)
 		}
 	}
 	// With model.freeze_backbone the sets become cached backbone features and the model to
@@ -321,6 +347,46 @@ func RunWithOptions(ctx context.Context, cfg Config, outDir string, opt Options)
 		return nil, err
 	}
 	return r.res, nil
+}
+
+// panicError turns a panic r that escaped a run into an error naming the backbone and its file,
+// with the panic's first line (no trace): graph-building code panics, GoMLX's convention, and a
+// panic that is not an error value passes GoMLX's executors; a damaged image panics in
+// [FileSet.Fill]. An op without a gradient gets [adviseGradient]'s advice.
+func panicError(r any, m models.Config) error {
+	msg := fmt.Sprint(r)
+	if i := strings.IndexByte(msg, '\n'); i >= 0 {
+		msg = msg[:i]
+	}
+	where := "model.backbone " + m.Backbone
+	if m.Pretrained != "" {
+		where += ", model.pretrained " + m.Pretrained
+	}
+	return adviseGradient(fmt.Errorf("train: the run stopped (%s): %s", where, msg), m)
+}
+
+// adviseGradient adds to err, when it is GoMLX's "no gradient is defined" for an op of the
+// model (an ONNX network's TopK becomes a Sort), the setting that trains without the backbone's
+// gradients: model.freeze_backbone: true.
+func adviseGradient(err error, m models.Config) error {
+	if !strings.Contains(err.Error(), "no gradient is defined") || m.FreezeBackbone || strings.Contains(err.Error(), "model.freeze_backbone") {
+		return err
+	}
+	return fmt.Errorf("%w; the model has an op without a gradient: to train a head on the fixed features of backbone %s set model.freeze_backbone: true", err, m.Backbone)
+}
+
+// adviseZeroNorm adds to an evaluation error about an all-zero embedding row ("zero norm") what
+// produces one and the field that sets it: backbone features that vanish on images too small
+// for the backbone's downsampling (model.input_size, with the images' size h×w).
+func adviseZeroNorm(err error, m models.Config, h, w int) error {
+	if !strings.Contains(err.Error(), "zero norm") {
+		return err
+	}
+	size := fmt.Sprintf("model.input_size %d", m.InputSize)
+	if m.InputSize == 0 {
+		size = fmt.Sprintf("model.input_size 0: the images' %d×%d", h, w)
+	}
+	return fmt.Errorf("%w; the model gives some images an all-zero embedding: backbone %s (%s) may leave no features at that size: raise model.input_size", err, m.Backbone, size)
 }
 
 // trainedModel is the network a run trains: the head alone on cached features with
@@ -544,7 +610,8 @@ func (r *runner) evaluate() error {
 		}
 		m, err := r.eval(emb, n, d, labels)
 		if err != nil {
-			return fmt.Errorf("train: evaluating %s set: %w", set.name, err)
+			h, w, _ := r.split.train.Dims()
+			return adviseZeroNorm(fmt.Errorf("train: evaluating %s set: %w", set.name, err), cfg.Model, h, w)
 		}
 		if cfg.Eval.Classify && set.name != "val" {
 			acc, err := r.classify(emb, n, d, labels)
