@@ -2,7 +2,6 @@ package train
 
 import (
 	"fmt"
-	"os"
 
 	"github.com/dmlkit/dmlkit/dmlkit/checksum"
 	"github.com/dmlkit/dmlkit/dmlkit/models"
@@ -24,11 +23,9 @@ func weightDigests(m models.Config) (map[string]string, error) {
 		out = map[string]string{"model.pretrained": d}
 	}
 	if m.InitFrom != "" {
-		p := m.InitFrom
-		if fi, err := os.Stat(p); err == nil && fi.IsDir() {
-			if p, err = LatestCheckpoint(p); err != nil || p == "" {
-				return nil, fmt.Errorf("model.init_from: %s: no checkpoint (%v)", m.InitFrom, err)
-			}
+		p, err := initFromCheckpoint(m.InitFrom)
+		if err != nil {
+			return nil, err
 		}
 		d, err := checksum.Digest(p)
 		if err != nil {

@@ -19,6 +19,29 @@ func initModel(store *model.Store, cfg models.Config) error {
 	return initFromRun(store, cfg)
 }
 
+// initFromCheckpoint is the checkpoint file model.init_from names: the file itself, or a run
+// directory's newest checkpoint. Errors name model.init_from and say what is missing.
+func initFromCheckpoint(initFrom string) (string, error) {
+	fi, err := os.Stat(initFrom)
+	if err != nil {
+		if os.IsNotExist(err) {
+			return "", fmt.Errorf("model.init_from: %s: no such run directory or checkpoint file", initFrom)
+		}
+		return "", fmt.Errorf("model.init_from: %w", err)
+	}
+	if !fi.IsDir() {
+		return initFrom, nil
+	}
+	path, err := LatestCheckpoint(initFrom)
+	if err != nil {
+		return "", fmt.Errorf("model.init_from: %s: %w", initFrom, err)
+	}
+	if path == "" {
+		return "", fmt.Errorf("model.init_from: %s: the run directory holds no checkpoint (%s/ckpt-*.gob)", initFrom, checkpointDir)
+	}
+	return path, nil
+}
+
 // initFromRun copies the backbone variables (/model/backbone/...; with model.init_head all of
 // /model/...) of the checkpoint named by cfg.InitFrom — a run directory (its newest checkpoint) or
 // a checkpoint file — into store, keeping their trainable flags. Nothing else of the checkpoint is
@@ -28,21 +51,9 @@ func initFromRun(store *model.Store, cfg models.Config) error {
 	if cfg.InitFrom == "" {
 		return nil
 	}
-	fi, err := os.Stat(cfg.InitFrom)
+	path, err := initFromCheckpoint(cfg.InitFrom)
 	if err != nil {
-		if os.IsNotExist(err) {
-			return fmt.Errorf("model.init_from: %s: no such run directory or checkpoint file", cfg.InitFrom)
-		}
-		return fmt.Errorf("model.init_from: %w", err)
-	}
-	path := cfg.InitFrom
-	if fi.IsDir() {
-		if path, err = LatestCheckpoint(cfg.InitFrom); err != nil {
-			return fmt.Errorf("model.init_from: %s: %w", cfg.InitFrom, err)
-		}
-		if path == "" {
-			return fmt.Errorf("model.init_from: %s: the run directory holds no checkpoint (%s/ckpt-*.gob)", cfg.InitFrom, checkpointDir)
-		}
+		return err
 	}
 	src := model.NewStore()
 	if _, err := loadCheckpoint(path, src); err != nil {
