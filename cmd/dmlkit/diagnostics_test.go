@@ -124,3 +124,30 @@ func TestExplicitDefaultKeepsRunIdentity(t *testing.T) {
 		t.Fatalf("bf16: exit %d, %d runs in all (want 16)\n%s%s", code, calls, stdout, stderr)
 	}
 }
+
+// TestReportsRefuseAMissingStore: tables and figures given a --results directory that does not
+// exist, or one without the scale's store, fail naming it (issue 47: a mistyped gather path
+// printed every table "skipped" and 76 inconclusive claims, exit 0) and write nothing.
+func TestReportsRefuseAMissingStore(t *testing.T) {
+	toyExperiments(t)
+	_, spec := writeSpec(t, cliSpec)
+	tmp := t.TempDir()
+	empty := filepath.Join(tmp, "empty")
+	if err := os.Mkdir(empty, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(tmp, "out")
+	for _, c := range []struct{ cmd, results, want string }{
+		{"tables", filepath.Join(tmp, "nope"), "--results " + filepath.Join(tmp, "nope") + ": stat"},
+		{"figures", filepath.Join(tmp, "nope"), "no such file or directory"},
+		{"tables", empty, `--results ` + empty + `: no records of scale "smoke"`},
+	} {
+		code, _, stderr := runCLI(c.cmd, spec, "--scale", "smoke", "--results", c.results, "--out", out)
+		if code != 1 || !strings.Contains(stderr, c.want) {
+			t.Errorf("%s --results %s: exit %d, %q; want %q", c.cmd, c.results, code, stderr, c.want)
+		}
+	}
+	if _, err := os.Stat(out); !os.IsNotExist(err) {
+		t.Errorf("--out %s was written", out)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"slices"
 	"strings"
 
@@ -42,6 +43,9 @@ func runFigures(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if err := resultsGiven(*results, sc); err != nil {
+		return err
+	}
 	recs, err := loadRecords(spec, sc, *results, *skipTorn, stderr)
 	if err != nil {
 		return err
@@ -61,6 +65,31 @@ const skipTornUsage = "leave out result lines that do not parse (a line torn by 
 // naming file and line, unless skipTorn: then a warning, and the record is left out — what a
 // sweep wants (`dmlkit run` counts the run as not stored and runs it again), and what the report
 // commands do only when told (--skip-torn), so that a report never silently drops a record.
+// resultsGiven refuses a --results directory that does not exist or holds no store of the scale: a
+// report of nothing would look like success (every table "skipped", every claim inconclusive),
+// where the path was mistyped or the gather step did not run (issue 47).
+func resultsGiven(results, scale string) error {
+	if results == "" {
+		return nil
+	}
+	fi, err := os.Stat(results)
+	if err != nil {
+		return fmt.Errorf("--results %s: %w", results, err)
+	}
+	if !fi.IsDir() {
+		return fmt.Errorf("--results %s: not a directory", results)
+	}
+	if f := experiments.NewStore(results).File(scale); !fileExists(f) {
+		return fmt.Errorf("--results %s: no records of scale %q (%s does not exist)", results, scale, f)
+	}
+	return nil
+}
+
+func fileExists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
+}
+
 func loadRecords(spec *experiments.Spec, scale, results string, skipTorn bool, stderr io.Writer) ([]experiments.Record, error) {
 	recs, rep, err := experiments.NewStore(resultsDir(spec, scale, results)).Load()
 	if err != nil {

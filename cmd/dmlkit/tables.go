@@ -43,6 +43,9 @@ func runTables(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if err := resultsGiven(*results, sc); err != nil {
+		return err
+	}
 	recs, err := loadRecords(spec, sc, *results, *skipTorn, stderr)
 	if err != nil {
 		return err
