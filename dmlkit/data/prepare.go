@@ -64,43 +64,27 @@ func Prepare(s *Split, o PrepareOptions) (*Prepared, error) {
 		return nil, fmt.Errorf("data: prepare: no train or test set")
 	}
 	out := &Prepared{Train: s.Train, Val: s.Val, Test: s.Test}
-	if o.TrainClasses != nil || o.TrainClassList != nil {
-		sel, err := SelectClasses(out.Train.Classes(), o.TrainClasses, o.TrainClassList)
-		if err != nil {
-			return nil, err
-		}
-		out.Train = out.Train.FilterClasses(func(l int32) bool { return sel[l] })
+	co := ClassOptions{TrainClasses: o.TrainClasses, TrainClassList: o.TrainClassList,
+		TrainClassFraction: o.TrainClassFraction, MaxTrainClasses: o.MaxTrainClasses, MaxTestClasses: o.MaxTestClasses}
+	if !o.ValAfterCorruption {
+		co.ValClasses, co.ValSeed = o.ValClasses, o.ValSeed
 	}
-	if p := o.TrainClassFraction; p != 0 {
-		if o.MaxTrainClasses > 0 {
-			return nil, fmt.Errorf("data.class_fraction: %g together with data.max_train_classes %d: set one of them", p, o.MaxTrainClasses)
-		}
-		n, err := ClassFractionCount(p, out.Train.NumClasses())
-		if err != nil {
-			return nil, fmt.Errorf("data.class_fraction: %w", err)
-		}
-		limited, c, err := LimitClasses(out.Train, n)
-		if err != nil {
-			return nil, fmt.Errorf("data.class_fraction: %w", err)
-		}
-		c.Fraction = p
-		out.Train = limited
-		out.Corruptions = append(out.Corruptions, c)
+	cs, err := SelectClassSplit(s.Train.Labels, s.Test.Labels, co)
+	if err != nil {
+		return nil, err
 	}
-	if n := o.MaxTrainClasses; n > 0 && n < out.Train.NumClasses() {
-		limited, c, err := LimitClasses(out.Train, n)
-		if err != nil {
-			return nil, fmt.Errorf("data.max_train_classes: %w", err)
-		}
-		out.Train = limited
-		out.Corruptions = append(out.Corruptions, c)
+	out.Corruptions = cs.Limits
+	if cs.TrainLimited || cs.Val != nil {
+		out.Train = s.Train.FilterClasses(In(cs.Train))
 	}
-	if n := o.MaxTestClasses; n > 0 {
-		if cl := out.Test.Classes(); n < len(cl) {
-			last := cl[n-1]
-			out.Test = out.Test.FilterClasses(func(l int32) bool { return l <= last })
-		}
+	if cs.TestLimited {
+		out.Test = s.Test.FilterClasses(In(cs.Test))
 	}
+	if cs.Val != nil {
+		out.Val = s.Train.FilterClasses(In(cs.Val))
+		out.ValClasses = cs.Val
+	}
+	// With ValAfterCorruption the validation classes are split from the corrupted training set.
 	split := func() error {
 		if !(o.ValClasses > 0) {
 			return nil
@@ -118,11 +102,6 @@ func Prepare(s *Split, o PrepareOptions) (*Prepared, error) {
 		}
 		slices.Sort(out.ValClasses)
 		return nil
-	}
-	if !o.ValAfterCorruption {
-		if err := split(); err != nil {
-			return nil, err
-		}
 	}
 	if o.LabelNoise > 0 {
 		noisy, c, err := LabelNoiseImages(out.Train, o.LabelNoise, o.CorruptSeed, o.LabelNoiseOther)

@@ -335,37 +335,26 @@ func loadData(cfg *Config) (*sets, error) {
 			out.val = s.Val
 		}
 	}
-	// Feature and file-backed datasets take the same class limits and validation split
-	// (data.ValClassSplit) on their sets; image datasets had them in data.Prepare.
+	// Feature and file-backed datasets take the same class selection, limits and validation
+	// split (data.SelectClassSplit) on their sets; image datasets had them in data.Prepare.
 	if !out.prepared {
-		if cfg.Data.TrainClasses != nil || cfg.Data.TrainClassList != nil {
-			sel, err := data.SelectClasses(classesOf(out.train), cfg.Data.TrainClasses, cfg.Data.TrainClassList)
-			if err != nil {
-				return nil, err
-			}
-			out.train = newSubset(out.train, func(l int32) bool { return sel[l] })
+		cs, err := data.SelectClassSplit(out.train.Labels(), out.test.Labels(), data.ClassOptions{
+			TrainClasses: cfg.Data.TrainClasses, TrainClassList: cfg.Data.TrainClassList,
+			TrainClassFraction: cfg.Data.ClassFraction, MaxTrainClasses: cfg.Data.MaxTrainClasses, MaxTestClasses: cfg.Data.MaxTestClasses,
+			ValClasses: cfg.Data.ValClasses, ValSeed: uint64(cfg.Seed),
+		})
+		if err != nil {
+			return nil, err
 		}
-		if n := cfg.Data.MaxTrainClasses; n > 0 {
-			out.train = firstClasses(out.train, n)
+		tr := out.train
+		if cs.TrainLimited || cs.Val != nil {
+			out.train = newSubset(tr, data.In(cs.Train))
 		}
-		if p := cfg.Data.ClassFraction; p > 0 {
-			n, err := data.ClassFractionCount(p, len(classesOf(out.train)))
-			if err != nil {
-				return nil, fmt.Errorf("data.class_fraction: %w", err)
-			}
-			out.train = firstClasses(out.train, n)
+		if cs.TestLimited {
+			out.test = newSubset(out.test, data.In(cs.Test))
 		}
-		if n := cfg.Data.MaxTestClasses; n > 0 {
-			out.test = firstClasses(out.test, n)
-		}
-		if f := cfg.Data.ValClasses; f > 0 {
-			val, err := data.ValClassSplit(classesOf(out.train), f, uint64(cfg.Seed))
-			if err != nil {
-				return nil, err
-			}
-			tr := out.train
-			out.val = newSubset(tr, func(l int32) bool { return val[l] })
-			out.train = newSubset(tr, func(l int32) bool { return !val[l] })
+		if cs.Val != nil {
+			out.val = newSubset(tr, data.In(cs.Val))
 		}
 	}
 	h1, w1, c1 := out.train.Dims()
@@ -393,19 +382,6 @@ func baseSet(s Set) Set {
 		}
 		s = v.base
 	}
-}
-
-// firstClasses keeps the inputs of the n smallest labels.
-func firstClasses(s Set, n int) Set {
-	cl := classesOf(s)
-	if n >= len(cl) {
-		return s
-	}
-	keep := map[int32]bool{}
-	for _, c := range cl[:n] {
-		keep[c] = true
-	}
-	return newSubset(s, func(l int32) bool { return keep[l] })
 }
 
 // pixels writes images idx of s as float32 in [0, 1] ([len(idx), H, W, C]) into dst.
