@@ -118,50 +118,6 @@ func init() {
 	})
 }
 
-// Set is a labelled set of equally shaped float inputs: images (from [data.Images], pixels
-// scaled to [0, 1]) or precomputed feature vectors ([Features]).
-type Set interface {
-	Len() int
-	// Dims is the shape of one input: (H, W, C) for images, (1, 1, F) for features.
-	Dims() (h, w, c int)
-	Labels() []int32
-	// Coarse returns super-class labels, or nil.
-	Coarse() []int32
-	// Fill writes inputs idx, row after row, into dst (len(idx)·H·W·C floats).
-	Fill(idx []int, dst []float32)
-}
-
-// ImageSet adapts data.Images to [Set].
-type ImageSet struct{ *data.Images }
-
-func (s ImageSet) Len() int                    { return s.N }
-func (s ImageSet) Dims() (int, int, int)       { return s.H, s.W, s.C }
-func (s ImageSet) Labels() []int32             { return s.Images.Labels }
-func (s ImageSet) Coarse() []int32             { return s.Images.Coarse }
-func (s ImageSet) Fill(idx []int, d []float32) { pixels(s.Images, idx, d) }
-
-// Features is a set of precomputed feature vectors X [N, F] (row-major) with labels: the input of
-// precomputed-feature mode (backbone run once and cached, only the head trained; seed 004
-// Fig. 8–9). Use it with model.backbone: features.
-type Features struct {
-	N, F         int
-	X            []float32
-	Label, Super []int32 // Super (coarse labels) may be nil
-}
-
-func (f *Features) Len() int              { return f.N }
-func (f *Features) Dims() (int, int, int) { return 1, 1, f.F }
-func (f *Features) Labels() []int32       { return f.Label }
-func (f *Features) Coarse() []int32       { return f.Super }
-func (f *Features) Fill(idx []int, d []float32) {
-	for i, j := range idx {
-		copy(d[i*f.F:(i+1)*f.F], f.X[j*f.F:(j+1)*f.F])
-	}
-}
-
-// FeatureSplit is the [Features] counterpart of data.Split.
-type FeatureSplit struct{ Train, Val, Test *Features }
-
 // FeatureDatasetFunc loads a precomputed-feature split from its options.
 type FeatureDatasetFunc func(opts map[string]any) (*FeatureSplit, error)
 
@@ -174,59 +130,10 @@ func RegisterFeatureDataset(name string, fn FeatureDatasetFunc) {
 	featureDatasets[name] = fn
 }
 
-// subset is a view of the inputs idx of a base set.
-type subset struct {
-	base Set
-	idx  []int
-	lab  []int32
-	co   []int32
-}
-
-func newSubset(base Set, keep func(label int32) bool) Set {
-	s := &subset{base: base}
-	bl, bc := base.Labels(), base.Coarse()
-	for i, l := range bl {
-		if keep(l) {
-			s.idx = append(s.idx, i)
-			s.lab = append(s.lab, l)
-			if bc != nil {
-				s.co = append(s.co, bc[i])
-			}
-		}
-	}
-	return s
-}
-
-func (s *subset) Len() int              { return len(s.idx) }
-func (s *subset) Dims() (int, int, int) { return s.base.Dims() }
-func (s *subset) Labels() []int32       { return s.lab }
-func (s *subset) Coarse() []int32       { return s.co }
-func (s *subset) Fill(idx []int, d []float32) {
-	m := make([]int, len(idx))
-	for i, j := range idx {
-		m[i] = s.idx[j]
-	}
-	s.base.Fill(m, d)
-}
-
 // sets is the resolved train/val/test partition, with the corruptions applied to train.
 type sets struct {
 	train, val, test Set
 	corruptions      []*data.Corruption
-	prepared         bool // class limits and validation split already applied (data.Prepare)
-}
-
-func classesOf(s Set) []int32 {
-	seen := map[int32]bool{}
-	var out []int32
-	for _, l := range s.Labels() {
-		if !seen[l] {
-			seen[l] = true
-			out = append(out, l)
-		}
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
-	return out
 }
 
 // imagePool loads the out-of-distribution images of data.corrupt.image_pool (nil without image
@@ -247,116 +154,37 @@ func imagePool(cfg *Config) (*data.Images, error) {
 	return ps.Train, nil
 }
 
-// loadData resolves the configured dataset and prepares it: for image datasets in one pass by
-// data.Prepare (class limits, validation split, corruptions — in the order it states), for
-// feature and file-backed datasets the class limits and validation split on their sets.
+// loadData loads the configured dataset (loadSource) and prepares it in one pass
+// (data.PrepareSets: class selection, class limits, validation split, corruptions,
+// augmentation); the trainer then only checks that the inputs fit the model.
 func loadData(cfg *Config) (*sets, error) {
-	out := &sets{}
-	if fn, ok := lookupDataset(cfg.Data.Name); ok {
-		opts, aug, err := splitAugmentOptions(cfg.Data.Name, cfg.Data.Options)
-		if err != nil {
-			return nil, fmt.Errorf("data %s: %w", cfg.Data.Name, err)
-		}
-		s, err := fn(opts)
-		if err != nil {
-			return nil, fmt.Errorf("data %s: %w", cfg.Data.Name, err)
-		}
-		if s == nil || s.Train == nil || s.Test == nil {
-			return nil, fmt.Errorf("data %s: loader returned no train or test set", cfg.Data.Name)
-		}
-		for _, p := range []*data.Images{s.Train, s.Val, s.Test} {
-			if p != nil {
-				if err := p.Validate(); err != nil {
-					return nil, err
-				}
-			}
-		}
-		pool, err := imagePool(cfg)
-		if err != nil {
-			return nil, err
-		}
-		k := cfg.Data.Corrupt
-		corruptSeed := k.Seed
-		if corruptSeed == 0 {
-			corruptSeed = uint64(cfg.Seed)
-		}
-		// One pass (data.Prepare): class limits, the validation split, then the corruptions
-		// (data.corrupt.val_after_corruption puts the split after them).
-		p, err := data.Prepare(s, data.PrepareOptions{
+	src, aug, err := loadSource(cfg)
+	if err != nil {
+		return nil, err
+	}
+	k := cfg.Data.Corrupt
+	corruptSeed := k.Seed
+	if corruptSeed == 0 {
+		corruptSeed = uint64(cfg.Seed)
+	}
+	p, err := data.PrepareSets(src, data.SetOptions{
+		PrepareOptions: data.PrepareOptions{
 			TrainClasses: cfg.Data.TrainClasses, TrainClassList: cfg.Data.TrainClassList,
 			MaxTrainClasses: cfg.Data.MaxTrainClasses, MaxTestClasses: cfg.Data.MaxTestClasses,
 			TrainClassFraction: cfg.Data.ClassFraction,
 			ValClasses:         cfg.Data.ValClasses, ValSeed: uint64(cfg.Seed),
-			LabelNoise: k.LabelNoise, LabelNoiseOther: k.LabelNoiseOther, ImageNoise: k.ImageNoise, ImagePool: pool, CorruptSeed: corruptSeed,
+			LabelNoise: k.LabelNoise, LabelNoiseOther: k.LabelNoiseOther, ImageNoise: k.ImageNoise, CorruptSeed: corruptSeed,
 			ValAfterCorruption: k.ValAfterCorruption,
-		})
-		if err != nil {
-			return nil, err
-		}
-		out.corruptions = p.Corruptions
-		out.train, out.test = ImageSet{p.Train}, ImageSet{p.Test}
-		if aug != nil && aug.Augment != "none" {
-			if out.train, err = NewAugmentedImages(p.Train, *aug, cfg.Seed); err != nil {
-				return nil, fmt.Errorf("data %s: %w", cfg.Data.Name, err)
-			}
-		}
-		if p.Val != nil {
-			out.val = ImageSet{p.Val}
-		}
-		out.prepared = true
-	} else if sfn, ok := lookupSetDataset(cfg.Data.Name); ok {
-		if err := loadSetDataset(cfg, sfn, out); err != nil {
-			return nil, err
-		}
-	} else {
-		if k := cfg.Data.Corrupt; k.LabelNoise > 0 || k.ImageNoise > 0 {
-			return nil, fmt.Errorf("data.corrupt: corruption applies to image datasets, not the feature dataset %s", cfg.Data.Name)
-		}
-		datasetsMu.RLock()
-		ffn, ok := featureDatasets[cfg.Data.Name]
-		datasetsMu.RUnlock()
-		if !ok {
-			return nil, fmt.Errorf("data.name: unknown dataset %q; registered: %s", cfg.Data.Name, strings.Join(Datasets(), ", "))
-		}
-		s, err := ffn(cfg.Data.Options)
-		if err != nil {
-			return nil, fmt.Errorf("data %s: %w", cfg.Data.Name, err)
-		}
-		if s == nil || s.Train == nil || s.Test == nil {
-			return nil, fmt.Errorf("data %s: loader returned no train or test set", cfg.Data.Name)
-		}
-		for _, f := range []*Features{s.Train, s.Val, s.Test} {
-			if f != nil && (len(f.X) != f.N*f.F || len(f.Label) != f.N || (f.Super != nil && len(f.Super) != f.N)) {
-				return nil, fmt.Errorf("data %s: inconsistent features: N=%d F=%d, %d values, %d labels", cfg.Data.Name, f.N, f.F, len(f.X), len(f.Label))
-			}
-		}
-		out.train, out.test = s.Train, s.Test
-		if s.Val != nil {
-			out.val = s.Val
-		}
+		},
+		LoadPool:    func() (*data.Images, error) { return imagePool(cfg) },
+		Augment:     aug,
+		AugmentSeed: cfg.Seed,
+		Name:        cfg.Data.Name,
+	})
+	if err != nil {
+		return nil, err
 	}
-	// Feature and file-backed datasets take the same class selection, limits and validation
-	// split (data.SelectClassSplit) on their sets; image datasets had them in data.Prepare.
-	if !out.prepared {
-		cs, err := data.SelectClassSplit(out.train.Labels(), out.test.Labels(), data.ClassOptions{
-			TrainClasses: cfg.Data.TrainClasses, TrainClassList: cfg.Data.TrainClassList,
-			TrainClassFraction: cfg.Data.ClassFraction, MaxTrainClasses: cfg.Data.MaxTrainClasses, MaxTestClasses: cfg.Data.MaxTestClasses,
-			ValClasses: cfg.Data.ValClasses, ValSeed: uint64(cfg.Seed),
-		})
-		if err != nil {
-			return nil, err
-		}
-		tr := out.train
-		if cs.TrainLimited || cs.Val != nil {
-			out.train = newSubset(tr, data.In(cs.Train))
-		}
-		if cs.TestLimited {
-			out.test = newSubset(out.test, data.In(cs.Test))
-		}
-		if cs.Val != nil {
-			out.val = newSubset(tr, data.In(cs.Val))
-		}
-	}
+	out := &sets{train: p.Train, val: p.Val, test: p.Test, corruptions: p.Corruptions}
 	h1, w1, c1 := out.train.Dims()
 	h2, w2, c2 := out.test.Dims()
 	if h1 != h2 || w1 != w2 || c1 != c2 {
@@ -368,32 +196,54 @@ func loadData(cfg *Config) (*sets, error) {
 	return out, nil
 }
 
+// loadSource runs the loader of cfg's dataset (image, file-backed set or feature dataset) and
+// returns what it loaded, with the augmentation options of an augmented image dataset.
+// Corruption is refused for datasets that are not in-memory images before anything is loaded.
+func loadSource(cfg *Config) (data.Loaded, *AugmentOptions, error) {
+	if fn, ok := lookupDataset(cfg.Data.Name); ok {
+		opts, aug, err := splitAugmentOptions(cfg.Data.Name, cfg.Data.Options)
+		if err != nil {
+			return data.Loaded{}, nil, fmt.Errorf("data %s: %w", cfg.Data.Name, err)
+		}
+		s, err := fn(opts)
+		if err != nil {
+			return data.Loaded{}, nil, fmt.Errorf("data %s: %w", cfg.Data.Name, err)
+		}
+		return data.Loaded{Images: s}, aug, nil
+	}
+	if sfn, ok := lookupSetDataset(cfg.Data.Name); ok {
+		s, err := loadSetDataset(cfg, sfn)
+		return data.Loaded{Sets: s}, nil, err
+	}
+	if k := cfg.Data.Corrupt; k.LabelNoise > 0 || k.ImageNoise > 0 {
+		return data.Loaded{}, nil, fmt.Errorf("data.corrupt: corruption applies to image datasets, not the feature dataset %s", cfg.Data.Name)
+	}
+	datasetsMu.RLock()
+	ffn, ok := featureDatasets[cfg.Data.Name]
+	datasetsMu.RUnlock()
+	if !ok {
+		return data.Loaded{}, nil, fmt.Errorf("data.name: unknown dataset %q; registered: %s", cfg.Data.Name, strings.Join(Datasets(), ", "))
+	}
+	s, err := ffn(cfg.Data.Options)
+	if err != nil {
+		return data.Loaded{}, nil, fmt.Errorf("data %s: %w", cfg.Data.Name, err)
+	}
+	if s == nil {
+		return data.Loaded{}, nil, nil
+	}
+	// A nil *Features is no set (not a non-nil Set holding nil).
+	set := func(f *Features) Set {
+		if f == nil {
+			return nil
+		}
+		return f
+	}
+	return data.Loaded{Sets: &SetSplit{Train: set(s.Train), Val: set(s.Val), Test: set(s.Test)}}, nil, nil
+}
+
 func isFeatures(s Set) bool {
 	_, ok := baseSet(s).(*Features)
 	return ok
-}
-
-// baseSet is the set a chain of subsets (class limits, validation splits) views.
-func baseSet(s Set) Set {
-	for {
-		v, ok := s.(*subset)
-		if !ok {
-			return s
-		}
-		s = v.base
-	}
-}
-
-// pixels writes images idx of s as float32 in [0, 1] ([len(idx), H, W, C]) into dst.
-func pixels(s *data.Images, idx []int, dst []float32) {
-	sz := s.H * s.W * s.C
-	for i, j := range idx {
-		src := s.Pix[j*sz : (j+1)*sz]
-		d := dst[i*sz : (i+1)*sz]
-		for k, p := range src {
-			d[k] = float32(p) * (1.0 / 255)
-		}
-	}
 }
 
 // betaSample draws from Beta(a, a) as X/(X+Y) with X, Y ~ Gamma(a, 1).

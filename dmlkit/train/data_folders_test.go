@@ -183,7 +183,7 @@ func TestImageFolderTrainRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	aug, ok := sets.train.(*AugmentedImages)
-	if !ok || aug.o.Augment != "random_resized_crop" || !reflect.DeepEqual(aug.o.Scale, []float64{0.5, 1}) {
+	if !ok || aug.Options().Augment != "random_resized_crop" || !reflect.DeepEqual(aug.Options().Scale, []float64{0.5, 1}) {
 		t.Fatalf("training set %T, want *AugmentedImages with scale [0.5 1]", sets.train)
 	}
 	if _, ok := sets.test.(ImageSet); !ok || sets.test.Len() != 12 || aug.Len() != 8 || sets.val.Len() != 4 {

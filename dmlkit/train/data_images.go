@@ -24,10 +24,6 @@ import (
 // [FileSet] keeps only the file paths and decodes each batch on demand with worker goroutines,
 // behind a bounded least-recently-used cache of decoded images and a prefetch of the next batches.
 
-// SetSplit is the train/val/test partition of a dataset whose sets are arbitrary [Set]s (e.g.
-// [FileSet]s decoded on demand). Val may be nil.
-type SetSplit struct{ Train, Val, Test Set }
-
 // SetDatasetFunc loads a [SetSplit] from data.options; seed is the run seed (training
 // augmentations are drawn from it). Errors name the option at fault.
 type SetDatasetFunc func(opts map[string]any, seed int64) (*SetSplit, error)
@@ -49,33 +45,17 @@ func lookupSetDataset(name string) (SetDatasetFunc, bool) {
 	return fn, ok
 }
 
-// loadSetDataset fills out from a set loader.
-func loadSetDataset(cfg *Config, fn SetDatasetFunc, out *sets) error {
+// loadSetDataset runs a set loader (corruption is refused before loading: the sets are decoded
+// from files on demand).
+func loadSetDataset(cfg *Config, fn SetDatasetFunc) (*SetSplit, error) {
 	if k := cfg.Data.Corrupt; k.LabelNoise > 0 || k.ImageNoise > 0 {
-		return fmt.Errorf("data.corrupt: corruption applies to in-memory image datasets, not %s (decoded from files on demand)", cfg.Data.Name)
+		return nil, fmt.Errorf("data.corrupt: corruption applies to in-memory image datasets, not %s (decoded from files on demand)", cfg.Data.Name)
 	}
 	s, err := fn(cfg.Data.Options, cfg.Seed)
 	if err != nil {
-		return fmt.Errorf("data %s: %w", cfg.Data.Name, err)
+		return nil, fmt.Errorf("data %s: %w", cfg.Data.Name, err)
 	}
-	if s == nil || s.Train == nil || s.Test == nil {
-		return fmt.Errorf("data %s: loader returned no train or test set", cfg.Data.Name)
-	}
-	out.train, out.test = s.Train, s.Test
-	if s.Val != nil {
-		out.val = s.Val
-	}
-	return nil
-}
-
-// EpochFiller is implemented by training sets whose inputs change from epoch to epoch (random
-// crops and flips). The training loop calls FillEpoch instead of [Set.Fill] for every batch.
-type EpochFiller interface {
-	// FillEpoch writes the training inputs idx of epoch into dst (as Fill: len(idx)·H·W·C
-	// floats). The augmentation of each image is a function of the run seed, the epoch and the
-	// image only. next lists the batches that follow in the epoch (a hint: the set may start
-	// decoding them). Errors name the file at fault.
-	FillEpoch(epoch int, idx []int, next [][]int, dst []float32) error
+	return s, nil
 }
 
 // fillTrain fills the training batch idx of epoch, through [EpochFiller] when s has it.
@@ -85,32 +65,6 @@ func fillTrain(s Set, epoch int, idx []int, next [][]int, dst []float32) error {
 	}
 	s.Fill(idx, dst)
 	return nil
-}
-
-// maxLookahead bounds the number of upcoming batches a set is told about (and prefetches).
-const maxLookahead = 8
-
-// FillEpoch forwards to the base set, mapping the indices (at most maxLookahead upcoming
-// batches are mapped).
-func (s *subset) FillEpoch(epoch int, idx []int, next [][]int, dst []float32) error {
-	m := func(b []int) []int {
-		out := make([]int, len(b))
-		for i, j := range b {
-			out[i] = s.idx[j]
-		}
-		return out
-	}
-	f, ok := s.base.(EpochFiller)
-	if !ok {
-		s.base.Fill(m(idx), dst)
-		return nil
-	}
-	next = next[:min(len(next), maxLookahead)]
-	nm := make([][]int, len(next))
-	for i, b := range next {
-		nm[i] = m(b)
-	}
-	return f.FillEpoch(epoch, m(idx), nm, dst)
 }
 
 // ImageOptions are the data.options of the full-scale image datasets (cub, cars, sop, inat,
@@ -198,7 +152,7 @@ func (o *ImageOptions) resolve() error {
 	default:
 		return fmt.Errorf(p+"augment: %q: want random_resized_crop, random_crop or none", o.Augment)
 	}
-	if err := resolveCropBox(p, &o.Scale, &o.Ratio); err != nil {
+	if err := data.ResolveCropBox(p, &o.Scale, &o.Ratio); err != nil {
 		return err
 	}
 	if o.Workers < 0 {
@@ -601,7 +555,7 @@ func (s *FileSet) fill(idx []int, dst []float32, epoch int, train bool) error {
 					s.centre(out, img)
 					continue
 				}
-				s.augment(out, img, viewRand(s.seed, epoch, occ[k], i))
+				s.augment(out, img, data.ViewRand(s.seed, epoch, occ[k], i))
 			}
 		}()
 	}

@@ -18,6 +18,7 @@ import (
 	"sync"
 
 	"github.com/dmlkit/dmlkit/dmlkit/atomicfile"
+	"github.com/dmlkit/dmlkit/dmlkit/data"
 	"github.com/dmlkit/dmlkit/dmlkit/models"
 	"github.com/gomlx/compute"
 	. "github.com/gomlx/gomlx/core/graph"
@@ -35,7 +36,8 @@ const FeatureCacheEnv = "DMLKIT_FEATURE_CACHE"
 const featureCacheVersion = 3
 
 // featureSource is this package's part of the path from an input to its cached features: the
-// pixels' conversion to floats (data.go, data_images.go, degrade.go), the loading of the
+// file sets' decoding (data_images.go) and degrade.go (the pixels' conversion to floats and the
+// class views are dmlkit/data's data.SetSource, also in the fingerprint), the loading of the
 // backbone's weights (init.go), the extraction (frozen.go) and the variables' mode (engine.go).
 //
 //go:embed frozen.go data.go data_images.go degrade.go init.go engine.go
@@ -49,7 +51,7 @@ var featureSource embed.FS
 // variable so that tests can stand in another build.
 var featureCode = sync.OnceValue(func() string {
 	h := sha256.New()
-	fmt.Fprintf(h, "models %s\ntrain %s\n", models.SourceDigest(), models.EmbeddedDigest(featureSource))
+	fmt.Fprintf(h, "models %s\ntrain %s\ndata %s\n", models.SourceDigest(), models.EmbeddedDigest(featureSource), models.EmbeddedDigest(data.SetSource))
 	if bi, ok := debug.ReadBuildInfo(); ok {
 		var mods []string
 		for _, d := range bi.Deps {
@@ -292,8 +294,8 @@ func inputDigest(s Set, i int, buf []float32) [32]byte {
 	switch v := s.(type) {
 	case ImageSet:
 		return sha256.Sum256(v.Image(i))
-	case *subset:
-		return inputDigest(v.base, v.idx[i], buf)
+	case *data.ClassSubset:
+		return inputDigest(v.Base(), v.Index(i), buf)
 	}
 	h, w, c := s.Dims()
 	x := buf[:h*w*c]
@@ -443,7 +445,7 @@ func freezeBackbone(ctx context.Context, cfg *Config, b compute.Backend, split *
 			}
 		}
 	}
-	out := &sets{corruptions: split.corruptions, prepared: split.prepared}
+	out := &sets{corruptions: split.corruptions}
 	for si, p := range named {
 		if p.s == nil {
 			continue
