@@ -4,6 +4,12 @@
 // (Omniglot, MNIST, Fashion-MNIST, CIFAR-10), users' own image folders, synthetic generators, the
 // image pipeline and the corruption harness. It knows nothing of GoMLX, losses or training.
 //
+// It also turns a loaded dataset into the sets a run trains and is evaluated on, in one pass
+// for every dataset kind ([PrepareSets]): the classes are chosen once ([SelectClassSplit]: class
+// selection, class limits, validation classes), in-memory training images are corrupted
+// ([Prepare]) and the training augmentation is attached ([AugmentedImages]). The sets
+// ([Set]: [ImageSet], [Features], [ClassSubset]) are what the trainer consumes.
+//
 // Natural images held in memory ([Images], [N, H, W, 3] uint8) come from two loaders that share
 // one decoder and one resize (package raster: the pipeline's antialiased bilinear filter applied
 // to each whole image, 3·S² bytes per image at side S):
@@ -16,7 +22,7 @@
 //
 // Both decode with a bounded number of goroutines; their class-disjoint validation classes come
 // from [ValClassSplit], as [Prepare]'s do. Training augmentations (random resized crop, flip) are
-// applied per epoch by the trainer, not here.
+// drawn per epoch and image ([AugmentedImages.FillEpoch], called by the training loop).
 package data
 
 import "fmt"
