@@ -7,8 +7,10 @@
 // It also turns a loaded dataset into the sets a run trains and is evaluated on, in one pass
 // for every dataset kind ([PrepareSets]): the classes are chosen once ([SelectClassSplit]: class
 // selection, class limits, validation classes), in-memory training images are corrupted
-// ([Prepare]) and the training augmentation is attached ([AugmentedImages]). The sets
-// ([Set]: [ImageSet], [Features], [ClassSubset]) are what the trainer consumes.
+// ([Prepare]) and the training augmentation is attached ([AugmentedImages]); with a fixed
+// backbone part, [FrozenStage] then replaces the inputs by their cached features
+// ([FeatureCache]; the trainer supplies the extractor). The sets ([Set]: [ImageSet], [Features],
+// [ClassSubset], [CutMaps]) are what the trainer consumes.
 //
 // Natural images held in memory ([Images], [N, H, W, 3] uint8) come from two loaders that share
 // one decoder and one resize (package raster: the pipeline's antialiased bilinear filter applied

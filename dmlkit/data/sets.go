@@ -10,10 +10,10 @@ import (
 // demand (implemented outside this package), with the class views [PrepareSets] cuts from them.
 
 // SetSource is the source of this package's part of the path from a stored input to the floats a
-// model sees (the pixels' conversion, the class views), for the trainer's feature-cache code
-// fingerprint.
+// model sees and to its cached features (the pixels' conversion, the class views, the batching of
+// [FrozenStage]), for the trainer's feature-cache code fingerprint.
 //
-//go:embed sets.go
+//go:embed sets.go frozen.go
 var SetSource embed.FS
 
 // Set is a labelled set of equally shaped float inputs: images (from [Images], pixels

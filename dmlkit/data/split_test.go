@@ -78,7 +78,9 @@ func TestPrepareSetsKindsAgree(t *testing.T) {
 // errors name the option or the dataset.
 func TestPrepareSetsAugmentAndErrors(t *testing.T) {
 	trL, teL := equivLabels("contiguous", 1)
-	src := func() Loaded { return Loaded{Images: &Split{Train: equivImages("tr", trL), Test: equivImages("te", teL)}} }
+	src := func() Loaded {
+		return Loaded{Images: &Split{Train: equivImages("tr", trL), Test: equivImages("te", teL)}}
+	}
 	p, err := PrepareSets(src(), SetOptions{PrepareOptions: PrepareOptions{ValClasses: 0.25, ValSeed: 1}, Augment: &AugmentOptions{Augment: "flip"}, AugmentSeed: 3})
 	if err != nil {
 		t.Fatal(err)
