@@ -7,6 +7,11 @@
 // checkpoints with exact resume, and the run directory (config.resolved.yaml, env.json,
 // metrics.jsonl, checkpoints, final embeddings as .npy, with IDML's test uncertainty embeddings).
 //
+// The data a run sees is prepared by dmlkit/data in one pass (data.PrepareSets: classes,
+// validation split, corruptions, augmentation; data.FrozenStage: cached backbone features): this
+// package keeps the dataset registry, the loaders' options, the file-backed sets decoded on
+// demand, and the backbone key and extractor of the feature cache, and consumes the prepared sets.
+//
 // Everything random is drawn in Go from PCG streams keyed by the run seed (parameter
 // initialisation, sampling, mixup), so the same configuration and seed give identical metrics on
 // the Go backend, and a run resumed from a checkpoint follows the uninterrupted trajectory.

@@ -165,7 +165,7 @@ func backboneKey(cfg *Config, h, w, c int) (string, error) {
 // ([models.BuildPrefix]). Every input's digest is looked up in the feature cache of the
 // backbone's key, the missing ones are computed (float32, inference mode, batches of
 // extractBatch) and added, and each set becomes [Features] (the frozen backbone) or
-// [cutMaps] (the trainable tail) with its labels and coarse labels. progress, when not nil,
+// [data.CutMaps] (the trainable tail) with its labels and coarse labels. progress, when not nil,
 // receives Phase "features" reports (Step = images computed so far, TotalSteps = images to
 // compute); a damaged cache part (see data.FeatureCache) is reported as Phase "warning", and its
 // features are computed again.
