@@ -230,7 +230,7 @@ func (p *provenance) tuning(r *sweep.Record) (kind string, steps []string, diffs
 	return kind, steps, diffs, runs, keyRuns, runLen, edge
 }
 
-// tuningDiff lists, sorted, how the tuning run's flattened configuration differs from the arm's
+// TuningDiff lists, sorted, how the tuning run's flattened configuration differs from the arm's
 // outside the tuned and ignored keys: "k: tuned at v, this arm w" (v or w "unset").
 func TuningDiff(arm, tune map[string]any, tuned map[string]bool) []string {
 	keys := map[string]bool{}
@@ -464,7 +464,7 @@ func untrainedArms(facts []ArmFacts, frac float64) []string {
 		switch {
 		case allR1 && BelowTrainFloor(f.TrainR1, best, frac):
 			out = append(out, fmt.Sprintf("%s did not train (train R@1 %s < %s × %s, the best arm's)",
-				f.Label, sweep.FmtNum(f.TrainR1, 3), sweep.FmtNum(frac, 2), sweep.FmtNum(best, 3)))
+				f.Label, FmtNum(f.TrainR1, 3), FmtNum(frac, 2), FmtNum(best, 3)))
 		case !allR1 && f.LossSeeds > 0 && 2*f.LossFell <= f.LossSeeds:
 			out = append(out, fmt.Sprintf("%s did not train (its loss fell in %d of %d seeds)", f.Label, f.LossFell, f.LossSeeds))
 		}
@@ -472,7 +472,7 @@ func untrainedArms(facts []ArmFacts, frac float64) []string {
 	return out
 }
 
-// belowTrainFloor is the training rule's test, shared by the verdicts and the leaderboard: a
+// BelowTrainFloor is the training rule's test, shared by the verdicts and the leaderboard: a
 // training R@1 below frac × the best comparable one's did not train (frac 0: the rule is off).
 func BelowTrainFloor(trainR1, best, frac float64) bool {
 	return frac > 0 && trainR1 < frac*best
@@ -568,7 +568,7 @@ func armSpread(facts []ArmFacts, get func(ArmFacts) (float64, bool), rel float64
 	}
 	parts := make([]string, len(xs))
 	for i, x := range xs {
-		parts[i] = sweep.FmtNum(x, 2)
+		parts[i] = FmtNum(x, 2)
 	}
 	return strings.Join(compactRuns(parts), " vs ")
 }
@@ -582,7 +582,7 @@ func budgetPhrase(facts []ArmFacts, unit string) string {
 	}
 	for _, f := range facts {
 		if x, ok := get(f); ok {
-			return compactRuns([]string{sweep.FmtNum(x, 2)})[0] + " " + unit + " each"
+			return compactRuns([]string{FmtNum(x, 2)})[0] + " " + unit + " each"
 		}
 	}
 	return ""
@@ -701,10 +701,10 @@ func (v *ClaimVerdict) ComparabilityNote() string {
 	switch {
 	case len(r1) == len(v.Facts):
 		lo, hi := slices.Min(r1), slices.Max(r1)
-		if sweep.FmtNum(lo, 2) == sweep.FmtNum(hi, 2) {
-			parts = append(parts, "train R@1 "+sweep.FmtNum(lo, 2))
+		if FmtNum(lo, 2) == FmtNum(hi, 2) {
+			parts = append(parts, "train R@1 "+FmtNum(lo, 2))
 		} else {
-			parts = append(parts, "train R@1 "+sweep.FmtNum(lo, 2)+"–"+sweep.FmtNum(hi, 2))
+			parts = append(parts, "train R@1 "+FmtNum(lo, 2)+"–"+FmtNum(hi, 2))
 		}
 	case notRecorded == len(v.Facts):
 		parts = append(parts, "training not recorded")

@@ -2,15 +2,11 @@ package judge
 
 import (
 	"context"
-
 	"fmt"
 	"math"
 	"os"
-
 	"path/filepath"
-
 	"strings"
-
 	"sync/atomic"
 	"testing"
 

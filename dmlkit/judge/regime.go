@@ -166,14 +166,14 @@ func (r *ClaimsReport) RegimeMarkdown() string {
 			ch = "**yes**: " + p.Original.Verdict + " → " + p.Retest.Verdict
 		}
 		fmt.Fprintf(&b, "| %s / %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
-			sweep.MdEscape(p.Original.Claim.ID), sweep.MdEscape(p.Retest.Claim.ID), sweep.MdEscape(p.Retest.Claim.Paper),
-			sweep.MdEscape(p.Original.Regime()), short(p.Original), sweep.MdEscape(p.Original.effectText()),
-			sweep.MdEscape(p.Retest.Regime()), short(p.Retest), sweep.MdEscape(p.Retest.effectText()), ch)
+			MdEscape(p.Original.Claim.ID), MdEscape(p.Retest.Claim.ID), MdEscape(p.Retest.Claim.Paper),
+			MdEscape(p.Original.Regime()), short(p.Original), MdEscape(p.Original.effectText()),
+			MdEscape(p.Retest.Regime()), short(p.Retest), MdEscape(p.Retest.effectText()), ch)
 	}
 	return b.String()
 }
 
-// sortRegimes orders regimes from scratch first, pretrained ones last (mixed regimes beside their
+// SortRegimes orders regimes from scratch first, pretrained ones last (mixed regimes beside their
 // first part), stably.
 func SortRegimes(rs []string) {
 	rank := func(g string) int {

@@ -96,12 +96,12 @@ type ClaimVerdict struct {
 	budget string
 }
 
-// tCrit95 is the two-sided 95 % critical value of Student's t with df degrees of freedom.
+// TCrit95 is the two-sided 95 % critical value of Student's t with df degrees of freedom.
 func TCrit95(df int) float64 {
 	return distuv.StudentsT{Mu: 0, Sigma: 1, Nu: float64(df)}.Quantile(0.975)
 }
 
-// needSeeds is ⌈0.8 n⌉.
+// NeedSeeds is ⌈0.8 n⌉.
 func NeedSeeds(n int) int { return int(math.Ceil(0.8*float64(n) - 1e-9)) }
 
 // summarize sets Mean, SE, Lo, Hi of v.Diffs.
@@ -132,7 +132,7 @@ func (v *ClaimVerdict) decideSide(side float64) {
 	v.Verdict, v.Reason = SideRule(side, v.Lo, v.Hi, v.Toward, v.Against, len(v.Diffs))
 }
 
-// sideRule is the verdict for an interval [lo, hi] of a quantity claimed to have the sign of side,
+// SideRule is the verdict for an interval [lo, hi] of a quantity claimed to have the sign of side,
 // with toward / against seeds strictly on the claimed / opposite side out of n. An interval that
 // ends exactly at zero is not wholly on one side.
 func SideRule(side, lo, hi float64, toward, against, n int) (verdict, reason string) {

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-
 	"strings"
 
 	"github.com/dmlkit/dmlkit/dmlkit/sweep"

@@ -2,7 +2,6 @@ package report
 
 import (
 	"fmt"
-
 	"os"
 	"path/filepath"
 	"strings"

@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	"github.com/dmlkit/dmlkit/dmlkit/judge"
-	"github.com/dmlkit/dmlkit/dmlkit/sweep"
 )
 
 // CentralEffect is one central claim's effect on the front page's figure: the mean paired
@@ -85,7 +84,7 @@ func FindingsMarkdown(reports []*judge.ClaimsReport, links map[string]PaperLinks
 			title = l.Title
 		}
 		h, c, i := r.Counts()
-		fmt.Fprintf(&b, "**%s** — %d claims: %d held, %d contradicted, %d inconclusive%s.", sweep.MdEscape(title), len(r.Verdicts), h, c, i, r.InconclusiveSplit())
+		fmt.Fprintf(&b, "**%s** — %d claims: %d held, %d contradicted, %d inconclusive%s.", judge.MdEscape(title), len(r.Verdicts), h, c, i, r.InconclusiveSplit())
 		var ls []string
 		if l.Notebook != "" {
 			ls = append(ls, fmt.Sprintf("[notebook](%s)", l.Notebook))
@@ -102,8 +101,8 @@ func FindingsMarkdown(reports []*judge.ClaimsReport, links map[string]PaperLinks
 			if v == nil {
 				continue
 			}
-			fmt.Fprintf(&b, "- **%s**: %s — %s (%s; %s)\n", v.Verdict, sweep.MdEscape(v.Claim.Paper), sweep.MdEscape(v.EffectText()),
-				sweep.MdEscape(v.Regime()), sweep.MdEscape(shortReason(v)))
+			fmt.Fprintf(&b, "- **%s**: %s — %s (%s; %s)\n", v.Verdict, judge.MdEscape(v.Claim.Paper), judge.MdEscape(v.EffectText()),
+				judge.MdEscape(v.Regime()), judge.MdEscape(shortReason(v)))
 		}
 		if len(r.Central) > 0 {
 			b.WriteString("\n")

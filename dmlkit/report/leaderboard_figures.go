@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/dmlkit/dmlkit/dmlkit/atomicfile"
+	"github.com/dmlkit/dmlkit/dmlkit/judge"
 	"github.com/dmlkit/dmlkit/dmlkit/plots"
 	"github.com/dmlkit/dmlkit/dmlkit/sweep"
 	"gonum.org/v1/plot/vg"
@@ -60,12 +61,12 @@ func LeaderboardFigure(lb *Leaderboard, lm sweep.LabelMap) (*plots.Chart, error)
 	st.Width = plots.PageWidth // the method labels take a column's width; the intervals need the rest
 	st.Height = 0.75 * vg.Inch
 	st.Legend = plots.LegendBelow
-	slots := l.LeaderboardSlots()
+	slots := leaderboardSlots(l)
 	var groups []plots.ForestGroup
 	for _, g := range l.Groups() {
 		groups = append(groups, plots.ForestGroup{Name: g, Color: st.Color(slots[g]), Shape: plots.FilledGlyph(slots[g])})
 	}
-	lab := plots.Labels{Title: lb.Regime.Label, X: l.AxisText(lm, m) + ": mean and 95 % CI over seeds"}
+	lab := plots.Labels{Title: lb.Regime.Label, X: axisText(l, lm, m) + ": mean and 95 % CI over seeds"}
 	return plots.ForestWith(st, lab, rows, groups, plots.ForestOptions{NoZero: true})
 }
 
@@ -75,7 +76,7 @@ func LeaderboardFigure(lb *Leaderboard, lm sweep.LabelMap) (*plots.Chart, error)
 // the means span a factor of 10 or more. ok is false when the spec names no y metric.
 func ParetoFigure(lb *Leaderboard, lm sweep.LabelMap) (ch *plots.Chart, ok bool, err error) {
 	l := lb.Spec
-	xm, ym, ok := l.ParetoAxes()
+	xm, ym, ok := paretoAxes(l)
 	if !ok {
 		return nil, false, nil
 	}
@@ -107,9 +108,9 @@ func ParetoFigure(lb *Leaderboard, lm sweep.LabelMap) (ch *plots.Chart, ok bool,
 	}
 	st := plots.PageStyle()
 	st.Height = 3.2 * vg.Inch
-	st.Slots = l.LeaderboardSlots()
+	st.Slots = leaderboardSlots(l)
 	// The y label without "test": gonum shrinks the data area to the height of a longer one.
-	lab := plots.Labels{Title: lb.Regime.Label, X: l.AxisText(lm, xm), Y: strings.TrimPrefix(l.AxisText(lm, ym, extra...), "test ")}
+	lab := plots.Labels{Title: lb.Regime.Label, X: axisText(l, lm, xm), Y: strings.TrimPrefix(axisText(l, lm, ym, extra...), "test ")}
 	opt := plots.ParetoOptions{MaxX: !l.Lower(xm), MaxY: !l.Lower(ym), LogY: logY, Numbered: true, XName: lm.Key(xm), YName: lm.Key(ym)}
 	ch, err = plots.Pareto(st, lab, pts, opt)
 	return ch, true, err
@@ -135,7 +136,7 @@ func AgreementFigure(ra *RankAgreement, l *sweep.LeaderboardSpec, lm sweep.Label
 	// Page width: the numbered key below the plot takes three columns of method names.
 	st := plots.PageStyle()
 	st.Height = 3.3 * vg.Inch
-	st.Slots = l.LeaderboardSlots()
+	st.Slots = leaderboardSlots(l)
 	metric := lm.Key(ra.Metric)
 	lab := plots.Labels{
 		Title: "Kendall's " + ra.TauText() + " (95 % CI)",
@@ -158,7 +159,7 @@ func RenderLeaderboardFigures(w atomicfile.Writer, s *sweep.Spec, records []swee
 	if err != nil {
 		return nil, nil, err
 	}
-	runs, _ := s.FinalRuns(scale, records)
+	runs, _ := finalRuns(s, scale, records)
 	var used []sweep.Record
 	for _, m := range l.Methods {
 		used = append(used, runs[m.ID]...)
@@ -177,14 +178,14 @@ func RenderLeaderboardFigures(w atomicfile.Writer, s *sweep.Spec, records []swee
 		res.Files, res.Err = plots.SaveTo(w, ch, ch.Style, filepath.Join(dir, name), formats...)
 		return res
 	}
-	floor := fmt.Sprintf("below %s × the best method's %s", sweep.FmtNum(l.MinTrainOrDefault(), 2), lm.Key(sweep.TrainMetric))
+	floor := fmt.Sprintf("below %s × the best method's %s", judge.FmtNum(l.MinTrainOrDefault(), 2), lm.Key(sweep.TrainMetric))
 	ch, err := LeaderboardFigure(lb, lm)
 	perScale = append(perScale, save(FigLeaderboard, ch, err, outDir, fmt.Sprintf(
 		"Leaderboard — %s (tables: leaderboard.md): each method's mean test %s (%s) over its seeds with the 95 %% t-interval (n − 1 degrees of freedom; no bar for one seed), best at the top. "+
 			"Colour and marker: the seed paper that proposes the method, black for an earlier method (a baseline). "+
 			"\"(did not train)\": its training R@1 is %s. Methods not run yet are left out (the table lists them).",
 		lb.Regime.Label, m, unitWords(l.Factor(l.Metrics[0])), floor)))
-	if xm, ym, ok := l.ParetoAxes(); ok {
+	if xm, ym, ok := paretoAxes(l); ok {
 		ch, _, err := ParetoFigure(lb, lm)
 		perScale = append(perScale, save(FigPareto, ch, err, outDir, fmt.Sprintf(
 			"%s against %s — %s: every method run, means over seeds, bars ± SE both ways; colour and marker as in the leaderboard figure; numbers refer to the key below the plot. "+
@@ -241,4 +242,52 @@ func titleCase(s string) string {
 	}
 	r := []rune(s)
 	return strings.ToUpper(string(r[0])) + string(r[1:])
+}
+
+// paretoAxes are the metrics of the Pareto figure's x and y; ok is false when there is no y.
+func paretoAxes(l *sweep.LeaderboardSpec) (x, y string, ok bool) {
+	if len(l.Pareto) == 2 {
+		return l.Pareto[0], l.Pareto[1], true
+	}
+	for _, m := range l.LowerBetter {
+		if m != l.Metrics[0] && slices.Contains(l.Metrics, m) {
+			return l.Metrics[0], m, true
+		}
+	}
+	return "", "", false
+}
+
+// baselineSlot is the style slot of the baselines (black in plots.PrintPalette); the seed papers
+// take slots 0, 1, … in their order.
+const baselineSlot = 6
+
+// leaderboardSlots fixes each colour group's slot, so that a seed paper has one colour and marker
+// in every figure of the leaderboard.
+func leaderboardSlots(l *sweep.LeaderboardSpec) map[string]int {
+	slots := map[string]int{}
+	gs := l.Groups()
+	for i, g := range gs[:len(gs)-1] {
+		k := i
+		if k >= baselineSlot {
+			k++
+		}
+		slots[g] = k
+	}
+	slots[sweep.BaselineGroup] = baselineSlot
+	return slots
+}
+
+// axisText is a metric's axis label: "test R@1 (%, higher is better)".
+func axisText(l *sweep.LeaderboardSpec, lm sweep.LabelMap, m string, extra ...string) string {
+	parts := []string{}
+	if u := sweep.Unit(l.Factor(m)); u != "" {
+		parts = append(parts, u)
+	}
+	if l.Lower(m) {
+		parts = append(parts, "lower is better")
+	} else {
+		parts = append(parts, "higher is better")
+	}
+	parts = append(parts, extra...)
+	return "test " + lm.Key(m) + " (" + strings.Join(parts, ", ") + ")"
 }

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/dmlkit/dmlkit/dmlkit/judge"
 	"github.com/dmlkit/dmlkit/dmlkit/plots"
 	"github.com/dmlkit/dmlkit/dmlkit/sweep"
 	"gopkg.in/yaml.v3"
@@ -123,10 +124,10 @@ func TestTableMarkdownAndLaTeX(t *testing.T) {
 	if got := tab.LaTeX("tab:toy-main"); got != wantTeX {
 		t.Errorf("LaTeX:\n%s\nwant:\n%s", got, wantTeX)
 	}
-	if got := sweep.TexEscape(`a_b & 50% #1 {x} ~ ^ \`); got != `a\_b \& 50\% \#1 \{x\} \textasciitilde{} \textasciicircum{} \textbackslash{}` {
+	if got := judge.TexEscape(`a_b & 50% #1 {x} ~ ^ \`); got != `a\_b \& 50\% \#1 \{x\} \textasciitilde{} \textasciicircum{} \textbackslash{}` {
 		t.Errorf("texEscape = %s", got)
 	}
-	if got := sweep.MdEscape("a|b"); got != `a\|b` {
+	if got := judge.MdEscape("a|b"); got != `a\|b` {
 		t.Errorf("mdEscape = %s", got)
 	}
 }

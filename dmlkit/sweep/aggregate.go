@@ -217,7 +217,7 @@ func Select(records []Record, scale string, where map[string]any) []Record {
 	return SelectRecords(records, scale, where, false)
 }
 
-// selectRecords is [Select], with the failed records too when withFailed.
+// SelectRecords is [Select], with the failed records too when withFailed.
 func SelectRecords(records []Record, scale string, where map[string]any, withFailed bool) []Record {
 	var out []Record
 	for i := range records {
@@ -279,7 +279,7 @@ func ReferenceFor(refs []Reference, g *Group, metric string) (Reference, bool) {
 	return Reference{}, false
 }
 
-// selectFor selects the records of a table or figure: its own scale when it names one, else the
+// SelectFor selects the records of a table or figure: its own scale when it names one, else the
 // scale asked for, and its where filter. It returns the records and the scale used.
 func SelectFor(records []Record, own, scale string, where map[string]any) ([]Record, string) {
 	if own != "" {

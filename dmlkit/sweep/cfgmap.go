@@ -101,7 +101,7 @@ func cloneValue(v any) any {
 	return v
 }
 
-// normalize converts the map types YAML may produce (map[any]any) and typed slices into the
+// Normalize converts the map types YAML may produce (map[any]any) and typed slices into the
 // canonical map[string]any / []any forms, and deep-copies groups so that configs never share them.
 func Normalize(v any) any {
 	switch x := v.(type) {

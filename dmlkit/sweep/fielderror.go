@@ -4,7 +4,7 @@ import (
 	"fmt"
 )
 
-// fieldError is a validation error at a field path relative to the checked value, e.g.
+// FieldError is a validation error at a field path relative to the checked value, e.g.
 // "claims[0].base"; [Spec] prefixes the path of the value.
 type FieldError struct {
 	Path, Msg string

@@ -3,7 +3,6 @@ package sweep
 import (
 	"errors"
 	"fmt"
-
 	"strings"
 )
 

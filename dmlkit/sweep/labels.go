@@ -2,11 +2,8 @@ package sweep
 
 import (
 	"fmt"
-
 	"regexp"
-
 	"sort"
-
 	"strings"
 
 	"gopkg.in/yaml.v3"
@@ -67,7 +64,7 @@ func (m LabelMap) Lookup(key string, v any) (string, bool) {
 // Of is the text of the value v of a config key ([LabelMap.Value]).
 func (m LabelMap) Of(key string, v any) string { return m.Value(key, v) }
 
-// groupName is the text of a group: its values' texts, joined by ", " ("" without keys).
+// GroupName is the text of a group: its values' texts, joined by ", " ("" without keys).
 // A group of several keys is first looked up whole, as "k1=v1, k2=v2" (one method that takes two
 // keys to tell apart, e.g. "loss.name=contextual, loss.set.lambda=1"); parts for keys the group's
 // records do not set ("—") are left out.
@@ -101,7 +98,7 @@ func (m LabelMap) rank(key string, v any) int {
 	return len(m.Keys)
 }
 
-// sortGroups orders groups as their first values appear in the map (others after them, in
+// SortGroups orders groups as their first values appear in the map (others after them, in
 // GroupBy's order), so that legends list the methods in the spec's order.
 func (m LabelMap) SortGroups(gs []*Group) []*Group {
 	if len(m.Keys) == 0 {
@@ -233,7 +230,7 @@ func (m LabelMap) exprText(s string) string {
 	return strings.Join(out, " + ")
 }
 
-// splitTop splits s at sep outside parentheses.
+// SplitTop splits s at sep outside parentheses.
 func SplitTop(s string, sep byte) []string {
 	var out []string
 	depth, start := 0, 0
@@ -312,12 +309,12 @@ func (m LabelMap) Humanize(s string) string {
 		case "unset":
 			return v
 		case "true":
-			return symbolPrefix.ReplaceAllString(m.Value(key, true), "")
+			return SymbolPrefix.ReplaceAllString(m.Value(key, true), "")
 		case "false":
-			return symbolPrefix.ReplaceAllString(m.Value(key, false), "")
+			return SymbolPrefix.ReplaceAllString(m.Value(key, false), "")
 		}
 		if t, ok := m.Lookup(key, v); ok {
-			return symbolPrefix.ReplaceAllString(t, "") // the key is named before: "γ: tuned at 0.1 (…)"
+			return SymbolPrefix.ReplaceAllString(t, "") // the key is named before: "γ: tuned at 0.1 (…)"
 		}
 		return m.exprText(v)
 	}
@@ -333,5 +330,5 @@ func (m LabelMap) Humanize(s string) string {
 	})
 }
 
-// symbolPrefix is a short symbol and " = " at the start of a value's text ("γ = ", "m = ").
-var symbolPrefix = regexp.MustCompile(`^[^\s=]{1,3} = `)
+// SymbolPrefix is a short symbol and " = " at the start of a value's text ("γ = ", "m = ").
+var SymbolPrefix = regexp.MustCompile(`^[^\s=]{1,3} = `)

@@ -2,9 +2,7 @@ package sweep
 
 import (
 	"fmt"
-
 	"slices"
-
 	"strconv"
 	"strings"
 )
@@ -98,7 +96,7 @@ const BootstrapSeed = 31
 // BaselineGroup is the colour group of methods no seed paper proposes.
 const BaselineGroup = "earlier method (baseline)"
 
-// arm is the config key naming a method.
+// ArmOrDefault is the config key naming a method.
 func (l *LeaderboardSpec) ArmOrDefault() string {
 	if l.Arm == "" {
 		return "name"
@@ -113,7 +111,7 @@ func (l *LeaderboardSpec) Factor(metric string) float64 {
 	return 1
 }
 
-// trainFactor is the display factor of the training R@1: its own, else R@1's, else 1.
+// TrainFactor is the display factor of the training R@1: its own, else R@1's, else 1.
 func (l *LeaderboardSpec) TrainFactor() float64 {
 	if f, ok := l.Factors[TrainMetric]; ok && f > 0 {
 		return f
@@ -144,29 +142,16 @@ func (l *LeaderboardSpec) BootstrapOrDefault() int {
 	return DefaultBootstrap
 }
 
-// papers returns the seed papers' labels and their order (the spec's, sorted by id; else the
+// PapersOrDefault returns the seed papers' labels and their order (the spec's, sorted by id; else the
 // defaults in their order).
-func (l *LeaderboardSpec) papers() (map[string]string, []string) {
+func (l *LeaderboardSpec) PapersOrDefault() (map[string]string, []string) {
 	if len(l.Papers) > 0 {
 		return l.Papers, SortedKeys(l.Papers)
 	}
 	return DefaultSeedPapers, seedPaperOrder
 }
 
-// paretoAxes are the metrics of the Pareto figure's x and y; ok is false when there is no y.
-func (l *LeaderboardSpec) ParetoAxes() (x, y string, ok bool) {
-	if len(l.Pareto) == 2 {
-		return l.Pareto[0], l.Pareto[1], true
-	}
-	for _, m := range l.LowerBetter {
-		if m != l.Metrics[0] && slices.Contains(l.Metrics, m) {
-			return l.Metrics[0], m, true
-		}
-	}
-	return "", "", false
-}
-
-// regimeOf is the regime of scale: the spec's, or one named after the scale (a smoke run).
+// RegimeOf is the regime of scale: the spec's, or one named after the scale (a smoke run).
 func (l *LeaderboardSpec) RegimeOf(scale string) LeaderboardRegime {
 	for _, r := range l.Regimes {
 		if r.Scale == scale {
@@ -228,7 +213,7 @@ func (l *LeaderboardSpec) check(s *Spec) error {
 			return bad("papers."+k, "want a paper id (lower-case) with a label")
 		}
 	}
-	papers, _ := l.papers()
+	papers, _ := l.PapersOrDefault()
 	if len(l.Regimes) == 0 || len(l.Regimes) > 2 {
 		return bad("regimes", "want one or two regimes (the rank agreement compares two), got %d", len(l.Regimes))
 	}
@@ -326,38 +311,7 @@ func (s *Spec) armValues(key string) map[string]bool {
 	return out
 }
 
-// finalRuns are the records of a method's final runs at scale (see the file comment), by method id.
-func (s *Spec) FinalRuns(scale string, records []Record) (map[string][]Record, map[string]int) {
-	l := s.Leaderboard
-	tuning := map[string]bool{}
-	if p, err := s.PlanWith(scale, records); err == nil {
-		for _, r := range p.Runs {
-			if r.Tune != "" {
-				tuning[r.Hash] = true
-			}
-		}
-	}
-	ids := map[string]bool{}
-	for _, m := range l.Methods {
-		ids[m.ID] = true
-	}
-	runs, failed := map[string][]Record{}, map[string]int{}
-	for _, r := range SelectRecords(records, scale, l.Where, true) {
-		v, ok := r.Value(l.ArmOrDefault())
-		id, _ := v.(string)
-		if !ok || !ids[id] || tuning[r.Hash] {
-			continue
-		}
-		if r.Failed != "" {
-			failed[id]++
-			continue
-		}
-		runs[id] = append(runs[id], r)
-	}
-	return runs, failed
-}
-
-// unit is the display unit of a factor: "%" for 100, "× f" otherwise, "" for 1.
+// Unit is the display unit of a factor: "%" for 100, "× f" otherwise, "" for 1.
 func Unit(f float64) string {
 	switch f {
 	case 1:
@@ -368,109 +322,22 @@ func Unit(f float64) string {
 	return "× " + strconv.FormatFloat(f, 'f', -1, 64)
 }
 
-// unitsText is the caption's sentence on units: "R@1 and MAP@R in %, OPIS × 1000 (lower is better)".
-func (l *LeaderboardSpec) UnitsText(lm LabelMap) string {
-	var parts []string
-	byUnit := map[string][]string{}
-	var order []string
-	for _, m := range l.Metrics {
-		u := Unit(l.Factor(m))
-		if _, ok := byUnit[u]; !ok {
-			order = append(order, u)
-		}
-		name := lm.Key(m)
-		if l.Lower(m) {
-			name += " (lower is better)"
-		}
-		byUnit[u] = append(byUnit[u], name)
-	}
-	for _, u := range order {
-		names := joinAnd(byUnit[u])
-		switch {
-		case u == "":
-			parts = append(parts, names+" as fractions")
-		case u == "%":
-			parts = append(parts, names+" in %")
-		default:
-			parts = append(parts, names+" "+u)
-		}
-	}
-	return strings.Join(parts, ", ")
-}
-
-func joinAnd(xs []string) string {
-	if len(xs) <= 1 {
-		return strings.Join(xs, "")
-	}
-	return strings.Join(xs[:len(xs)-1], ", ") + " and " + xs[len(xs)-1]
-}
-
-// seedPapersText is the labels of the seed papers ids, in the papers' order, joined by ", ".
-func (l *LeaderboardSpec) SeedPapersText(ids []string) string {
-	labels, order := l.papers()
-	var out []string
-	for _, p := range order {
-		if slices.Contains(ids, p) {
-			out = append(out, labels[p])
-		}
-	}
-	if len(out) == 0 {
-		return "—"
-	}
-	return strings.Join(out, ", ")
-}
-
 // Group is the method's colour group in figures: the label of the seed paper proposing it, or
 // [BaselineGroup].
 func (l *LeaderboardSpec) Group(m LeaderboardMethod) string {
 	if m.Origin == "" {
 		return BaselineGroup
 	}
-	labels, _ := l.papers()
+	labels, _ := l.PapersOrDefault()
 	return labels[m.Origin] + " (seed paper's method)"
 }
 
 // Groups lists the colour groups in legend order: the seed papers', then the baselines.
 func (l *LeaderboardSpec) Groups() []string {
-	labels, order := l.papers()
+	labels, order := l.PapersOrDefault()
 	var out []string
 	for _, p := range order {
 		out = append(out, labels[p]+" (seed paper's method)")
 	}
 	return append(out, BaselineGroup)
-}
-
-// baselineSlot is the style slot of the baselines (black in plots.PrintPalette); the seed papers
-// take slots 0, 1, … in their order.
-const baselineSlot = 6
-
-// leaderboardSlots fixes each colour group's slot, so that a seed paper has one colour and marker
-// in every figure of the leaderboard.
-func (l *LeaderboardSpec) LeaderboardSlots() map[string]int {
-	slots := map[string]int{}
-	gs := l.Groups()
-	for i, g := range gs[:len(gs)-1] {
-		k := i
-		if k >= baselineSlot {
-			k++
-		}
-		slots[g] = k
-	}
-	slots[BaselineGroup] = baselineSlot
-	return slots
-}
-
-// axisText is a metric's axis label: "test R@1 (%, higher is better)".
-func (l *LeaderboardSpec) AxisText(lm LabelMap, m string, extra ...string) string {
-	parts := []string{}
-	if u := Unit(l.Factor(m)); u != "" {
-		parts = append(parts, u)
-	}
-	if l.Lower(m) {
-		parts = append(parts, "lower is better")
-	} else {
-		parts = append(parts, "higher is better")
-	}
-	parts = append(parts, extra...)
-	return "test " + lm.Key(m) + " (" + strings.Join(parts, ", ") + ")"
 }

@@ -85,7 +85,7 @@ func SetResolver(r Resolver) {
 	resolver = r
 }
 
-// resolvedFlat is the configuration as dotted keys, defaults filled in when a resolver is
+// ResolvedFlat is the configuration as dotted keys, defaults filled in when a resolver is
 // registered (as written otherwise, or when the resolver fails).
 func ResolvedFlat(cfg map[string]any) map[string]any {
 	regMu.RLock()

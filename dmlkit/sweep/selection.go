@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"strings"
 )
 
 // Selection declares a hyperparameter choice made from a table's rows, as a paper's "tuned on a
@@ -60,7 +59,7 @@ type SelectedRow struct {
 	Edge []string
 }
 
-// selectRow applies sel to the table's groups (in table order).
+// SelectRow applies sel to the table's groups (in table order).
 func SelectRow(sel Selection, groups []*Group) SelectedRow {
 	out := SelectedRow{Row: -1, Metric: math.NaN(), Guard: math.NaN(), BestGuard: math.NaN()}
 	mean := func(g *Group, m string) float64 {
@@ -141,40 +140,4 @@ func nonNumericEdge(groups []*Group, k int, sel any) bool {
 		return false
 	}
 	return ValueEqual(sel, distinct[0]) || ValueEqual(sel, distinct[len(distinct)-1])
-}
-
-// selectionLine describes the selection below a table.
-func SelectionLine(sel Selection, r SelectedRow, label func(string) string, value func(string, any) string, factor float64, digits int, tex bool) string {
-	esc := MdEscape
-	if tex {
-		esc = TexEscape
-	}
-	if r.Row < 0 {
-		return esc(fmt.Sprintf("Selected: none (no row has %s).", sel.Metric))
-	}
-	var kv []string
-	for i, k := range r.Keys {
-		kv = append(kv, label(k)+" = "+value(k, r.Values[i]))
-	}
-	dir := "highest"
-	if sel.Lower {
-		dir = "lowest"
-	}
-	s := fmt.Sprintf("Selected: %s — the %s %s (%s)", strings.Join(kv, ", "), dir, label(sel.Metric), FmtNum(r.Metric*factor, digits))
-	if sel.Guard != "" {
-		gf := sel.GuardFactor
-		if gf == 0 {
-			gf = 1
-		}
-		s += fmt.Sprintf(" among the %d rows with %s within %s of the best (%s; this row %s)", r.Candidates, label(sel.Guard),
-			FmtNum(sel.Within*gf, digits), FmtNum(r.BestGuard*gf, digits), FmtNum(r.Guard*gf, digits))
-	}
-	s += "."
-	for _, k := range r.Edge {
-		s += fmt.Sprintf(" %s is at the edge of its grid: the optimum may lie outside it.", label(k))
-	}
-	if tex {
-		return "\\textbf{" + esc(s) + "}"
-	}
-	return "**" + esc(s) + "**"
 }

@@ -79,7 +79,7 @@ type Reference struct {
 	Index int    `yaml:"-"`
 }
 
-// index is the reference's position in its file: Index for one read from paper.yaml, else i (its
+// IndexAt is the reference's position in its file: Index for one read from paper.yaml, else i (its
 // position in the spec's list, which the spec's own references start).
 func (r *Reference) IndexAt(i int) int {
 	if r.File != "" {
@@ -394,7 +394,7 @@ type Plan struct {
 	// for the run they start from ([RunRefPrefix]) to be stored (see [Spec.PlanWith]); their runs
 	// are not in Runs yet.
 	Pending []Pending
-	// held are the runs waiting for their source run, their references unresolved (validated
+	// Held are the runs waiting for their source run, their references unresolved (validated
 	// with Runs).
 	Held []Run
 }

@@ -8,11 +8,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
-
 	"math"
 	"os"
 	"path/filepath"
-
 	"sort"
 	"strconv"
 	"strings"
@@ -51,7 +49,7 @@ type Record struct {
 	Source string `json:"-"`
 }
 
-// where names the record in an error: its hash, seed and scale, and the file and line it was
+// Where names the record in an error: its hash, seed and scale, and the file and line it was
 // read from when known.
 func (r *Record) Where() string {
 	s := fmt.Sprintf("record %s (seed %d, scale %s)", r.Hash, r.Seed, r.Scale)

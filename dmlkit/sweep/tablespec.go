@@ -3,9 +3,7 @@ package sweep
 import (
 	"errors"
 	"fmt"
-
 	"slices"
-
 	"strings"
 )
 
@@ -62,19 +60,6 @@ func (t *TableSpec) Label(key string) string {
 	return t.Paper.Key(key)
 }
 
-// valueText is the text of a row value: the table's label "key=value" when the spec gives one (as
-// FormatValue writes the value, so "data.corrupt.label_noise=null" names the records that do not
-// set the key), else the paper's labels map with its fallbacks ([LabelMap.Value]: "—" for a key
-// the records do not set).
-func (t *TableSpec) ValueText(key string, v any) string {
-	if l, ok := t.Labels[key+"="+FormatValue(v)]; ok {
-		return l
-	}
-	// The paper's text of a value names its key for a legend ("m = 0.05", "λ = 1 (…)"); in a
-	// column headed by the key, the value alone.
-	return symbolPrefix.ReplaceAllString(t.Paper.Value(key, v), "")
-}
-
 // TableRecords returns the records a table of the spec is built from: those its where selects
 // at scale (the table's own scale first), and for a tuning step's selection table (tune_<step>)
 // only the step's own runs — the records whose hash is one of the step's planned runs, resolved
@@ -85,7 +70,7 @@ func (s *Spec) TableRecords(t TableSpec, scale string, records []Record) []Recor
 	return s.TuneRunsOnly(t.Name, sc, records, recs, map[string]*Plan{})
 }
 
-// tuneRunsOnly restricts recs to the runs of tuning step <name> when table is "tune_<name>" and
+// TuneRunsOnly restricts recs to the runs of tuning step <name> when table is "tune_<name>" and
 // the plan of scale resolves from records (cached in plans); otherwise it returns recs unchanged.
 func (s *Spec) TuneRunsOnly(table, scale string, records, recs []Record, plans map[string]*Plan) []Record {
 	name, ok := strings.CutPrefix(table, "tune_")

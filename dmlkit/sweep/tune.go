@@ -83,7 +83,7 @@ func (t *TuneSpec) check() error {
 	return nil
 }
 
-// budget is the number of runs of the step.
+// Budget is the number of runs of the step.
 func (t *TuneSpec) Budget() int {
 	n := max(len(t.Seeds), 1)
 	for _, v := range t.Grid {
@@ -220,7 +220,7 @@ func (s *Spec) tuneKeys(name string, seen map[string]bool) map[string]bool {
 	return out
 }
 
-// tunedNames reads a point's "tuned" entry: a name or a list of names.
+// TunedNames reads a point's "tuned" entry: a name or a list of names.
 func TunedNames(p map[string]any) ([]string, error) {
 	v, ok := p[tunedKey]
 	if !ok {
@@ -243,7 +243,7 @@ func TunedNames(p map[string]any) ([]string, error) {
 	return nil, fmt.Errorf("want a tuning step name or a list of names, got %v", v)
 }
 
-// tune returns the tuning step called name (nil if none).
+// TuneStep returns the tuning step called name (nil if none).
 func (s *Spec) TuneStep(name string) *TuneSpec {
 	for i := range s.Tune {
 		if s.Tune[i].Name == name {
@@ -551,7 +551,7 @@ type tunePoint struct {
 	taken []string // the keys it takes from them
 }
 
-// tuneSelection is the selection of the tuning step name on the stored records of scale (an
+// TuneSelection is the selection of the tuning step name on the stored records of scale (an
 // error when the step does not exist or its grid is not complete in the store).
 func (s *Spec) TuneSelection(name, scale string, records []Record) (map[string]any, error) {
 	if s.TuneStep(name) == nil {
@@ -572,7 +572,7 @@ func (s *Spec) TuneSelection(name, scale string, records []Record) (map[string]a
 	return nil, fmt.Errorf("tuning step %q is not planned at scale %q", name, scale)
 }
 
-// suggest returns ` (did you mean "x"?)` for the known name closest to name (at most 2 edits,
+// Suggest returns ` (did you mean "x"?)` for the known name closest to name (at most 2 edits,
 // fewer than its length), or "".
 func Suggest(name string, known []string) string {
 	sort.Strings(known)

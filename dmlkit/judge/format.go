@@ -1,8 +1,7 @@
-package sweep
+package judge
 
 import (
 	"math"
-
 	"strconv"
 	"strings"
 )
@@ -16,12 +15,6 @@ func FmtNum(v float64, digits int) string {
 
 func MdEscape(s string) string {
 	return strings.NewReplacer("|", `\|`, "\n", " ").Replace(s)
-}
-
-// mdText is [mdEscape] with * and _ escaped too, for the texts of results tables: a product in a
-// formula ("0.9 * a + 0.1 * b") or an underscore would otherwise turn what lies between italic.
-func MdText(s string) string {
-	return strings.NewReplacer("|", `\|`, "\n", " ", "*", `\*`, "_", `\_`).Replace(s)
 }
 
 func TexEscape(s string) string {
