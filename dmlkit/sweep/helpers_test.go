@@ -1,3 +1,4 @@
+// Test helpers copied from package report's tests (tune_test.go): a package's tests cannot call another package's.
 package sweep
 
 import ()
