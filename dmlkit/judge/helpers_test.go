@@ -1,4 +1,5 @@
 // Test helpers copied from package sweep's tests (spec_test.go, sweep_test.go) and package report's (verdict_test.go, layout_test.go): a package's tests cannot call another package's.
+
 package judge
 
 import (

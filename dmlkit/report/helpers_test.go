@@ -1,4 +1,5 @@
 // Test helpers copied from package sweep's tests (spec_test.go): a package's tests cannot call another package's.
+
 package report
 
 import (

@@ -1,4 +1,5 @@
 // Test helpers copied from package report's tests (tune_test.go): a package's tests cannot call another package's.
+
 package sweep
 
 import ()
