@@ -12,7 +12,7 @@
 # about 12 s each). Measured on the 2-core CI machine type
 # (shared with other work, warm Go caches unless said): install ~60 s cold, ~2 s when done;
 # tour notebook ~100 s with cold Go caches, 22-27 s warm; tcm_opis 56-75 s (its smoke sweep of
-# 4 runs through experiments.RunSweep ~20 s); lint < 1 s; check-notebooks.sh 78-102 s in all;
+# 4 runs through sweep.RunSweep ~20 s); lint < 1 s; check-notebooks.sh 78-102 s in all;
 # browser check 36 s (+ ~50 s to build the chromedp program once, + ~1-2 min apt for Chromium
 # on a bare machine). Whole step: 179 s including the Chromium install and chromedp build.
 # To keep it fast, cache between CI runs:

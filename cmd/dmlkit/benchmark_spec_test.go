@@ -7,8 +7,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/dmlkit/dmlkit/dmlkit/experiments"
+	"github.com/dmlkit/dmlkit/dmlkit/judge"
 	"github.com/dmlkit/dmlkit/dmlkit/reproduce"
+	"github.com/dmlkit/dmlkit/dmlkit/sweep"
 )
 
 // benchSpecPath is reproductions/benchmark/spec.yaml seen from this package's directory.
@@ -57,7 +58,7 @@ func TestBenchmarkSpecPlans(t *testing.T) {
 			if err := reproduce.ValidateTrainConfig(r.Config); err != nil {
 				t.Errorf("%s run %s: %v", scale, r.Label(), err)
 			}
-			v, _ := experiments.Get(r.Config, "name")
+			v, _ := sweep.Get(r.Config, "name")
 			name, _ := v.(string)
 			seeds[name]++
 		}
@@ -85,7 +86,7 @@ func TestBenchmarkSpecPlans(t *testing.T) {
 func TestBenchmarkClaimsMatchSpec(t *testing.T) {
 	reproduce.Register()
 	s := mustLoadSpec(t, benchSpecPath)
-	cs, err := experiments.LoadClaims(filepath.Join(filepath.Dir(benchSpecPath), "claims.yaml"))
+	cs, err := judge.LoadClaims(filepath.Join(filepath.Dir(benchSpecPath), "claims.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,7 +115,7 @@ func TestBenchmarkClaimsMatchSpec(t *testing.T) {
 			if scale == "pretrained" && (c.Twin == "" || !ids[c.Twin] || c.ID != "p-"+c.Twin) {
 				t.Errorf("%s: twin %q, want the from-scratch claim %q", c.ID, c.Twin, strings.TrimPrefix(c.ID, "p-"))
 			}
-			v, err := experiments.EvaluateClaim(c, cs, recs, experiments.ClaimOptions{Scale: scale, Spec: s})
+			v, err := judge.EvaluateClaim(c, cs, recs, judge.ClaimOptions{Scale: scale, Spec: s})
 			if err != nil {
 				t.Errorf("%s: %v", c.ID, err)
 				continue
@@ -160,7 +161,7 @@ func TestBenchmarkEmitSlurm(t *testing.T) {
 // started).
 func TestBenchmarkStoredResultsMatchSpec(t *testing.T) {
 	s := mustLoadSpec(t, benchSpecPath)
-	recs, _, err := experiments.NewStore(filepath.Join(filepath.Dir(benchSpecPath), "results")).Load()
+	recs, _, err := sweep.NewStore(filepath.Join(filepath.Dir(benchSpecPath), "results")).Load()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,9 +8,9 @@ import (
 	"testing"
 
 	"github.com/dmlkit/dmlkit/dmlkit/backend"
-	"github.com/dmlkit/dmlkit/dmlkit/experiments"
 	"github.com/dmlkit/dmlkit/dmlkit/losses"
 	"github.com/dmlkit/dmlkit/dmlkit/plots"
+	"github.com/dmlkit/dmlkit/dmlkit/sweep"
 	"github.com/gomlx/gomlx/core/graph"
 	"github.com/gomlx/gomlx/core/tensors"
 )
@@ -86,7 +86,7 @@ func TestCITFig4(t *testing.T) {
 	// The similarities are written s(a,n), not S_an (issue 32: no identifiers in figure text).
 	if _, texts := plots.CheckLayout(p, st); len(texts) > 0 {
 		for _, x := range texts {
-			if raw := experiments.RawTexts(x); len(raw) > 0 {
+			if raw := sweep.RawTexts(x); len(raw) > 0 {
 				t.Errorf("figure text %q shows %s", x, raw)
 			}
 		}

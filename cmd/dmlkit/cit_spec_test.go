@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/dmlkit/dmlkit/dmlkit/experiments"
 	"github.com/dmlkit/dmlkit/dmlkit/reproduce"
+	"github.com/dmlkit/dmlkit/dmlkit/sweep"
 )
 
 // citSpecPath is reproductions/cit/spec.yaml seen from this package's directory.
@@ -53,7 +53,7 @@ func TestCITPaperNumbers(t *testing.T) {
 		{"mAP", 76.64, []string{"Table 3", "0.1", "ViT", "In-shop"}},
 		{"SV", 48.71, []string{"Table 7", "CT", "0.5", "ViT"}},
 	} {
-		var hits []experiments.Reference
+		var hits []sweep.Reference
 		for _, r := range s.Reference {
 			if r.Metric != c.metric || r.Value != c.value {
 				continue

@@ -4,7 +4,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/dmlkit/dmlkit/dmlkit/experiments"
+	"github.com/dmlkit/dmlkit/dmlkit/judge"
 )
 
 // TestRSKClaimsParse: seed 003's claims, written before its spec and runs, parse and expand to 34
@@ -12,7 +12,7 @@ import (
 // in the pretrained regime (frozen: c1p, c2p, c2p-simix-small-batch, c3p, c5p and c14p for two starts;
 // fine-tuned: c1f, c2f, c3f).
 func TestRSKClaimsParse(t *testing.T) {
-	cs, err := experiments.LoadClaims(filepath.Join("..", "..", "reproductions", "rsk", "claims.yaml"))
+	cs, err := judge.LoadClaims(filepath.Join("..", "..", "reproductions", "rsk", "claims.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -26,7 +26,7 @@ func TestRSKClaimsParse(t *testing.T) {
 // c19 2; c20 4 and c21 3, added with their runs after Table 1), and 4 in the pretrained regime (frozen c1p 3,
 // fine-tuned c1f-proxyanchor).
 func TestIDMLClaimsParse(t *testing.T) {
-	cs, err := experiments.LoadClaims(filepath.Join("..", "..", "reproductions", "idml", "claims.yaml"))
+	cs, err := judge.LoadClaims(filepath.Join("..", "..", "reproductions", "idml", "claims.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}

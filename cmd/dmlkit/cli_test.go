@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/dmlkit/dmlkit/dmlkit/experiments"
+	"github.com/dmlkit/dmlkit/dmlkit/sweep"
 )
 
 // TestHelpExitsZeroEverywhere: -h (and --help) print the usage and exit 0 at the top level and for
@@ -48,9 +48,9 @@ func TestHelpExitsZeroEverywhere(t *testing.T) {
 func TestQuietSuppressesTablesAndWroteLines(t *testing.T) {
 	t.Setenv("GOMLX_BACKEND", "go") // the records' provenance creates the shared backend: as TestEnvCommand expects
 	toyExperiments(t)
-	experiments.SetRunner(func(ctx context.Context, r experiments.RunSpec, progress func(string)) (*experiments.Outcome, error) {
-		m, _ := experiments.Get(r.Config, "loss.margin")
-		return &experiments.Outcome{Metrics: map[string]float64{"R@1": 0.5 + m.(float64)/10 + float64(r.Seed)/100}}, nil
+	sweep.SetRunner(func(ctx context.Context, r sweep.RunSpec, progress func(string)) (*sweep.Outcome, error) {
+		m, _ := sweep.Get(r.Config, "loss.margin")
+		return &sweep.Outcome{Metrics: map[string]float64{"R@1": 0.5 + m.(float64)/10 + float64(r.Seed)/100}}, nil
 	})
 	_, spec := writeSpec(t, cliSpec)
 	code, stdout, stderr := runCLI("reproduce", spec, "--scale", "smoke", "--workers", "1", "--quiet")

@@ -5,7 +5,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/dmlkit/dmlkit/dmlkit/experiments"
+	"github.com/dmlkit/dmlkit/dmlkit/judge"
 	"github.com/dmlkit/dmlkit/dmlkit/reproduce"
 )
 
@@ -37,7 +37,7 @@ func TestContextualSpecPlans(t *testing.T) {
 			}
 		}
 	}
-	cs, err := experiments.LoadClaims(filepath.Join(filepath.Dir(ctxSpecPath), "claims.yaml"))
+	cs, err := judge.LoadClaims(filepath.Join(filepath.Dir(ctxSpecPath), "claims.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}

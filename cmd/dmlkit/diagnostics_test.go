@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/dmlkit/dmlkit/dmlkit/experiments"
 	"github.com/dmlkit/dmlkit/dmlkit/reproduce"
+	"github.com/dmlkit/dmlkit/dmlkit/sweep"
 )
 
 // oneAlphabetSpec trains on Omniglot with 10 test characters, all of the first evaluation
@@ -57,7 +57,7 @@ func TestOwnSweepNeverFailsOnAPaperDiagnostic(t *testing.T) {
 			if code != 0 {
 				t.Fatalf("exit %d\n%s%s", code, stdout, stderr)
 			}
-			recs, _, err := experiments.NewStore(results).Load()
+			recs, _, err := sweep.NewStore(results).Load()
 			if err != nil || len(recs) != 2 {
 				t.Fatalf("%d records, %v", len(recs), err)
 			}
@@ -88,12 +88,12 @@ func TestExplicitDefaultKeepsRunIdentity(t *testing.T) {
 	reproduce.Register() // the trainer's neutral defaults (its validator is then removed for the toy spec)
 	toyExperiments(t)
 	calls := 0
-	experiments.SetRunner(func(ctx context.Context, r experiments.RunSpec, progress func(string)) (*experiments.Outcome, error) {
+	sweep.SetRunner(func(ctx context.Context, r sweep.RunSpec, progress func(string)) (*sweep.Outcome, error) {
 		calls++
-		if p, ok := experiments.Get(r.Config, "precision"); ok && p != "bf16" {
+		if p, ok := sweep.Get(r.Config, "precision"); ok && p != "bf16" {
 			t.Errorf("run %s: the neutral precision reached the runner's configuration", r.Hash)
 		}
-		return &experiments.Outcome{Metrics: map[string]float64{"R@1": 0.5}}, nil
+		return &sweep.Outcome{Metrics: map[string]float64{"R@1": 0.5}}, nil
 	})
 	_, spec := writeSpec(t, cliSpec)
 	results := filepath.Join(t.TempDir(), "results")
@@ -111,7 +111,7 @@ func TestExplicitDefaultKeepsRunIdentity(t *testing.T) {
 			t.Fatalf("%q: exit %d, %d runs in all (want 8: nothing new)\n%s%s", extra, code, calls, stdout, stderr)
 		}
 	}
-	recs, _, err := experiments.NewStore(results).Load()
+	recs, _, err := sweep.NewStore(results).Load()
 	if err != nil || len(recs) != 8 {
 		t.Fatalf("%d records, %v", len(recs), err)
 	}

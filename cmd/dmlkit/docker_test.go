@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/dmlkit/dmlkit/dmlkit/experiments"
+	"github.com/dmlkit/dmlkit/dmlkit/sweep"
 )
 
 // TestDockerReadmeRunCounts keeps docker/README.md's table of run counts true: for every paper,
@@ -43,7 +43,7 @@ func TestDockerReadmeRunCounts(t *testing.T) {
 		if n := strings.Count(dry, "\npending: "); n > 0 {
 			smoke += fmt.Sprintf(" + %d waiting for ", n)
 		}
-		spec, err := experiments.Load(filepath.Join("reproductions", paper, "spec.yaml"))
+		spec, err := sweep.Load(filepath.Join("reproductions", paper, "spec.yaml"))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -53,7 +53,7 @@ func TestDockerReadmeRunCounts(t *testing.T) {
 		}
 		var sets []string
 		for _, r := range plan.Runs {
-			if v, ok := experiments.Get(r.Config, "data.name"); ok && !slices.Contains(sets, fmt.Sprint(v)) {
+			if v, ok := sweep.Get(r.Config, "data.name"); ok && !slices.Contains(sets, fmt.Sprint(v)) {
 				sets = append(sets, fmt.Sprint(v))
 			}
 		}
@@ -105,7 +105,7 @@ func TestDockerfilesLint(t *testing.T) {
 		// The notebook check trains every paper's smoke sweep: each benchmark it reads is fetched.
 		papers, _ := filepath.Glob("../../reproductions/*/spec.yaml")
 		for _, p := range papers {
-			spec, err := experiments.Load(p)
+			spec, err := sweep.Load(p)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -114,7 +114,7 @@ func TestDockerfilesLint(t *testing.T) {
 				t.Fatal(err)
 			}
 			for _, r := range plan.Runs {
-				if v, ok := experiments.Get(r.Config, "data.name"); ok && !slices.Contains(strings.Fields(fetch[1]), fmt.Sprint(v)) {
+				if v, ok := sweep.Get(r.Config, "data.name"); ok && !slices.Contains(strings.Fields(fetch[1]), fmt.Sprint(v)) {
 					t.Errorf("docker/%s: %s's smoke run %s reads %v, which FETCH_DATA=%q does not fetch", f, spec.Paper, r.Hash, v, fetch[1])
 				}
 			}

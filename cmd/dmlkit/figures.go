@@ -11,8 +11,10 @@ import (
 	"strings"
 
 	"github.com/dmlkit/dmlkit/dmlkit/atomicfile"
-	"github.com/dmlkit/dmlkit/dmlkit/experiments"
+	"github.com/dmlkit/dmlkit/dmlkit/judge"
 	"github.com/dmlkit/dmlkit/dmlkit/plots"
+	"github.com/dmlkit/dmlkit/dmlkit/report"
+	"github.com/dmlkit/dmlkit/dmlkit/sweep"
 )
 
 func init() {
@@ -79,7 +81,7 @@ func resultsGiven(results, scale string) error {
 	if !fi.IsDir() {
 		return fmt.Errorf("--results %s: not a directory", results)
 	}
-	if f := experiments.NewStore(results).File(scale); !fileExists(f) {
+	if f := sweep.NewStore(results).File(scale); !fileExists(f) {
 		return fmt.Errorf("--results %s: no records of scale %q (%s does not exist)", results, scale, f)
 	}
 	return nil
@@ -90,8 +92,8 @@ func fileExists(p string) bool {
 	return err == nil
 }
 
-func loadRecords(spec *experiments.Spec, scale, results string, skipTorn bool, stderr io.Writer) ([]experiments.Record, error) {
-	recs, rep, err := experiments.NewStore(resultsDir(spec, scale, results)).Load()
+func loadRecords(spec *sweep.Spec, scale, results string, skipTorn bool, stderr io.Writer) ([]sweep.Record, error) {
+	recs, rep, err := sweep.NewStore(resultsDir(spec, scale, results)).Load()
 	if err != nil {
 		return nil, err
 	}
@@ -108,7 +110,7 @@ func loadRecords(spec *experiments.Spec, scale, results string, skipTorn bool, s
 	}
 	// Records of runs the spec no longer produces stay in the store but out of tables, figures
 	// and verdicts (experiments.DropSuperseded).
-	recs, _ = experiments.DropSuperseded(spec, recs)
+	recs, _ = judge.DropSuperseded(spec, recs)
 	return recs, nil
 }
 
@@ -116,12 +118,12 @@ func loadRecords(spec *experiments.Spec, scale, results string, skipTorn bool, s
 // the leaderboard's (experiments.RenderLeaderboardFigures): leaderboard and leaderboard_pareto
 // beside them, the rank agreement in the first regime's figures directory (with --out, beside
 // them), each with its caption in the README of the directory it is in. Files go through w.
-func makeFigures(w atomicfile.Writer, spec *experiments.Spec, scale string, recs []experiments.Record, out string, formats []string, stdout, stderr io.Writer) error {
+func makeFigures(w atomicfile.Writer, spec *sweep.Spec, scale string, recs []sweep.Record, out string, formats []string, stdout, stderr io.Writer) error {
 	if len(spec.Figures) == 0 && spec.Leaderboard == nil {
 		fmt.Fprintf(stdout, "%s declares no figures\n", spec.Path)
 		return nil
 	}
-	if err := experiments.CheckSelections(spec, recs); err != nil {
+	if err := judge.CheckSelections(spec, recs); err != nil {
 		return err
 	}
 	agree := out // the leaderboard's rank agreement: beside the figures with --out
@@ -131,10 +133,10 @@ func makeFigures(w atomicfile.Writer, spec *experiments.Spec, scale string, recs
 	}
 	st := plots.DefaultStyle()
 	var failed []string
-	rendered := experiments.RenderFigures(w, spec, recs, scale, out, st, formats...)
-	var drawn []experiments.FigureResult // also those not in out's README (the rank agreement of another directory)
+	rendered := report.RenderFigures(w, spec, recs, scale, out, st, formats...)
+	var drawn []report.FigureResult // also those not in out's README (the rank agreement of another directory)
 	if spec.Leaderboard != nil {
-		per, ra, err := experiments.RenderLeaderboardFigures(w, spec, recs, scale, out, agree, formats...)
+		per, ra, err := report.RenderLeaderboardFigures(w, spec, recs, scale, out, agree, formats...)
 		if err != nil {
 			return err
 		}
@@ -147,7 +149,7 @@ func makeFigures(w atomicfile.Writer, spec *experiments.Spec, scale string, recs
 	}
 	for _, r := range append(slices.Clone(rendered), drawn...) {
 		switch {
-		case errors.Is(r.Err, experiments.ErrNoRecords):
+		case errors.Is(r.Err, report.ErrNoRecords):
 			fmt.Fprintf(stderr, "skipped %s: %v\n", r.Name, r.Err)
 		case r.Err != nil:
 			failed = append(failed, r.Err.Error())
@@ -155,7 +157,7 @@ func makeFigures(w atomicfile.Writer, spec *experiments.Spec, scale string, recs
 			fmt.Fprintf(stdout, "wrote %s\n", strings.Join(r.Files, " "))
 		}
 	}
-	if readme, err := experiments.WriteFigureReadme(w, spec, rendered, out); err != nil {
+	if readme, err := report.WriteFigureReadme(w, spec, rendered, out); err != nil {
 		failed = append(failed, "README: "+err.Error())
 	} else {
 		fmt.Fprintf(stdout, "wrote %s\n", readme)

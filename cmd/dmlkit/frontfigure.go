@@ -9,8 +9,9 @@ import (
 	"strings"
 
 	"github.com/dmlkit/dmlkit/dmlkit/atomicfile"
-	"github.com/dmlkit/dmlkit/dmlkit/experiments"
+	"github.com/dmlkit/dmlkit/dmlkit/judge"
 	"github.com/dmlkit/dmlkit/dmlkit/plots"
+	"github.com/dmlkit/dmlkit/dmlkit/report"
 )
 
 // verdictGroups: held bluish green, contradicted vermillion (Okabe–Ito), the inconclusive causes
@@ -27,14 +28,14 @@ var verdictGroups = []plots.ForestGroup{
 var paperShort = map[string]string{"tcm": "TCM", "cit": "CIT", "idml": "IDML", "rsk": "RS@k", "contextual": "Contextual"}
 
 // verdictGroup is the figure's colour group of a central claim.
-func verdictGroup(e experiments.CentralEffect) string {
-	if e.Verdict != experiments.VerdictInconclusive {
+func verdictGroup(e report.CentralEffect) string {
+	if e.Verdict != judge.VerdictInconclusive {
 		return e.Verdict
 	}
 	switch e.Cause {
-	case experiments.CauseUnequal:
+	case judge.CauseUnequal:
 		return "inconclusive (unequal arms)"
-	case experiments.CauseUntrained:
+	case judge.CauseUntrained:
 		return "inconclusive (did not train)"
 	}
 	return "inconclusive (interval)"
@@ -44,12 +45,12 @@ func verdictGroup(e experiments.CentralEffect) string {
 // as a forest plot at dir/regimes.{png,svg}: two rows per claim (the original regime, then the
 // re-test), effects as % of the baseline's mean in the claimed direction, coloured by verdict.
 // It returns the files written through w (none when no claim has a twin).
-func drawRegimeFigure(w atomicfile.Writer, dir string, rep *experiments.ClaimsReport) ([]string, error) {
+func drawRegimeFigure(w atomicfile.Writer, dir string, rep *judge.ClaimsReport) ([]string, error) {
 	// Each original claim once, followed by its re-tests; a re-test's label ends with what its claim
 	// text adds after its last ";" (e.g. "pretrained backbone, CIFAR-10"), else its regime.
 	var rows []plots.ForestRow
-	add := func(v *experiments.ClaimVerdict, where string) {
-		e, ok := experiments.RelativeEffect(rep.Paper, v, "")
+	add := func(v *judge.ClaimVerdict, where string) {
+		e, ok := report.RelativeEffect(rep.Paper, v, "")
 		if !ok {
 			return
 		}
@@ -93,7 +94,7 @@ func drawRegimeFigure(w atomicfile.Writer, dir string, rep *experiments.ClaimsRe
 // its last ";" once the regime's own words are dropped ("pretrained backbone, fine-tuned,
 // Omniglot" under the regime "pretrained, fine-tuned (last block)" gives "pretrained, fine-tuned
 // (last block), Omniglot"); "" (the regime alone, see add) when the text has no ";".
-func retestWhere(v *experiments.ClaimVerdict) string {
+func retestWhere(v *judge.ClaimVerdict) string {
 	i := strings.LastIndex(v.Claim.Paper, ";")
 	if i < 0 {
 		return ""
@@ -112,8 +113,8 @@ func retestWhere(v *experiments.ClaimVerdict) string {
 // drawCentralFigure draws the central claims' effects ([experiments.CentralEffects]) as a forest
 // plot at root/figures/summary/central_claims.{png,svg}, through w. With check it draws into a
 // temporary directory and returns the files that differ from the committed ones instead.
-func drawCentralFigure(w atomicfile.Writer, root string, reports []*experiments.ClaimsReport, check bool) (written, stale []string, err error) {
-	effects := experiments.CentralEffects(reports)
+func drawCentralFigure(w atomicfile.Writer, root string, reports []*judge.ClaimsReport, check bool) (written, stale []string, err error) {
+	effects := report.CentralEffects(reports)
 	if len(effects) == 0 {
 		return nil, nil, nil
 	}

@@ -3,16 +3,16 @@ package main
 import (
 	"testing"
 
-	"github.com/dmlkit/dmlkit/dmlkit/experiments"
+	"github.com/dmlkit/dmlkit/dmlkit/judge"
 )
 
 // TestRetestWhere: a re-test's label keeps what its claim text adds after the last ";" beyond the
 // regime's own words, after the regime read from its arms' records.
 func TestRetestWhere(t *testing.T) {
-	fine := experiments.ClaimVerdict{Facts: []experiments.ArmFacts{{N: 5, Regime: experiments.RegimeFineTuned + " (last block)"}}}
-	frozen := experiments.ClaimVerdict{Facts: []experiments.ArmFacts{{N: 5, Regime: experiments.RegimeFrozen}}}
+	fine := judge.ClaimVerdict{Facts: []judge.ArmFacts{{N: 5, Regime: judge.RegimeFineTuned + " (last block)"}}}
+	frozen := judge.ClaimVerdict{Facts: []judge.ArmFacts{{N: 5, Regime: judge.RegimeFrozen}}}
 	for _, c := range []struct {
-		v     experiments.ClaimVerdict
+		v     judge.ClaimVerdict
 		paper string
 		want  string
 	}{

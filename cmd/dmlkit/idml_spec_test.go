@@ -8,8 +8,9 @@ import (
 	"testing"
 
 	"github.com/dmlkit/dmlkit/dmlkit/data"
-	"github.com/dmlkit/dmlkit/dmlkit/experiments"
+	"github.com/dmlkit/dmlkit/dmlkit/judge"
 	"github.com/dmlkit/dmlkit/dmlkit/reproduce"
+	"github.com/dmlkit/dmlkit/dmlkit/sweep"
 )
 
 // idmlSpecPath is reproductions/idml/spec.yaml seen from this package's directory.
@@ -73,10 +74,10 @@ func TestIDMLSpecPlans(t *testing.T) {
 // idml / pel on them) trains the proxies at ×100; the Omni-100 runs use batch 120 (30 × 4) for 400
 // steps except the control (batch 240, as many images per step as a Mixup arm) and the batch
 // sweep (40, 60, 240 on the same 48,000 images).
-func idmlCheckSmallRuns(t *testing.T, runs []experiments.Run) {
+func idmlCheckSmallRuns(t *testing.T, runs []sweep.Run) {
 	t.Helper()
 	get := func(cfg map[string]any, key string) any {
-		v, _ := experiments.Get(cfg, key)
+		v, _ := sweep.Get(cfg, key)
 		return v
 	}
 	num := func(v any) float64 {
@@ -151,17 +152,17 @@ func idmlCheckSmallRuns(t *testing.T, runs []experiments.Run) {
 // idmlFakeSmallStore resolves the small scale as the sweep would: the tuning runs are given a
 // validation R@1 (the first grid point wins), then every planned run gets a record with the
 // metrics the claims read (made-up values). It returns the plan and all records.
-func idmlFakeSmallStore(t *testing.T, s *experiments.Spec) (*experiments.Plan, []experiments.Record) {
+func idmlFakeSmallStore(t *testing.T, s *sweep.Spec) (*sweep.Plan, []sweep.Record) {
 	t.Helper()
 	p0, err := s.Plan("small")
 	if err != nil {
 		t.Fatal(err)
 	}
-	var recs []experiments.Record
+	var recs []sweep.Record
 	for i, r := range p0.Runs {
 		if r.Tune != "" {
-			recs = append(recs, experiments.Record{Hash: r.Hash, Paper: "idml", Scale: "small", Seed: r.Seed, Params: r.Params, Config: r.Config,
-				Metrics: experiments.Metrics{"val/R@1": 0.9 - 0.001*float64(i)}})
+			recs = append(recs, sweep.Record{Hash: r.Hash, Paper: "idml", Scale: "small", Seed: r.Seed, Params: r.Params, Config: r.Config,
+				Metrics: sweep.Metrics{"val/R@1": 0.9 - 0.001*float64(i)}})
 		}
 	}
 	p, err := s.PlanWith("small", recs)
@@ -179,13 +180,13 @@ func idmlFakeSmallStore(t *testing.T, s *experiments.Spec) (*experiments.Plan, [
 		if tuning[r.Hash] {
 			continue
 		}
-		m := experiments.Metrics{}
+		m := sweep.Metrics{}
 		for j, k := range []string{"R@1", "ism/R@1", "acc@1", "steplog/unc_norm/first", "steplog/unc_norm/last",
 			"steplog/unc_norm_orig/last", "steplog/unc_norm_mixed/last", "unc/norm_test", "unc/norm_test_noise_0.4",
 			"unc/norm_test_blur_1", "pull/ratio_bottom", "pull/ratio_top"} {
 			m[k] = 0.5 + 0.01*math.Sin(float64(7*i+j))
 		}
-		recs = append(recs, experiments.Record{Hash: r.Hash, Paper: "idml", Scale: "small", Seed: r.Seed, Params: r.Params, Config: r.Config, Metrics: m})
+		recs = append(recs, sweep.Record{Hash: r.Hash, Paper: "idml", Scale: "small", Seed: r.Seed, Params: r.Params, Config: r.Config, Metrics: m})
 	}
 	return p, recs
 }
@@ -200,7 +201,7 @@ func idmlFakeSmallStore(t *testing.T, s *experiments.Spec) (*experiments.Plan, [
 func TestIDMLClaimsMatchSpecRuns(t *testing.T) {
 	s := mustLoadSpec(t, idmlSpecPath)
 	_, recs := idmlFakeSmallStore(t, s)
-	cs, err := experiments.LoadClaims(filepath.Join(filepath.Dir(idmlSpecPath), "claims.yaml"))
+	cs, err := judge.LoadClaims(filepath.Join(filepath.Dir(idmlSpecPath), "claims.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -219,7 +220,7 @@ func TestIDMLClaimsMatchSpecRuns(t *testing.T) {
 		if c.Scale == "pretrained" { // another scale's runs (TestPretrainedClaimsMatchSpecs)
 			continue
 		}
-		v, err := experiments.EvaluateClaim(c, cs, recs, experiments.ClaimOptions{IncludeDirty: true})
+		v, err := judge.EvaluateClaim(c, cs, recs, judge.ClaimOptions{IncludeDirty: true})
 		if err != nil {
 			t.Errorf("%s: %v", c.ID, err)
 			continue
@@ -238,7 +239,7 @@ func TestIDMLClaimsMatchSpecRuns(t *testing.T) {
 	used := map[string]bool{}
 	for _, c := range cs.Claims {
 		for _, w := range idmlClaimWheres(c) {
-			for _, r := range experiments.Select(recs, "small", w) {
+			for _, r := range sweep.Select(recs, "small", w) {
 				used[r.Hash] = true
 			}
 		}
@@ -248,12 +249,12 @@ func TestIDMLClaimsMatchSpecRuns(t *testing.T) {
 	own := map[string]bool{}
 	for _, r := range recs {
 		if r.Config["name"] == "table1-own" {
-			b, _ := experiments.Get(r.Config, "loss.set.base")
+			b, _ := sweep.Get(r.Config, "loss.set.base")
 			own[fmt.Sprint(b)] = true
 		}
 	}
 	for _, r := range recs {
-		b, _ := experiments.Get(r.Config, "loss.set.base")
+		b, _ := sweep.Get(r.Config, "loss.set.base")
 		if r.Config["name"] == "table1" && !used[r.Hash] && !(r.Config["loss"].(map[string]any)["name"] == "idml" && own[fmt.Sprint(b)]) {
 			t.Errorf("table1 run %v (seed %d) is in no claim", r.Params, r.Seed)
 		}
@@ -262,7 +263,7 @@ func TestIDMLClaimsMatchSpecRuns(t *testing.T) {
 
 // idmlClaimWheres lists the full where of each arm of a claim (set, claim and arm levels; a sweep
 // claim's arm per value).
-func idmlClaimWheres(c experiments.ClaimSpec) []map[string]any {
+func idmlClaimWheres(c judge.ClaimSpec) []map[string]any {
 	merge := func(ms ...map[string]any) map[string]any {
 		out := map[string]any{}
 		for _, m := range ms {
@@ -274,7 +275,7 @@ func idmlClaimWheres(c experiments.ClaimSpec) []map[string]any {
 	}
 	set := map[string]any{"data.val_classes": nil}
 	var out []map[string]any
-	for _, a := range []*experiments.Arm{c.Base, c.Treatment} {
+	for _, a := range []*judge.Arm{c.Base, c.Treatment} {
 		if a == nil {
 			continue
 		}
@@ -310,7 +311,7 @@ func TestIDMLSmokeEndToEnd(t *testing.T) {
 	}
 	tmp, recs := runSmokeSweep(t, idmlSpecPath, 3)
 	seen := map[string]bool{}
-	frac := func(name string, m experiments.Metrics, keys ...string) {
+	frac := func(name string, m sweep.Metrics, keys ...string) {
 		for _, k := range keys {
 			if v, ok := m[k]; !ok || !(v >= 0 && v <= 1) {
 				t.Errorf("%s: %s = %v (present %v), want a fraction", name, k, v, ok)

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/dmlkit/dmlkit/dmlkit/experiments"
+	"github.com/dmlkit/dmlkit/dmlkit/sweep"
 )
 
 // TestTablesFiguresRejectUnknownScale: `tables`/`figures --scale smal` (a typo) exit non-zero
@@ -52,8 +52,8 @@ func TestTablesFiguresRejectUnknownScale(t *testing.T) {
 func TestTablesRefuseTypos(t *testing.T) {
 	t.Setenv("GOMLX_BACKEND", "go")
 	toyExperiments(t)
-	experiments.SetRunner(func(ctx context.Context, r experiments.RunSpec, progress func(string)) (*experiments.Outcome, error) {
-		return &experiments.Outcome{Metrics: map[string]float64{"R@1": 0.5 + float64(r.Seed)/100}}, nil
+	sweep.SetRunner(func(ctx context.Context, r sweep.RunSpec, progress func(string)) (*sweep.Outcome, error) {
+		return &sweep.Outcome{Metrics: map[string]float64{"R@1": 0.5 + float64(r.Seed)/100}}, nil
 	})
 	for _, tc := range []struct {
 		name, spec, claims, want string
@@ -116,8 +116,8 @@ func TestFlagsNothingSilentlyDropped(t *testing.T) {
 func TestRunWarnsOfTruncatedRecord(t *testing.T) {
 	t.Setenv("GOMLX_BACKEND", "go")
 	toyExperiments(t)
-	experiments.SetRunner(func(ctx context.Context, r experiments.RunSpec, progress func(string)) (*experiments.Outcome, error) {
-		return &experiments.Outcome{Metrics: map[string]float64{"R@1": 0.5}}, nil
+	sweep.SetRunner(func(ctx context.Context, r sweep.RunSpec, progress func(string)) (*sweep.Outcome, error) {
+		return &sweep.Outcome{Metrics: map[string]float64{"R@1": 0.5}}, nil
 	})
 	root, spec := writeSpec(t, cliSpec)
 	results := filepath.Join(root, "res")

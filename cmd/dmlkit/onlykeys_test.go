@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/dmlkit/dmlkit/dmlkit/experiments"
+	"github.com/dmlkit/dmlkit/dmlkit/sweep"
 )
 
 // TestCheckOnlyKeysPendingPoints: before the tuning runs are resolved the plan holds only them, and
@@ -12,9 +12,9 @@ import (
 // --only name=fig6` failed with "no run has the configuration key" although 134 runs matched once
 // resolved; a key neither resolved nor pending is still refused.
 func TestCheckOnlyKeysPendingPoints(t *testing.T) {
-	plan := &experiments.Plan{Scale: "small",
-		Runs:    []experiments.Run{{Config: map[string]any{"optimizer": map[string]any{"lr": 0.1}, "data": map[string]any{"val_classes": 0.1}}}},
-		Pending: []experiments.Pending{{Point: "loss.name=contrastive name=fig6"}}}
+	plan := &sweep.Plan{Scale: "small",
+		Runs:    []sweep.Run{{Config: map[string]any{"optimizer": map[string]any{"lr": 0.1}, "data": map[string]any{"val_classes": 0.1}}}},
+		Pending: []sweep.Pending{{Point: "loss.name=contrastive name=fig6"}}}
 	if err := checkOnlyKeys(plan, map[string][]string{"name": {"fig6"}}); err != nil {
 		t.Errorf("a key of a pending point: %v", err)
 	}

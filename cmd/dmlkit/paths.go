@@ -3,7 +3,7 @@ package main
 import (
 	"path/filepath"
 
-	"github.com/dmlkit/dmlkit/dmlkit/experiments"
+	"github.com/dmlkit/dmlkit/dmlkit/sweep"
 )
 
 // CommittedScale is the scale whose results, tables, figures and README verdict blocks are
@@ -38,7 +38,7 @@ func scaleSubdir(scale string) string {
 // scratchDir is out/PAPER/SCALE at the repository root for a spec in reproductions/PAPER/ run at
 // a scale other than [CommittedScale]; "" when the spec's own directories are the default (the
 // committed scale, or a spec outside reproductions/).
-func scratchDir(spec *experiments.Spec, scale string) string {
+func scratchDir(spec *sweep.Spec, scale string) string {
 	repro := filepath.Dir(spec.Dir)
 	if committed(scale) || filepath.Base(repro) != "reproductions" {
 		return ""
@@ -51,7 +51,7 @@ func scratchDir(spec *experiments.Spec, scale string) string {
 
 // resultsDir is flagValue when given, else the scale's default results directory: SPECDIR/results
 // or, for a scratch scale, out/PAPER/SCALE/results.
-func resultsDir(s *experiments.Spec, scale, flagValue string) string {
+func resultsDir(s *sweep.Spec, scale, flagValue string) string {
 	if flagValue != "" {
 		return flagValue
 	}
@@ -62,7 +62,7 @@ func resultsDir(s *experiments.Spec, scale, flagValue string) string {
 }
 
 // tablesDir is the default tables directory of a scale: SPECDIR/tables, or out/PAPER/SCALE/tables.
-func tablesDir(s *experiments.Spec, scale string) string {
+func tablesDir(s *sweep.Spec, scale string) string {
 	if d := scratchDir(s, scale); d != "" {
 		return filepath.Join(d, "tables")
 	}
@@ -72,7 +72,7 @@ func tablesDir(s *experiments.Spec, scale string) string {
 // figuresDir is the default figures directory of a scale: figures/PAPER next to the reproductions/
 // directory holding the spec (under the current directory when the spec lives elsewhere), or
 // out/PAPER/SCALE/figures for a scratch scale.
-func figuresDir(spec *experiments.Spec, scale string) string {
+func figuresDir(spec *sweep.Spec, scale string) string {
 	if d := scratchDir(spec, scale); d != "" {
 		return filepath.Join(d, "figures")
 	}

@@ -4,14 +4,14 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/dmlkit/dmlkit/dmlkit/experiments"
+	"github.com/dmlkit/dmlkit/dmlkit/sweep"
 )
 
 // TestScaleDirectories: the two committed scales share the spec's results directory (one store
 // file per scale) and write tables and figures to their own places; other scales go to out/.
 func TestScaleDirectories(t *testing.T) {
 	root := t.TempDir()
-	s := &experiments.Spec{Paper: "toy", Dir: filepath.Join(root, "reproductions", "toy")}
+	s := &sweep.Spec{Paper: "toy", Dir: filepath.Join(root, "reproductions", "toy")}
 	for _, c := range []struct{ scale, results, tables, figures string }{
 		{"small", "reproductions/toy/results", "reproductions/toy/tables", "figures/toy"},
 		{"pretrained", "reproductions/toy/results", "reproductions/toy/tables/pretrained", "figures/toy/pretrained"},

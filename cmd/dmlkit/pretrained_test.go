@@ -6,8 +6,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/dmlkit/dmlkit/dmlkit/experiments"
+	"github.com/dmlkit/dmlkit/dmlkit/judge"
 	"github.com/dmlkit/dmlkit/dmlkit/reproduce"
+	"github.com/dmlkit/dmlkit/dmlkit/sweep"
 )
 
 // fineTunedClaim matches the ids of the pretrained regime's fine-tuned claims: the claim's number
@@ -27,7 +28,7 @@ func TestPretrainedClaimsMatchSpecs(t *testing.T) {
 		t.Run(c.paper, func(t *testing.T) {
 			dir := filepath.Join("..", "..", "reproductions", c.paper)
 			s := mustLoadSpec(t, filepath.Join(dir, "spec.yaml"))
-			cs, err := experiments.LoadClaims(filepath.Join(dir, "claims.yaml"))
+			cs, err := judge.LoadClaims(filepath.Join(dir, "claims.yaml"))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -42,9 +43,9 @@ func TestPretrainedClaimsMatchSpecs(t *testing.T) {
 			if n != c.claims {
 				t.Errorf("%d claims at the pretrained scale, want %d", n, c.claims)
 			}
-			var recs []experiments.Record
+			var recs []sweep.Record
 			stored := map[string]bool{}
-			var plan *experiments.Plan
+			var plan *sweep.Plan
 			for range 6 {
 				if plan, err = s.PlanWith("pretrained", recs); err != nil {
 					t.Fatal(err)
@@ -59,11 +60,11 @@ func TestPretrainedClaimsMatchSpecs(t *testing.T) {
 					}
 					stored[r.Hash] = true
 					added++
-					m := experiments.Metrics{}
+					m := sweep.Metrics{}
 					for _, k := range metrics {
 						m[k] = fakeValue(r.Hash, k)
 					}
-					recs = append(recs, experiments.Record{Hash: r.Hash, Paper: s.Paper, Scale: "pretrained", Seed: r.Seed, Params: r.Params, Config: r.Config, Metrics: m})
+					recs = append(recs, sweep.Record{Hash: r.Hash, Paper: s.Paper, Scale: "pretrained", Seed: r.Seed, Params: r.Params, Config: r.Config, Metrics: m})
 				}
 				if added == 0 {
 					break
@@ -79,12 +80,12 @@ func TestPretrainedClaimsMatchSpecs(t *testing.T) {
 				if cl.Twin == "" && !strings.HasPrefix(cl.ID, "c1p-label0-") && !strings.HasPrefix(cl.ID, "c1f-label0-") {
 					t.Errorf("%s: no twin", cl.ID)
 				}
-				v, err := experiments.EvaluateClaim(cl, cs, recs, experiments.ClaimOptions{Scale: "small", Spec: s})
+				v, err := judge.EvaluateClaim(cl, cs, recs, judge.ClaimOptions{Scale: "small", Spec: s})
 				if err != nil {
 					t.Errorf("%s: %v", cl.ID, err)
 					continue
 				}
-				for _, f := range append([]experiments.ClaimVerdict{v}, v.Forms...) {
+				for _, f := range append([]judge.ClaimVerdict{v}, v.Forms...) {
 					for _, a := range f.Arms {
 						if a.N != 5 {
 							t.Errorf("%s %s: arm %q has n = %d, want 5", cl.ID, f.Form, a.Label, a.N)
@@ -92,9 +93,9 @@ func TestPretrainedClaimsMatchSpecs(t *testing.T) {
 					}
 					// The fine-tuned mode's claims (ids with "f-" after the claim number: t2f-, c1f-,
 					// h1f-, …) train the last block; every other pretrained claim a frozen backbone.
-					want := experiments.RegimeFrozen
+					want := judge.RegimeFrozen
 					if fineTunedClaim.MatchString(cl.ID) {
-						want = experiments.RegimeFineTuned + " (last block)"
+						want = judge.RegimeFineTuned + " (last block)"
 					}
 					if f.Regime() != want {
 						t.Errorf("%s %s: regime %q, want %q", cl.ID, f.Form, f.Regime(), want)

@@ -37,7 +37,7 @@ func runReproduce(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	*o.scale = scale
-	if _, err := sweep(spec, o, stdout, stderr); err != nil {
+	if _, err := runSweep(spec, o, stdout, stderr); err != nil {
 		return err
 	}
 	figStdout, figStderr := stdout, stderr

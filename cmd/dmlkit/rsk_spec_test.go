@@ -9,8 +9,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/dmlkit/dmlkit/dmlkit/experiments"
+	"github.com/dmlkit/dmlkit/dmlkit/judge"
 	"github.com/dmlkit/dmlkit/dmlkit/reproduce"
+	"github.com/dmlkit/dmlkit/dmlkit/sweep"
 )
 
 // rskSpecPath is reproductions/rsk/spec.yaml seen from this package's directory.
@@ -27,9 +28,9 @@ func fakeValue(hash, metric string) float64 {
 // planned run gets a synthetic record (R@1, mAP, val/R@1 from fakeValue), round after round, until
 // no point is pending (tuning steps select from their synthetic runs; runs that start from another
 // run are planned once it is stored). It returns the final plan and the records.
-func simulateSweep(t *testing.T, s *experiments.Spec, scale string) (*experiments.Plan, []experiments.Record) {
+func simulateSweep(t *testing.T, s *sweep.Spec, scale string) (*sweep.Plan, []sweep.Record) {
 	t.Helper()
-	var recs []experiments.Record
+	var recs []sweep.Record
 	stored := map[string]bool{}
 	for range 10 {
 		p, err := s.PlanWith(scale, recs)
@@ -43,11 +44,11 @@ func simulateSweep(t *testing.T, s *experiments.Spec, scale string) (*experiment
 			}
 			stored[r.Hash] = true
 			added++
-			m := experiments.Metrics{}
+			m := sweep.Metrics{}
 			for _, k := range []string{"R@1", "mAP", "val/R@1"} {
 				m[k] = fakeValue(r.Hash, k)
 			}
-			recs = append(recs, experiments.Record{Hash: r.Hash, Paper: s.Paper, Scale: scale, Seed: r.Seed, Params: r.Params, Config: r.Config, Metrics: m})
+			recs = append(recs, sweep.Record{Hash: r.Hash, Paper: s.Paper, Scale: scale, Seed: r.Seed, Params: r.Params, Config: r.Config, Metrics: m})
 		}
 		if added == 0 {
 			if len(p.Pending) > 0 {
@@ -62,12 +63,12 @@ func simulateSweep(t *testing.T, s *experiments.Spec, scale string) (*experiment
 
 // groupCounts counts a plan's runs per group: the tuning step's name for tuning runs ("tune"),
 // else the config field "name".
-func groupCounts(p *experiments.Plan) string {
+func groupCounts(p *sweep.Plan) string {
 	n := map[string]int{}
 	for _, r := range p.Runs {
 		g := "tune"
 		if r.Tune == "" {
-			v, _ := experiments.Get(r.Config, "name")
+			v, _ := sweep.Get(r.Config, "name")
 			g = fmt.Sprint(v)
 		}
 		n[g]++
@@ -124,22 +125,22 @@ func TestRSKSpecPlans(t *testing.T) {
 		if len(final.Runs) != c.total || groupCounts(final) != c.groups {
 			t.Errorf("%s: %d runs (%s); want %d (%s)", c.scale, len(final.Runs), groupCounts(final), c.total, c.groups)
 		}
-		byCfg := map[string]experiments.Run{} // pre-training runs by source and seed
+		byCfg := map[string]sweep.Run{} // pre-training runs by source and seed
 		for _, r := range final.Runs {
 			if err := reproduce.ValidateTrainConfig(r.Config); err != nil {
 				t.Errorf("%s run %s: %v", c.scale, r.Label(), err)
 			}
-			if n, _ := experiments.Get(r.Config, "name"); n == "pretrain" {
-				d, _ := experiments.Get(r.Config, "data.name")
-				tc, _ := experiments.Get(r.Config, "data.train_classes")
-				byCfg[fmt.Sprintf("%v %s seed %d", d, experiments.FormatValue(tc), r.Seed)] = r
+			if n, _ := sweep.Get(r.Config, "name"); n == "pretrain" {
+				d, _ := sweep.Get(r.Config, "data.name")
+				tc, _ := sweep.Get(r.Config, "data.train_classes")
+				byCfg[fmt.Sprintf("%v %s seed %d", d, sweep.FormatValue(tc), r.Seed)] = r
 			}
 		}
 		src := map[string]string{"init-bg866": "omniglot [98,964]", "init-bg200": "omniglot [98,298]", "init-mnist": "mnist null",
 			"init-fashion-mnist": "fashion-mnist null", "init-bg24": "omniglot [24,48]", "init-inat": "inat null"}
 		for _, r := range final.Runs {
-			n, _ := experiments.Get(r.Config, "name")
-			v, has := experiments.Get(r.Config, "model.init_from")
+			n, _ := sweep.Get(r.Config, "name")
+			v, has := sweep.Get(r.Config, "model.init_from")
 			key, want := src[fmt.Sprint(n)]
 			if !want {
 				if has {
@@ -162,7 +163,7 @@ func TestRSKSpecPlans(t *testing.T) {
 // the rest (every value of a trend or argmax sweep has seeds 0-2).
 func TestRSKClaimsMatchSpec(t *testing.T) {
 	s := mustLoadSpec(t, rskSpecPath)
-	cs, err := experiments.LoadClaims(filepath.Join(filepath.Dir(rskSpecPath), "claims.yaml"))
+	cs, err := judge.LoadClaims(filepath.Join(filepath.Dir(rskSpecPath), "claims.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -176,7 +177,7 @@ func TestRSKClaimsMatchSpec(t *testing.T) {
 		if c.Scale == "pretrained" { // another scale's runs (TestPretrainedClaimsMatchSpecs)
 			continue
 		}
-		v, err := experiments.EvaluateClaim(c, cs, recs, experiments.ClaimOptions{Scale: "small"})
+		v, err := judge.EvaluateClaim(c, cs, recs, judge.ClaimOptions{Scale: "small"})
 		if err != nil {
 			t.Errorf("%s: %v", c.ID, err)
 			continue
@@ -205,16 +206,16 @@ func TestRSKClaimsMatchSpec(t *testing.T) {
 // fine-tuned run's initial weights are the source checkpoint's final weights.
 func TestRSKSmokeEndToEnd(t *testing.T) {
 	tmp, recs := runSmokeSweep(t, rskSpecPath, 4)
-	byName := map[string]experiments.Record{}
+	byName := map[string]sweep.Record{}
 	for _, r := range recs {
-		n, _ := experiments.Get(r.Config, "name")
+		n, _ := sweep.Get(r.Config, "name")
 		byName[fmt.Sprint(n)] = r
 		if v := r.Metrics["R@1"]; !(v >= 0 && v <= 1) {
 			t.Errorf("%v: R@1 = %v, want a fraction", n, v)
 		}
 	}
 	pre, fine := byName["pretrain"], byName["init-bg24"]
-	if v, _ := experiments.Get(fine.Config, "model.init_from"); v != "run:"+pre.Hash {
+	if v, _ := sweep.Get(fine.Config, "model.init_from"); v != "run:"+pre.Hash {
 		t.Fatalf("init-bg24: stored model.init_from %v, want run:%s", v, pre.Hash)
 	}
 	for _, k := range []string{"R@1", "MAP@R"} {

@@ -15,8 +15,8 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/dmlkit/dmlkit/dmlkit/experiments"
 	"github.com/dmlkit/dmlkit/dmlkit/reproduce"
+	"github.com/dmlkit/dmlkit/dmlkit/sweep"
 )
 
 func init() {
@@ -67,7 +67,7 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 	if *dry {
 		return dryRun(spec, o, stdout, stderr)
 	}
-	_, err = sweep(spec, o, stdout, stderr)
+	_, err = runSweep(spec, o, stdout, stderr)
 	return err
 }
 
@@ -137,14 +137,14 @@ func (o *sweepFlags) check() error {
 
 // checkOnlyKeys rejects an --only key that no run of the plan has in its configuration (a typo
 // such as los.set.expr would otherwise select nothing and exit 0).
-func checkOnlyKeys(plan *experiments.Plan, only map[string][]string) error {
+func checkOnlyKeys(plan *sweep.Plan, only map[string][]string) error {
 	if len(plan.Runs) == 0 {
 		return nil // every point waits for tuning: nothing to check the keys against yet
 	}
 	for k := range only {
 		found := false
 		for _, r := range plan.Runs {
-			if _, ok := experiments.Get(r.Config, k); ok {
+			if _, ok := sweep.Get(r.Config, k); ok {
 				found = true
 				break
 			}
@@ -164,8 +164,8 @@ func checkOnlyKeys(plan *experiments.Plan, only map[string][]string) error {
 		// nothing and exit 0, and an emitted job would hold tasks that select nothing.
 		values := map[string]bool{}
 		for _, r := range plan.Runs {
-			if v, ok := experiments.Get(r.Config, k); ok {
-				values[experiments.FormatValue(v)] = true
+			if v, ok := sweep.Get(r.Config, k); ok {
+				values[sweep.FormatValue(v)] = true
 			}
 		}
 		for _, p := range plan.Pending {
@@ -213,16 +213,16 @@ func parseWithPositional(fs *flag.FlagSet, args []string) (string, error) {
 
 // loadSpec reads a spec file, a directory holding spec.yaml, or reproductions/PAPER/spec.yaml
 // found from the current directory or one of its parents.
-func loadSpec(arg string) (*experiments.Spec, error) {
+func loadSpec(arg string) (*sweep.Spec, error) {
 	if _, err := os.Stat(arg); err == nil {
-		return experiments.Load(arg)
+		return sweep.Load(arg)
 	}
 	if !strings.ContainsAny(arg, `/\`) && !strings.HasSuffix(arg, ".yaml") {
 		dir, _ := os.Getwd()
 		for {
 			p := filepath.Join(dir, "reproductions", arg, "spec.yaml")
 			if _, err := os.Stat(p); err == nil {
-				return experiments.Load(p)
+				return sweep.Load(p)
 			}
 			parent := filepath.Dir(dir)
 			if parent == dir {
@@ -239,7 +239,7 @@ func loadSpec(arg string) (*experiments.Spec, error) {
 // select no record, and tables and figures would overwrite the committed ones with "not drawn"
 // before anything is written); without the flag, small when the spec defines it, else the only
 // scale, else none.
-func defaultScale(s *experiments.Spec, flagValue string) (string, error) {
+func defaultScale(s *sweep.Spec, flagValue string) (string, error) {
 	names := s.ScaleNames()
 	if flagValue != "" {
 		if _, ok := s.Scales[flagValue]; !ok {
@@ -264,7 +264,7 @@ func defaultScale(s *experiments.Spec, flagValue string) (string, error) {
 
 // runsDir is runs/PAPER next to the reproductions/ directory holding the spec (ignored by git),
 // or SPECDIR/runs when the spec lives elsewhere.
-func runsDir(spec *experiments.Spec) string {
+func runsDir(spec *sweep.Spec) string {
 	repro := filepath.Dir(spec.Dir)
 	if filepath.Base(repro) == "reproductions" {
 		return filepath.Join(filepath.Dir(repro), "runs", spec.Paper)
@@ -293,13 +293,13 @@ func shardIndex(index, of int) (int, error) {
 	return 0, errors.New("--of given without --index, and neither $JOB_COMPLETION_INDEX nor $SLURM_ARRAY_TASK_ID is set")
 }
 
-// sweep validates the whole plan, then runs the selected runs with the registered runner.
-func sweep(spec *experiments.Spec, o *sweepFlags, stdout, stderr io.Writer) (*experiments.Summary, error) {
+// runSweep validates the whole plan, then runs the selected runs with the registered runner.
+func runSweep(spec *sweep.Spec, o *sweepFlags, stdout, stderr io.Writer) (*sweep.Summary, error) {
 	scale, err := defaultScale(spec, *o.scale)
 	if err != nil {
 		return nil, err
 	}
-	only, err := experiments.ParseOnly(o.only)
+	only, err := sweep.ParseOnly(o.only)
 	if err != nil {
 		return nil, err
 	}
@@ -319,7 +319,7 @@ func sweep(spec *experiments.Spec, o *sweepFlags, stdout, stderr io.Writer) (*ex
 	if err := checkOnlyKeys(plan, only); err != nil {
 		return nil, err
 	}
-	runner, err := experiments.RegisteredRunner()
+	runner, err := sweep.RegisteredRunner()
 	if err != nil {
 		return nil, err
 	}
@@ -339,21 +339,21 @@ func sweep(spec *experiments.Spec, o *sweepFlags, stdout, stderr io.Writer) (*ex
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	quiet := *o.quiet
-	opt := experiments.SweepOptions{Scale: scale, Only: only, Index: index, Of: *o.of, WaitLock: *o.wait, Waiting: func(e *experiments.LockedError) {
+	opt := sweep.SweepOptions{Scale: scale, Only: only, Index: index, Of: *o.of, WaitLock: *o.wait, Waiting: func(e *sweep.LockedError) {
 		fmt.Fprintf(stderr, "waiting for %s (held by %s)\n", e.Dir, strings.Join(e.Holders, "; "))
 	}, WaitPending: *o.waitPending, PendingWaiting: func(pending, running int) {
 		if !quiet {
 			fmt.Fprintf(stderr, "waiting for %d points pending on tuning runs of %d other running shards\n", pending, running)
 		}
-	}, ExecOptions: experiments.ExecOptions{
+	}, ExecOptions: sweep.ExecOptions{
 		Runner:      runner,
-		Store:       experiments.NewStore(resultsDir(spec, scale, *o.results)),
+		Store:       sweep.NewStore(resultsDir(spec, scale, *o.results)),
 		WorkDir:     workdir,
 		Workers:     *o.workers,
 		Env:         env,
 		FailFast:    *o.failFast,
 		RetryFailed: *o.retry,
-		Progress: func(e experiments.Event) {
+		Progress: func(e sweep.Event) {
 			switch e.Kind {
 			case "fail":
 				fmt.Fprintf(stderr, "[%d/%d] FAILED %s %s (%.1fs): %v\n", e.Done, e.Total, e.Run.Hash, e.Run.Label(), e.Seconds, e.Err)
@@ -372,8 +372,8 @@ func sweep(spec *experiments.Spec, o *sweepFlags, stdout, stderr io.Writer) (*ex
 			}
 		},
 	}}
-	_, sum, err := experiments.RunSweep(ctx, spec, opt)
-	var locked *experiments.LockedError
+	_, sum, err := sweep.RunSweep(ctx, spec, opt)
+	var locked *sweep.LockedError
 	if errors.As(err, &locked) && !*o.wait {
 		err = fmt.Errorf("%w (pass --wait to wait for it)", err)
 	}
@@ -390,7 +390,7 @@ func sweep(spec *experiments.Spec, o *sweepFlags, stdout, stderr io.Writer) (*ex
 
 // printPending lists the sweep points that wait for a tuning step's selection or for the stored
 // run they start from (model.init_from: run:…); the reason says which.
-func printPending(p []experiments.Pending, w io.Writer) {
+func printPending(p []sweep.Pending, w io.Writer) {
 	for _, x := range p {
 		fmt.Fprintf(w, "pending: %s (%s; run again once those runs are stored)\n", x.Point, x.Reason)
 	}
@@ -435,12 +435,12 @@ func provenance(results string, allowDirty bool) (map[string]any, error) {
 	return env, nil
 }
 
-func dryRun(spec *experiments.Spec, o *sweepFlags, stdout, stderr io.Writer) error {
+func dryRun(spec *sweep.Spec, o *sweepFlags, stdout, stderr io.Writer) error {
 	scale, err := defaultScale(spec, *o.scale)
 	if err != nil {
 		return err
 	}
-	only, err := experiments.ParseOnly(o.only)
+	only, err := sweep.ParseOnly(o.only)
 	if err != nil {
 		return err
 	}
@@ -464,13 +464,13 @@ func dryRun(spec *experiments.Spec, o *sweepFlags, stdout, stderr io.Writer) err
 		if err != nil {
 			return err
 		}
-		if runs, err = experiments.Shard(runs, index, *o.of); err != nil {
+		if runs, err = sweep.Shard(runs, index, *o.of); err != nil {
 			return err
 		}
 	}
-	runs = experiments.Filter(runs, only)
-	done := experiments.Done(recs, scale)
-	failed := experiments.FailedRuns(recs, scale)
+	runs = sweep.Filter(runs, only)
+	done := sweep.Done(recs, scale)
+	failed := sweep.FailedRuns(recs, scale)
 	n := 0
 	for _, r := range runs {
 		state := "todo"
@@ -489,14 +489,14 @@ func dryRun(spec *experiments.Spec, o *sweepFlags, stdout, stderr io.Writer) err
 	return nil
 }
 
-func emitJob(spec *experiments.Spec, o *sweepFlags, kind string, shards int, out string, stdout io.Writer) error {
+func emitJob(spec *sweep.Spec, o *sweepFlags, kind string, shards int, out string, stdout io.Writer) error {
 	scale, err := defaultScale(spec, *o.scale)
 	if err != nil {
 		return err
 	}
 	// The plan as the dry-run shows it: resolved with the records of the results directory
 	// (tuning steps already stored there count), so both name the same runs.
-	recs, _, err := experiments.NewStore(resultsDir(spec, scale, *o.results)).Load()
+	recs, _, err := sweep.NewStore(resultsDir(spec, scale, *o.results)).Load()
 	if err != nil {
 		return err
 	}
@@ -504,7 +504,7 @@ func emitJob(spec *experiments.Spec, o *sweepFlags, kind string, shards int, out
 	if err != nil {
 		return err
 	}
-	only, err := experiments.ParseOnly(o.only)
+	only, err := sweep.ParseOnly(o.only)
 	if err != nil {
 		return err
 	}
@@ -513,7 +513,7 @@ func emitJob(spec *experiments.Spec, o *sweepFlags, kind string, shards int, out
 	}
 	// More shards than runs would emit tasks that select nothing; with points still waiting for
 	// tuning runs the final count is not known yet, and the tasks beyond it would wait.
-	if n := len(experiments.Filter(plan.Runs, only)); shards > n && len(plan.Pending) == 0 {
+	if n := len(sweep.Filter(plan.Runs, only)); shards > n && len(plan.Pending) == 0 {
 		return fmt.Errorf("--shards %d: the plan has %d runs (scale %q); want 1 … %d", shards, n, scale, n)
 	}
 	specPath := spec.Path
@@ -528,13 +528,13 @@ func emitJob(spec *experiments.Spec, o *sweepFlags, kind string, shards int, out
 		workers = *o.workers
 	}
 	// --results / --workdir, when given, are the paths inside the job's containers.
-	opt := experiments.EmitOptions{SpecPath: specPath, Scale: scale, Shards: shards, Only: o.only, Workers: workers, Results: *o.results, Workdir: *o.workdir}
+	opt := sweep.EmitOptions{SpecPath: specPath, Scale: scale, Shards: shards, Only: o.only, Workers: workers, Results: *o.results, Workdir: *o.workdir}
 	var text string
 	switch kind {
 	case "k8s", "kubernetes":
-		text, err = experiments.EmitK8s(plan, opt)
+		text, err = sweep.EmitK8s(plan, opt)
 	case "slurm":
-		text, err = experiments.EmitSlurm(plan, opt)
+		text, err = sweep.EmitSlurm(plan, opt)
 	default:
 		return fmt.Errorf("--emit %q: want k8s or slurm", kind)
 	}

@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dmlkit/dmlkit/dmlkit/experiments"
 	"github.com/dmlkit/dmlkit/dmlkit/reproduce"
+	"github.com/dmlkit/dmlkit/dmlkit/sweep"
 )
 
 const cliSpec = `paper: toy
@@ -58,17 +58,17 @@ func runCLI(args ...string) (int, string, string) {
 // are not trainer fields) and its own runner: it removes the trainer's validator that runner.go
 // (reproduce.Register) installs and restores it, and the registered runner, when the test ends.
 func toyExperiments(t *testing.T) {
-	prev, _ := experiments.RegisteredRunner()
-	experiments.SetValidator(nil)
+	prev, _ := sweep.RegisteredRunner()
+	sweep.SetValidator(nil)
 	t.Cleanup(func() {
-		experiments.SetRunner(prev)
-		experiments.SetValidator(reproduce.ValidateTrainConfig)
+		sweep.SetRunner(prev)
+		sweep.SetValidator(reproduce.ValidateTrainConfig)
 	})
 }
 
 func TestRunWithoutRunnerFailsClearly(t *testing.T) {
 	toyExperiments(t)
-	experiments.SetRunner(nil)
+	sweep.SetRunner(nil)
 	_, spec := writeSpec(t, cliSpec)
 	code, _, stderr := runCLI("run", spec, "--scale", "smoke")
 	if code != 1 || !strings.Contains(stderr, "no runner registered") {
@@ -95,12 +95,12 @@ func TestReproduceRunsThenRegenerates(t *testing.T) {
 	toyExperiments(t)
 	var mu sync.Mutex
 	calls := 0
-	experiments.SetRunner(func(ctx context.Context, r experiments.RunSpec, progress func(string)) (*experiments.Outcome, error) {
+	sweep.SetRunner(func(ctx context.Context, r sweep.RunSpec, progress func(string)) (*sweep.Outcome, error) {
 		mu.Lock()
 		calls++
 		mu.Unlock()
-		m, _ := experiments.Get(r.Config, "loss.margin")
-		return &experiments.Outcome{Metrics: map[string]float64{"R@1": 0.5 + m.(float64)/10 + float64(r.Seed)/100}}, nil
+		m, _ := sweep.Get(r.Config, "loss.margin")
+		return &sweep.Outcome{Metrics: map[string]float64{"R@1": 0.5 + m.(float64)/10 + float64(r.Seed)/100}}, nil
 	})
 	root, spec := writeSpec(t, cliSpec)
 	code, stdout, stderr := runCLI("reproduce", spec, "--scale", "smoke", "--workers", "2", "--quiet")
@@ -237,9 +237,9 @@ func TestShardIndexFromEnvironment(t *testing.T) {
 func TestRunRejectsSilentNoOps(t *testing.T) {
 	toyExperiments(t)
 	calls := 0
-	experiments.SetRunner(func(ctx context.Context, r experiments.RunSpec, progress func(string)) (*experiments.Outcome, error) {
+	sweep.SetRunner(func(ctx context.Context, r sweep.RunSpec, progress func(string)) (*sweep.Outcome, error) {
 		calls++
-		return &experiments.Outcome{Metrics: map[string]float64{"R@1": 0.5}}, nil
+		return &sweep.Outcome{Metrics: map[string]float64{"R@1": 0.5}}, nil
 	})
 	_, spec := writeSpec(t, cliSpec)
 	for _, tc := range []struct {
@@ -277,13 +277,13 @@ func TestRunRejectsSilentNoOps(t *testing.T) {
 func TestRunRefusesABusyResultsDirectory(t *testing.T) {
 	toyExperiments(t)
 	n := 0
-	experiments.SetRunner(func(ctx context.Context, r experiments.RunSpec, progress func(string)) (*experiments.Outcome, error) {
+	sweep.SetRunner(func(ctx context.Context, r sweep.RunSpec, progress func(string)) (*sweep.Outcome, error) {
 		n++
-		return &experiments.Outcome{Metrics: map[string]float64{"R@1": 0.5}}, nil
+		return &sweep.Outcome{Metrics: map[string]float64{"R@1": 0.5}}, nil
 	})
 	_, spec := writeSpec(t, cliSpec)
 	results := filepath.Join(t.TempDir(), "results")
-	lock, err := experiments.NewStore(results).LockSweep(context.Background(), experiments.LockOptions{})
+	lock, err := sweep.NewStore(results).LockSweep(context.Background(), sweep.LockOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -305,14 +305,14 @@ func TestRunStoresFailedRunsAndRetriesThemOnRequest(t *testing.T) {
 	toyExperiments(t)
 	var mu sync.Mutex
 	calls, diverge := 0, true
-	experiments.SetRunner(func(ctx context.Context, r experiments.RunSpec, progress func(string)) (*experiments.Outcome, error) {
+	sweep.SetRunner(func(ctx context.Context, r sweep.RunSpec, progress func(string)) (*sweep.Outcome, error) {
 		mu.Lock()
 		defer mu.Unlock()
 		calls++
-		if m, _ := experiments.Get(r.Config, "loss.margin"); m == 0.2 && r.Seed == 1 && diverge {
-			return nil, &experiments.RunFailure{Step: 2, Err: fmt.Errorf("train: diverged at step 2: loss is NaN")}
+		if m, _ := sweep.Get(r.Config, "loss.margin"); m == 0.2 && r.Seed == 1 && diverge {
+			return nil, &sweep.RunFailure{Step: 2, Err: fmt.Errorf("train: diverged at step 2: loss is NaN")}
 		}
-		return &experiments.Outcome{Metrics: map[string]float64{"R@1": 0.5}}, nil
+		return &sweep.Outcome{Metrics: map[string]float64{"R@1": 0.5}}, nil
 	})
 	_, spec := writeSpec(t, cliSpec)
 	results := filepath.Join(t.TempDir(), "results")

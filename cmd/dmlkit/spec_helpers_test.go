@@ -9,13 +9,13 @@ import (
 	"testing"
 
 	"github.com/dmlkit/dmlkit/dmlkit/data"
-	"github.com/dmlkit/dmlkit/dmlkit/experiments"
+	"github.com/dmlkit/dmlkit/dmlkit/sweep"
 )
 
 // runSmokeSweep runs a spec's smoke scale through `dmlkit run` into a temporary results directory
 // (skipping the test without Omniglot), checks that its want runs all ran, and returns the
 // directory and the stored records.
-func runSmokeSweep(t *testing.T, specPath string, want int) (string, []experiments.Record) {
+func runSmokeSweep(t *testing.T, specPath string, want int) (string, []sweep.Record) {
 	t.Helper()
 	if _, err := data.FindOmniglot(""); err != nil {
 		t.Skipf("Omniglot not available: %v", err)
@@ -26,7 +26,7 @@ func runSmokeSweep(t *testing.T, specPath string, want int) (string, []experimen
 	if code != 0 || !strings.Contains(stdout, fmt.Sprintf("%d runs selected, 0 already stored, %d ran, 0 failed", want, want)) {
 		t.Fatalf("run: code %d\nstdout %s\nstderr %s", code, stdout, stderr)
 	}
-	recs, _, err := experiments.NewStore(results).Load()
+	recs, _, err := sweep.NewStore(results).Load()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,9 +37,9 @@ func runSmokeSweep(t *testing.T, specPath string, want int) (string, []experimen
 }
 
 // mustLoadSpec loads a reproduction's spec.yaml (with its paper.yaml) or fails the test.
-func mustLoadSpec(t *testing.T, path string) *experiments.Spec {
+func mustLoadSpec(t *testing.T, path string) *sweep.Spec {
 	t.Helper()
-	s, err := experiments.Load(path)
+	s, err := sweep.Load(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,16 +78,16 @@ func readSuperseded(t *testing.T, path string) map[string]string {
 	return out
 }
 
-func checkStoredResultsMatchSpec(t *testing.T, s *experiments.Spec, specPath string, noFailed bool) {
+func checkStoredResultsMatchSpec(t *testing.T, s *sweep.Spec, specPath string, noFailed bool) {
 	t.Helper()
 	checkStoredScaleMatchesSpec(t, s, specPath, "small", noFailed)
 }
 
 // checkStoredScaleMatchesSpec is [checkStoredResultsMatchSpec] for one committed scale (small or
 // pretrained): the store's records of that scale are exactly the scale's plan.
-func checkStoredScaleMatchesSpec(t *testing.T, s *experiments.Spec, specPath, scale string, noFailed bool) {
+func checkStoredScaleMatchesSpec(t *testing.T, s *sweep.Spec, specPath, scale string, noFailed bool) {
 	t.Helper()
-	recs, rep, err := experiments.NewStore(filepath.Join(filepath.Dir(specPath), "results")).Load()
+	recs, rep, err := sweep.NewStore(filepath.Join(filepath.Dir(specPath), "results")).Load()
 	if err != nil {
 		t.Fatal(err)
 	}

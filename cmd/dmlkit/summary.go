@@ -11,7 +11,9 @@ import (
 	"strings"
 
 	"github.com/dmlkit/dmlkit/dmlkit/atomicfile"
-	"github.com/dmlkit/dmlkit/dmlkit/experiments"
+	"github.com/dmlkit/dmlkit/dmlkit/judge"
+	"github.com/dmlkit/dmlkit/dmlkit/report"
+	"github.com/dmlkit/dmlkit/dmlkit/sweep"
 )
 
 func init() {
@@ -38,7 +40,7 @@ const centralFigure = "figures/summary/central_claims"
 // frontPage is what `dmlkit summary` and `dmlkit tables` write outside the papers' directories:
 // the summary table and the findings (central claims) for reproductions/README.md and README.md.
 type frontPage struct {
-	reports []*experiments.ClaimsReport
+	reports []*judge.ClaimsReport
 	summary string
 	// leaderboard is the "leaderboard" block: per spec with a leaderboard section (the benchmark),
 	// its title and experiments.LeaderboardSummary; "" when no spec has one.
@@ -52,10 +54,10 @@ func (f *frontPage) findings(dir string) string {
 	if dir != "" {
 		up = "../"
 	}
-	links := map[string]experiments.PaperLinks{}
+	links := map[string]report.PaperLinks{}
 	for _, r := range f.reports {
 		info := paperInfo[r.Paper]
-		l := experiments.PaperLinks{Title: info.title, Readme: up + "reproductions/" + r.Paper + "/README.md"}
+		l := report.PaperLinks{Title: info.title, Readme: up + "reproductions/" + r.Paper + "/README.md"}
 		if dir == "reproductions" {
 			l.Readme = r.Paper + "/README.md"
 		}
@@ -64,7 +66,7 @@ func (f *frontPage) findings(dir string) string {
 		}
 		links[r.Paper] = l
 	}
-	return experiments.FindingsMarkdown(f.reports, links, up+centralFigure+".png")
+	return report.FindingsMarkdown(f.reports, links, up+centralFigure+".png")
 }
 
 // writeFrontPage refreshes the "summary" and "findings" blocks of reproductions/README.md and
@@ -78,14 +80,14 @@ func writeFrontPage(w atomicfile.Writer, root string, f *frontPage, check bool) 
 		}
 		for _, blk := range []struct{ name, md string }{{"summary", f.summary}, {"findings", f.findings(page.dir)}, {"leaderboard", f.leaderboard}} {
 			if blk.name != "summary" { // optional: a page without the block keeps none
-				if has, err := experiments.HasMarked(page.path, blk.name); err != nil {
+				if has, err := report.HasMarked(page.path, blk.name); err != nil {
 					return nil, nil, err
 				} else if !has {
 					continue
 				}
 			}
 			if check {
-				ok, err := experiments.MarkedIs(page.path, blk.name, blk.md)
+				ok, err := report.MarkedIs(page.path, blk.name, blk.md)
 				if err != nil {
 					return nil, nil, err
 				}
@@ -94,7 +96,7 @@ func writeFrontPage(w atomicfile.Writer, root string, f *frontPage, check bool) 
 				}
 				continue
 			}
-			ch, err := experiments.UpdateMarked(w, page.path, blk.name, blk.md)
+			ch, err := report.UpdateMarked(w, page.path, blk.name, blk.md)
 			if err != nil {
 				return nil, nil, err
 			}
@@ -178,7 +180,7 @@ func reproductionsRoot(root string) (string, error) {
 // spec.yaml and claims.yaml) at its default scale, as `dmlkit tables` does, and renders the
 // summary. known holds reports already computed that way (paper → report), which are not
 // evaluated again. skipTorn is loadRecords'.
-func crossPaperSummary(dir string, known map[string]*experiments.ClaimsReport, skipTorn bool, stderr io.Writer) (*frontPage, error) {
+func crossPaperSummary(dir string, known map[string]*judge.ClaimsReport, skipTorn bool, stderr io.Writer) (*frontPage, error) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, err
@@ -201,13 +203,13 @@ func crossPaperSummary(dir string, known map[string]*experiments.ClaimsReport, s
 		}
 		return strings.Compare(a, b)
 	})
-	var reps []*experiments.ClaimsReport
+	var reps []*judge.ClaimsReport
 	for _, p := range papers {
 		if rep, ok := known[p]; ok {
 			reps = append(reps, rep)
 			continue
 		}
-		spec, err := experiments.Load(filepath.Join(dir, p, "spec.yaml"))
+		spec, err := sweep.Load(filepath.Join(dir, p, "spec.yaml"))
 		if err != nil {
 			return nil, err
 		}
@@ -215,7 +217,7 @@ func crossPaperSummary(dir string, known map[string]*experiments.ClaimsReport, s
 		if err != nil {
 			return nil, err
 		}
-		cs, err := experiments.LoadClaims(filepath.Join(dir, p, "claims.yaml"))
+		cs, err := judge.LoadClaims(filepath.Join(dir, p, "claims.yaml"))
 		if err != nil {
 			return nil, err
 		}
@@ -224,10 +226,10 @@ func crossPaperSummary(dir string, known map[string]*experiments.ClaimsReport, s
 			return nil, err
 		}
 		// As `dmlkit tables` does: typos and NaN metrics are errors, not claims without records.
-		if err := experiments.CheckClaims(cs, spec, recs, sc); err != nil {
+		if err := judge.CheckClaims(cs, spec, recs, sc); err != nil {
 			return nil, err
 		}
-		rep, err := cs.Report(recs, experiments.ClaimOptions{Scale: sc, Spec: spec})
+		rep, err := cs.Report(recs, judge.ClaimOptions{Scale: sc, Spec: spec})
 		if err != nil {
 			return nil, err
 		}
@@ -237,7 +239,7 @@ func crossPaperSummary(dir string, known map[string]*experiments.ClaimsReport, s
 	if err != nil {
 		return nil, err
 	}
-	return &frontPage{reports: reps, summary: experiments.SummaryMarkdown(reps), leaderboard: board}, nil
+	return &frontPage{reports: reps, summary: report.SummaryMarkdown(reps), leaderboard: board}, nil
 }
 
 // leaderboardBlock renders the front page's "leaderboard" block: for each paper under dir whose
@@ -248,7 +250,7 @@ func crossPaperSummary(dir string, known map[string]*experiments.ClaimsReport, s
 func leaderboardBlock(dir string, papers []string, skipTorn bool, stderr io.Writer) (string, error) {
 	var b strings.Builder
 	for _, p := range papers {
-		spec, err := experiments.Load(filepath.Join(dir, p, "spec.yaml"))
+		spec, err := sweep.Load(filepath.Join(dir, p, "spec.yaml"))
 		if err != nil {
 			return "", err
 		}
@@ -259,11 +261,11 @@ func leaderboardBlock(dir string, papers []string, skipTorn bool, stderr io.Writ
 		if err != nil {
 			return "", err
 		}
-		by := map[string][]experiments.Record{}
+		by := map[string][]sweep.Record{}
 		for _, r := range recs {
 			by[r.Scale] = append(by[r.Scale], r)
 		}
-		sum, err := experiments.LeaderboardSummary(spec, by)
+		sum, err := report.LeaderboardSummary(spec, by)
 		if err != nil {
 			return "", err
 		}

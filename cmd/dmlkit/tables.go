@@ -11,7 +11,9 @@ import (
 	"strings"
 
 	"github.com/dmlkit/dmlkit/dmlkit/atomicfile"
-	"github.com/dmlkit/dmlkit/dmlkit/experiments"
+	"github.com/dmlkit/dmlkit/dmlkit/judge"
+	"github.com/dmlkit/dmlkit/dmlkit/report"
+	"github.com/dmlkit/dmlkit/dmlkit/sweep"
 )
 
 func init() {
@@ -75,7 +77,7 @@ func commitOutputs(w *atomicfile.Batch, held *bytes.Buffer, stdout io.Writer) er
 // leaderboardAgreeDir is where the leaderboard's rank agreement goes by default: the directory dir
 // (tablesDir or figuresDir) of the spec's first regime, so that both regimes' runs of `dmlkit
 // tables` and `dmlkit figures` write it to one place; dflt when the spec has no leaderboard.
-func leaderboardAgreeDir(spec *experiments.Spec, dir func(*experiments.Spec, string) string, dflt string) string {
+func leaderboardAgreeDir(spec *sweep.Spec, dir func(*sweep.Spec, string) string, dflt string) string {
 	if spec.Leaderboard == nil || len(spec.Leaderboard.Regimes) == 0 {
 		return dflt
 	}
@@ -85,12 +87,12 @@ func leaderboardAgreeDir(spec *experiments.Spec, dir func(*experiments.Spec, str
 // makeClaims evaluates SPECDIR/claims.yaml (when there is one) on the stored records recs, writes
 // claims.md / claims.tex beside the tables and refreshes the "claims" block of SPECDIR/README.md,
 // all through w. skipTorn is loadRecords' for the other papers' stores the cross-paper summary reads.
-func makeClaims(w atomicfile.Writer, spec *experiments.Spec, scale string, recs []experiments.Record, out string, includeDirty, skipTorn, print bool, stdout io.Writer) error {
+func makeClaims(w atomicfile.Writer, spec *sweep.Spec, scale string, recs []sweep.Record, out string, includeDirty, skipTorn, print bool, stdout io.Writer) error {
 	path := filepath.Join(spec.Dir, "claims.yaml")
 	if _, err := os.Stat(path); err != nil {
 		return nil
 	}
-	cs, err := experiments.LoadClaims(path)
+	cs, err := judge.LoadClaims(path)
 	if err != nil {
 		return err
 	}
@@ -101,7 +103,7 @@ func makeClaims(w atomicfile.Writer, spec *experiments.Spec, scale string, recs 
 	}
 	// Typos (paper, scale, where keys and values, metrics) and NaN metrics are refused here, by
 	// experiments.CheckClaims, rather than read as claims not run yet.
-	if err := experiments.CheckClaims(cs, spec, recs, scale); err != nil {
+	if err := judge.CheckClaims(cs, spec, recs, scale); err != nil {
 		return err
 	}
 	// The paper's README block is refreshed only when the claims go to the paper's own tables
@@ -114,7 +116,7 @@ func makeClaims(w atomicfile.Writer, spec *experiments.Spec, scale string, recs 
 			readme = filepath.Join(spec.Dir, "README.md")
 		}
 	}
-	rep, files, err := experiments.RenderClaims(w, cs, recs, experiments.ClaimOptions{Scale: scale, IncludeDirty: includeDirty, Spec: spec}, out, readme)
+	rep, files, err := report.RenderClaims(w, cs, recs, judge.ClaimOptions{Scale: scale, IncludeDirty: includeDirty, Spec: spec}, out, readme)
 	if err != nil {
 		return err
 	}
@@ -135,7 +137,7 @@ func makeClaims(w atomicfile.Writer, spec *experiments.Spec, scale string, recs 
 		root := filepath.Dir(filepath.Dir(spec.Dir))
 		// This paper's report is the summary's when computed the same way (its committed scale, dirty
 		// records left out); the other papers are evaluated from their stores.
-		known := map[string]*experiments.ClaimsReport{}
+		known := map[string]*judge.ClaimsReport{}
 		if !includeDirty {
 			known[spec.Paper] = rep
 		}
@@ -163,14 +165,14 @@ func makeClaims(w atomicfile.Writer, spec *experiments.Spec, scale string, recs 
 // at a scale of the leaderboard's regimes, rank_agreement.md in the first regime's tables
 // directory (SPECDIR/tables for the committed scales; with --out, beside the tables). Files go
 // through w.
-func makeTables(w atomicfile.Writer, spec *experiments.Spec, scale string, recs []experiments.Record, out string, print bool, stdout, stderr io.Writer) error {
+func makeTables(w atomicfile.Writer, spec *sweep.Spec, scale string, recs []sweep.Record, out string, print bool, stdout, stderr io.Writer) error {
 	if len(spec.Tables) == 0 && len(spec.Tune) == 0 && spec.Leaderboard == nil {
 		fmt.Fprintf(stdout, "%s declares no tables\n", spec.Path)
 		return nil
 	}
 	// A where key, row key, value or metric that nothing has is a typo: refused before anything
 	// is written, not rendered as an empty table.
-	if err := experiments.CheckSelections(spec, recs); err != nil {
+	if err := judge.CheckSelections(spec, recs); err != nil {
 		return err
 	}
 	agree := out // the rank agreement of the leaderboard's regimes: beside the tables with --out
@@ -179,7 +181,7 @@ func makeTables(w atomicfile.Writer, spec *experiments.Spec, scale string, recs 
 		agree = leaderboardAgreeDir(spec, tablesDir, out)
 	}
 	if spec.Leaderboard != nil {
-		lb, files, err := experiments.RenderLeaderboard(w, spec, recs, scale, out, agree)
+		lb, files, err := report.RenderLeaderboard(w, spec, recs, scale, out, agree)
 		if err != nil {
 			return err
 		}
@@ -189,9 +191,9 @@ func makeTables(w atomicfile.Writer, spec *experiments.Spec, scale string, recs 
 		}
 	}
 	var failed []string
-	for _, r := range experiments.RenderTables(w, spec, recs, scale, out) {
+	for _, r := range report.RenderTables(w, spec, recs, scale, out) {
 		switch {
-		case errors.Is(r.Err, experiments.ErrNoRecords):
+		case errors.Is(r.Err, report.ErrNoRecords):
 			if print { // --quiet: a table without records is not an error
 				fmt.Fprintf(stderr, "skipped %s: %v\n", r.Name, r.Err)
 			}

@@ -15,11 +15,11 @@ import (
 	"testing"
 
 	"github.com/dmlkit/dmlkit/dmlkit/data"
-	"github.com/dmlkit/dmlkit/dmlkit/experiments"
 	"github.com/dmlkit/dmlkit/dmlkit/metrics"
 	"github.com/dmlkit/dmlkit/dmlkit/npy"
 	"github.com/dmlkit/dmlkit/dmlkit/plots"
 	"github.com/dmlkit/dmlkit/dmlkit/reproduce"
+	"github.com/dmlkit/dmlkit/dmlkit/sweep"
 )
 
 // tcmSpecPath is reproductions/tcm/spec.yaml seen from this package's directory.
@@ -27,9 +27,9 @@ var tcmSpecPath = filepath.Join("..", "..", "reproductions", "tcm", "spec.yaml")
 
 // findRef returns the unique reference for metric whose source contains every fragment (a fragment
 // "!x" means: does not contain x).
-func findRef(t *testing.T, refs []experiments.Reference, metric string, fragments ...string) experiments.Reference {
+func findRef(t *testing.T, refs []sweep.Reference, metric string, fragments ...string) sweep.Reference {
 	t.Helper()
-	var hits []experiments.Reference
+	var hits []sweep.Reference
 	for _, r := range refs {
 		if r.Metric != metric {
 			continue
@@ -197,7 +197,7 @@ func TestTCMSpecPlans(t *testing.T) {
 	}
 	perData := map[string]int{}
 	for _, r := range p.Runs {
-		cfg, err := reproduce.TrainConfig(experiments.Clone(r.Config))
+		cfg, err := reproduce.TrainConfig(sweep.Clone(r.Config))
 		if err != nil {
 			t.Fatalf("full run %s: %v", r.Label(), err)
 		}
@@ -265,7 +265,7 @@ func TestTCMSmokeEndToEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	var rec experiments.Record
+	var rec sweep.Record
 	sc := bufio.NewScanner(f)
 	sc.Buffer(nil, 1<<24)
 	if !sc.Scan() {
@@ -488,25 +488,25 @@ func TestTCMFig7(t *testing.T) {
 
 // tcmVal is a fabricated validation result of a tuning run, a function of its configuration:
 // val/R@1 peaks at lr 2e-3 and proxy multiplier 100; val/OPIS falls with m− and rises with m+.
-func tcmVal(cfg map[string]any) experiments.Metrics {
+func tcmVal(cfg map[string]any) sweep.Metrics {
 	num := func(k string) float64 {
-		v, _ := experiments.Get(cfg, k)
-		f, _ := strconv.ParseFloat(experiments.FormatValue(v), 64)
+		v, _ := sweep.Get(cfg, k)
+		f, _ := strconv.ParseFloat(sweep.FormatValue(v), 64)
 		return f
 	}
 	lr := num("optimizer.lr")
 	r1 := 0.9 - math.Pow(math.Log10(lr/2e-3), 2)
-	if g, ok := experiments.Get(cfg, "optimizer.groups"); ok && strings.Contains(experiments.FormatValue(g), `"lr_mul":100`) {
+	if g, ok := sweep.Get(cfg, "optimizer.groups"); ok && strings.Contains(sweep.FormatValue(g), `"lr_mul":100`) {
 		r1 += 0.01
 	}
-	return experiments.Metrics{"val/R@1": r1, "val/OPIS": 0.01 - 0.01*num("loss.set.options.tcm.neg_margin") + 0.001*num("loss.set.options.tcm.pos_margin")}
+	return sweep.Metrics{"val/R@1": r1, "val/OPIS": 0.01 - 0.01*num("loss.set.options.tcm.neg_margin") + 0.001*num("loss.set.options.tcm.pos_margin")}
 }
 
 // tcmTunedPlan resolves the small scale after fabricating a record (tcmVal) for every tuning run
 // the plan asks for, step after step; it returns the plan and the records.
-func tcmTunedPlan(t *testing.T, s *experiments.Spec) (*experiments.Plan, []experiments.Record) {
+func tcmTunedPlan(t *testing.T, s *sweep.Spec) (*sweep.Plan, []sweep.Record) {
 	t.Helper()
-	var recs []experiments.Record
+	var recs []sweep.Record
 	have := map[string]bool{}
 	for range 3 {
 		p, err := s.PlanWith("small", recs)
@@ -516,7 +516,7 @@ func tcmTunedPlan(t *testing.T, s *experiments.Spec) (*experiments.Plan, []exper
 		for _, r := range p.Runs {
 			if r.Tune != "" && !have[r.Hash] {
 				have[r.Hash] = true
-				recs = append(recs, experiments.Record{Hash: r.Hash, Scale: "small", Seed: r.Seed, Config: r.Config, Metrics: tcmVal(r.Config)})
+				recs = append(recs, sweep.Record{Hash: r.Hash, Scale: "small", Seed: r.Seed, Config: r.Config, Metrics: tcmVal(r.Config)})
 			}
 		}
 	}
@@ -541,22 +541,22 @@ func TestTCMTuningFlowsIntoRuns(t *testing.T) {
 		if r.Tune != "" && r.Tune != "margins" && r.Tune != "margins-rsk" {
 			continue
 		}
-		expr, _ := experiments.Get(r.Config, "loss.set.expr")
-		base := strings.SplitN(experiments.FormatValue(expr), "+", 2)[0]
-		lr, _ := experiments.Get(r.Config, "optimizer.lr")
-		if w, ok := want[base]; ok && experiments.FormatValue(lr) != w {
+		expr, _ := sweep.Get(r.Config, "loss.set.expr")
+		base := strings.SplitN(sweep.FormatValue(expr), "+", 2)[0]
+		lr, _ := sweep.Get(r.Config, "optimizer.lr")
+		if w, ok := want[base]; ok && sweep.FormatValue(lr) != w {
 			t.Errorf("run %s: lr %v, want %s", r.Label(), lr, w)
 		}
-		g, _ := experiments.Get(r.Config, "optimizer.groups")
-		if proxy := base == "proxynca" || base == "arcface" || strings.Contains(experiments.FormatValue(expr), "arcface"); proxy != strings.Contains(experiments.FormatValue(g), `"lr_mul":100`) {
-			t.Errorf("run %s: optimizer.groups %v", r.Label(), experiments.FormatValue(g))
+		g, _ := sweep.Get(r.Config, "optimizer.groups")
+		if proxy := base == "proxynca" || base == "arcface" || strings.Contains(sweep.FormatValue(expr), "arcface"); proxy != strings.Contains(sweep.FormatValue(g), `"lr_mul":100`) {
+			t.Errorf("run %s: optimizer.groups %v", r.Label(), sweep.FormatValue(g))
 		}
-		if pos, ok := experiments.Get(r.Config, "loss.set.options.tcm.pos_margin"); ok && r.Tune == "" {
-			neg, _ := experiments.Get(r.Config, "loss.set.options.tcm.neg_margin")
-			if experiments.FormatValue(pos) != "0.8" || experiments.FormatValue(neg) != "0.95" {
+		if pos, ok := sweep.Get(r.Config, "loss.set.options.tcm.pos_margin"); ok && r.Tune == "" {
+			neg, _ := sweep.Get(r.Config, "loss.set.options.tcm.neg_margin")
+			if sweep.FormatValue(pos) != "0.8" || sweep.FormatValue(neg) != "0.95" {
 				t.Errorf("run %s: margins (%v, %v), want (0.8, 0.95)", r.Label(), pos, neg)
 			}
-			n[experiments.FormatValue(expr)]++
+			n[sweep.FormatValue(expr)]++
 		}
 	}
 	if n["smoothap+tcm"] != 5 || n["rsk+tcm"] != 5 {

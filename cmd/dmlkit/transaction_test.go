@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/dmlkit/dmlkit/dmlkit/experiments"
+	"github.com/dmlkit/dmlkit/dmlkit/sweep"
 )
 
 // txClaims is the toy paper's claims.yaml: one central claim, so that the front pages get a
@@ -35,13 +35,13 @@ func txRepo(t *testing.T) (root, spec, results string) {
 	t.Helper()
 	t.Setenv("GOMLX_BACKEND", "go") // the records' provenance creates the shared backend
 	toyExperiments(t)
-	experiments.SetRunner(func(ctx context.Context, r experiments.RunSpec, progress func(string)) (*experiments.Outcome, error) {
-		m, _ := experiments.Get(r.Config, "loss.margin")
+	sweep.SetRunner(func(ctx context.Context, r sweep.RunSpec, progress func(string)) (*sweep.Outcome, error) {
+		m, _ := sweep.Get(r.Config, "loss.margin")
 		bonus := 0.0
-		if n, _ := experiments.Get(r.Config, "loss.name"); n == "rsk" {
+		if n, _ := sweep.Get(r.Config, "loss.name"); n == "rsk" {
 			bonus = 0.1
 		}
-		return &experiments.Outcome{Metrics: map[string]float64{"R@1": 0.5 + bonus + m.(float64)/10 + float64(r.Seed)/100}}, nil
+		return &sweep.Outcome{Metrics: map[string]float64{"R@1": 0.5 + bonus + m.(float64)/10 + float64(r.Seed)/100}}, nil
 	})
 	// Two tables: "margins" (contrastive only) is computed before "main" fails on a NaN of rsk.
 	text := strings.Replace(cliSpec, "  small: {train.epochs: 3}", "  small: {train.epochs: 3, seeds: [0, 1, 2, 3, 4]}", 1)

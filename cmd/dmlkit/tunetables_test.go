@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/dmlkit/dmlkit/dmlkit/experiments"
+	"github.com/dmlkit/dmlkit/dmlkit/sweep"
 )
 
 // TestTuneTablesWithoutSpecTables: a spec with tuning steps but no tables: section (the contextual
@@ -15,7 +15,7 @@ import (
 // before, `dmlkit tables` said "declares no tables" and wrote none. The point's list value (eval.ks)
 // is one value, not a list of alternatives (a [] there selected nothing).
 func TestTuneTablesWithoutSpecTables(t *testing.T) {
-	spec, err := experiments.Parse([]byte(`
+	spec, err := sweep.Parse([]byte(`
 paper: toy
 base: {data: {name: omniglot}, loss: {name: contrastive}}
 scales: {small: {}}
@@ -36,10 +36,10 @@ tune:
 	if err != nil {
 		t.Fatal(err)
 	}
-	var recs []experiments.Record
+	var recs []sweep.Record
 	for i, r := range p.Runs {
-		recs = append(recs, experiments.Record{Hash: r.Hash, Scale: "small", Seed: r.Seed, Config: r.Config,
-			Metrics: experiments.Metrics{"val/acc": 0.5 + 0.1*float64(i)}})
+		recs = append(recs, sweep.Record{Hash: r.Hash, Scale: "small", Seed: r.Seed, Config: r.Config,
+			Metrics: sweep.Metrics{"val/acc": 0.5 + 0.1*float64(i)}})
 	}
 	out := t.TempDir()
 	var stdout, stderr bytes.Buffer

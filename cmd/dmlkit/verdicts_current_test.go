@@ -7,8 +7,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/dmlkit/dmlkit/dmlkit/experiments"
+	"github.com/dmlkit/dmlkit/dmlkit/judge"
+	"github.com/dmlkit/dmlkit/dmlkit/report"
 	"github.com/dmlkit/dmlkit/dmlkit/reproduce"
+	"github.com/dmlkit/dmlkit/dmlkit/sweep"
 )
 
 // The committed verdicts are what `dmlkit tables` computes now from the committed records, specs and
@@ -21,11 +23,11 @@ func TestCommittedVerdictsCurrent(t *testing.T) {
 	root := filepath.Join("..", "..")
 	for _, paper := range paperOrder {
 		t.Run(paper, func(t *testing.T) {
-			spec, err := experiments.Load(filepath.Join(root, "reproductions", paper, "spec.yaml"))
+			spec, err := sweep.Load(filepath.Join(root, "reproductions", paper, "spec.yaml"))
 			if err != nil {
 				t.Fatal(err)
 			}
-			cs, err := experiments.LoadClaims(filepath.Join(spec.Dir, "claims.yaml"))
+			cs, err := judge.LoadClaims(filepath.Join(spec.Dir, "claims.yaml"))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -33,7 +35,7 @@ func TestCommittedVerdictsCurrent(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			rep, err := cs.Report(recs, experiments.ClaimOptions{Scale: "small", Spec: spec})
+			rep, err := cs.Report(recs, judge.ClaimOptions{Scale: "small", Spec: spec})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -46,7 +48,7 @@ func TestCommittedVerdictsCurrent(t *testing.T) {
 			}
 			readme := filepath.Join(spec.Dir, "README.md")
 			for block, want := range map[string]string{"claims": rep.Markdown(), "changes": rep.ChangesMarkdown(), "regimes": rep.RegimeMarkdown()} {
-				ok, err := experiments.MarkedIs(readme, block, want)
+				ok, err := report.MarkedIs(readme, block, want)
 				if err != nil || !ok {
 					t.Errorf("the %q block of reproductions/%s/README.md is not current (%v): run dmlkit tables %s", block, paper, err, paper)
 				}

@@ -12,8 +12,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/dmlkit/dmlkit/dmlkit/experiments"
 	"github.com/dmlkit/dmlkit/dmlkit/reproduce"
+	"github.com/dmlkit/dmlkit/dmlkit/sweep"
 	"github.com/dmlkit/dmlkit/dmlkit/train"
 )
 
@@ -155,7 +155,7 @@ func smokePlan(glob, scale string) ([]plannedSmoke, []string, []string, error) {
 	var out []plannedSmoke
 	var skipped []string
 	for _, f := range files {
-		spec, err := experiments.Load(f)
+		spec, err := sweep.Load(f)
 		if err != nil {
 			return nil, files, skipped, err
 		}

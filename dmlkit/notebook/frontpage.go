@@ -4,7 +4,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/dmlkit/dmlkit/dmlkit/experiments"
+	"github.com/dmlkit/dmlkit/dmlkit/report"
 )
 
 // FrontPage is what the tour shows of the cross-paper front page: the blocks `dmlkit tables` /
@@ -25,14 +25,14 @@ type FrontPage struct {
 func ReadFrontPage(root string) (*FrontPage, error) {
 	var f FrontPage
 	var err error
-	if f.Summary, err = experiments.Marked(filepath.Join(root, "reproductions", "README.md"), "summary"); err != nil {
+	if f.Summary, err = report.Marked(filepath.Join(root, "reproductions", "README.md"), "summary"); err != nil {
 		return nil, err
 	}
 	readme := filepath.Join(root, "README.md")
-	if ok, err := experiments.HasMarked(readme, "leaderboard"); err != nil {
+	if ok, err := report.HasMarked(readme, "leaderboard"); err != nil {
 		return nil, err
 	} else if ok {
-		if f.Leaderboard, err = experiments.Marked(readme, "leaderboard"); err != nil {
+		if f.Leaderboard, err = report.Marked(readme, "leaderboard"); err != nil {
 			return nil, err
 		}
 	}

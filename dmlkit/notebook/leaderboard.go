@@ -5,7 +5,8 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/dmlkit/dmlkit/dmlkit/experiments"
+	"github.com/dmlkit/dmlkit/dmlkit/report"
+	"github.com/dmlkit/dmlkit/dmlkit/sweep"
 )
 
 // LeaderboardMarkdown is the leaderboard of one regime (a committed scale named in the spec's
@@ -17,7 +18,7 @@ func (p *Paper) LeaderboardMarkdown(scale string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	lb, err := experiments.BuildLeaderboard(spec, scale, recs)
+	lb, err := report.BuildLeaderboard(spec, scale, recs)
 	if err != nil {
 		return "", err
 	}
@@ -32,7 +33,7 @@ func (p *Paper) RankAgreementMarkdown() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	ra, err := experiments.Agreement(spec, recs)
+	ra, err := report.Agreement(spec, recs)
 	if err != nil {
 		return "", err
 	}
@@ -42,18 +43,18 @@ func (p *Paper) RankAgreementMarkdown() (string, error) {
 	return ra.Markdown(spec.Labels), nil
 }
 
-// LeaderboardSummaryMarkdown is the short summary the READMEs show (experiments.LeaderboardSummary):
+// LeaderboardSummaryMarkdown is the short summary the READMEs show (report.LeaderboardSummary):
 // the top three methods of each regime and the rank agreement.
 func (p *Paper) LeaderboardSummaryMarkdown() (string, error) {
 	spec, recs, err := p.leaderboardInputs()
 	if err != nil {
 		return "", err
 	}
-	by := map[string][]experiments.Record{}
+	by := map[string][]sweep.Record{}
 	for _, r := range recs {
 		by[r.Scale] = append(by[r.Scale], r)
 	}
-	return experiments.LeaderboardSummary(spec, by)
+	return report.LeaderboardSummary(spec, by)
 }
 
 // LeaderboardFigure reads a committed leaderboard figure: figures/<name>/<scale dir>/<file>.png,
@@ -80,7 +81,7 @@ func (p *Paper) LeaderboardFigure(scale, file string) (Figure, bool, error) {
 
 // leaderboardInputs loads the spec (which must have a leaderboard section) and the stored records
 // of every scale, superseded ones left out.
-func (p *Paper) leaderboardInputs() (*experiments.Spec, []experiments.Record, error) {
+func (p *Paper) leaderboardInputs() (*sweep.Spec, []sweep.Record, error) {
 	spec, err := p.Spec()
 	if err != nil {
 		return nil, nil, err

@@ -15,8 +15,10 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/dmlkit/dmlkit/dmlkit/experiments"
+	"github.com/dmlkit/dmlkit/dmlkit/judge"
+	"github.com/dmlkit/dmlkit/dmlkit/report"
 	"github.com/dmlkit/dmlkit/dmlkit/reproduce"
+	"github.com/dmlkit/dmlkit/dmlkit/sweep"
 )
 
 // Paper is one reproduction seen from a notebook.
@@ -72,29 +74,29 @@ func (p *Paper) ResultsDir() string {
 }
 
 // Spec loads spec.yaml (with paper.yaml's references).
-func (p *Paper) Spec() (*experiments.Spec, error) {
-	return experiments.Load(filepath.Join(p.Dir(), "spec.yaml"))
+func (p *Paper) Spec() (*sweep.Spec, error) {
+	return sweep.Load(filepath.Join(p.Dir(), "spec.yaml"))
 }
 
 // Records are the stored records of the shown scale.
-func (p *Paper) Records() ([]experiments.Record, error) {
+func (p *Paper) Records() ([]sweep.Record, error) {
 	recs, err := p.allRecords()
 	if err != nil {
 		return nil, err
 	}
-	return experiments.Select(recs, p.ShownScale(), nil), nil
+	return sweep.Select(recs, p.ShownScale(), nil), nil
 }
 
 // allRecords are the stored records of every scale in the results directory (the claims of the
 // pretrained regime read the pretrained scale's), superseded ones left out.
-func (p *Paper) allRecords() ([]experiments.Record, error) {
-	recs, _, err := experiments.NewStore(p.ResultsDir()).Load()
+func (p *Paper) allRecords() ([]sweep.Record, error) {
+	recs, _, err := sweep.NewStore(p.ResultsDir()).Load()
 	if err != nil {
 		return nil, err
 	}
 	if spec, err := p.Spec(); err == nil {
 		reproduce.Register()
-		recs, _ = experiments.DropSuperseded(spec, recs) // as dmlkit tables and figures do
+		recs, _ = judge.DropSuperseded(spec, recs) // as dmlkit tables and figures do
 	}
 	return recs, nil
 }
@@ -102,8 +104,8 @@ func (p *Paper) allRecords() ([]experiments.Record, error) {
 // Report evaluates claims.yaml on the records as `dmlkit tables <paper> --include-dirty` does:
 // records written from a tree with uncommitted changes are counted, and the report then says
 // "Provisional".
-func (p *Paper) Report() (*experiments.ClaimsReport, error) {
-	cs, err := experiments.LoadClaims(filepath.Join(p.Dir(), "claims.yaml"))
+func (p *Paper) Report() (*judge.ClaimsReport, error) {
+	cs, err := judge.LoadClaims(filepath.Join(p.Dir(), "claims.yaml"))
 	if err != nil {
 		return nil, err
 	}
@@ -116,7 +118,7 @@ func (p *Paper) Report() (*experiments.ClaimsReport, error) {
 		return nil, err
 	}
 	reproduce.Register() // the trainer's defaults, which the tuning rule compares configurations with
-	return cs.Report(recs, experiments.ClaimOptions{Scale: p.ShownScale(), IncludeDirty: true, Spec: spec})
+	return cs.Report(recs, judge.ClaimOptions{Scale: p.ShownScale(), IncludeDirty: true, Spec: spec})
 }
 
 // ClaimsMarkdown lists the verdicts of the claims whose id starts with one of the prefixes (all
@@ -175,7 +177,7 @@ func (p *Paper) ClaimsMarkdown(prefixes ...string) (string, error) {
 }
 
 // TablesMarkdown returns the named tables of the spec (tuning tables included), each built from the
-// records with the paper's numbers beside ours (experiments.BuildTable), or a one-line note when
+// records with the paper's numbers beside ours (report.BuildTable), or a one-line note when
 // the table has no records of its scale yet (the table's own scale, else the shown one). An unknown
 // name is an error.
 func (p *Paper) TablesMarkdown(names ...string) ([]string, error) {
@@ -190,7 +192,7 @@ func (p *Paper) TablesMarkdown(names ...string) ([]string, error) {
 	all := spec.AllTables()
 	var out []string
 	for _, name := range names {
-		i := slices.IndexFunc(all, func(t experiments.TableSpec) bool { return t.Name == name })
+		i := slices.IndexFunc(all, func(t sweep.TableSpec) bool { return t.Name == name })
 		if i < 0 {
 			return nil, fmt.Errorf("%s: no table %q", filepath.Join(p.Dir(), "spec.yaml"), name)
 		}
@@ -202,7 +204,7 @@ func (p *Paper) TablesMarkdown(names ...string) ([]string, error) {
 			}
 			out = append(out, fmt.Sprintf("*Table `%s` (%s): no stored %s-scale records yet.*", name, t.Caption, scale))
 		} else {
-			tab, err := experiments.BuildTable(t, rs, spec.Reference)
+			tab, err := report.BuildTable(t, rs, spec.Reference)
 			if err != nil {
 				return nil, fmt.Errorf("%s: %w", filepath.Join(p.Dir(), "spec.yaml"), err)
 			}
@@ -237,7 +239,7 @@ func (p *Paper) Figures(names ...string) (figs []Figure, missing []string, err e
 			return nil, nil, err
 		}
 		caption := ""
-		if i := slices.IndexFunc(spec.Figures, func(f experiments.FigureSpec) bool { return f.Name == name }); i >= 0 {
+		if i := slices.IndexFunc(spec.Figures, func(f sweep.FigureSpec) bool { return f.Name == name }); i >= 0 {
 			caption = strings.TrimSpace(spec.Figures[i].Caption)
 			if s := spec.Figures[i].StandsFor; s != "" {
 				caption = "**" + s + ".** " + caption
@@ -268,7 +270,7 @@ func (p *Paper) MissingFigures(missing []string) string {
 // Distinct lists the distinct values value gives over the records (records for which it reports
 // false are skipped), formatted as experiments.FormatValue, sorted and comma-separated; "—" when
 // there are none.
-func Distinct(recs []experiments.Record, value func(r *experiments.Record) (any, bool)) string {
+func Distinct(recs []sweep.Record, value func(r *sweep.Record) (any, bool)) string {
 	out := distinctValues(recs, value, func(s string) string { return s })
 	sort.Strings(out)
 	if len(out) == 0 {
@@ -279,7 +281,7 @@ func Distinct(recs []experiments.Record, value func(r *experiments.Record) (any,
 
 // distinctValues is the distinct values value gives over recs in first-seen order, each
 // formatted as experiments.FormatValue and then by format.
-func distinctValues(recs []experiments.Record, value func(r *experiments.Record) (any, bool), format func(string) string) []string {
+func distinctValues(recs []sweep.Record, value func(r *sweep.Record) (any, bool), format func(string) string) []string {
 	seen := map[string]bool{}
 	var out []string
 	for i := range recs {
@@ -287,7 +289,7 @@ func distinctValues(recs []experiments.Record, value func(r *experiments.Record)
 		if !ok {
 			continue
 		}
-		s := format(experiments.FormatValue(v))
+		s := format(sweep.FormatValue(v))
 		if !seen[s] {
 			seen[s] = true
 			out = append(out, s)
@@ -313,27 +315,27 @@ func (p *Paper) AbstractMarkdown() (string, error) {
 	return abstractMarkdown(rep, len(recs)), nil
 }
 
-func abstractMarkdown(rep *experiments.ClaimsReport, runs int) string {
+func abstractMarkdown(rep *judge.ClaimsReport, runs int) string {
 	h, c, i := rep.Counts()
 	rh, rc, ri := rep.RawCounts()
 	causes := map[string]int{}
 	for _, v := range rep.Verdicts {
-		if v.Verdict == experiments.VerdictInconclusive {
+		if v.Verdict == judge.VerdictInconclusive {
 			causes[v.Cause]++
 		}
 	}
 	var why []string
 	for _, k := range []struct{ cause, words string }{
-		{experiments.CauseUnequal, "the arms were compared unequally (tuning or budget)"},
-		{experiments.CauseUntrained, "an arm did not train"},
-		{experiments.CauseNoRecords, "no runs are stored yet"},
+		{judge.CauseUnequal, "the arms were compared unequally (tuning or budget)"},
+		{judge.CauseUntrained, "an arm did not train"},
+		{judge.CauseNoRecords, "no runs are stored yet"},
 	} {
 		if n := causes[k.cause]; n > 0 {
 			why = append(why, fmt.Sprintf("%d because %s", n, k.words))
 		}
 	}
 	interval := i
-	for _, k := range []string{experiments.CauseUnequal, experiments.CauseUntrained, experiments.CauseNoRecords} {
+	for _, k := range []string{judge.CauseUnequal, judge.CauseUntrained, judge.CauseNoRecords} {
 		interval -= causes[k]
 	}
 	whyText := ""

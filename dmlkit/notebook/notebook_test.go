@@ -8,7 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/dmlkit/dmlkit/dmlkit/experiments"
+	"github.com/dmlkit/dmlkit/dmlkit/judge"
+	"github.com/dmlkit/dmlkit/dmlkit/sweep"
 )
 
 // root is this checkout: the tests read the committed idml reproduction (spec, claims, records,
@@ -145,8 +146,8 @@ func TestTablesAndFigures(t *testing.T) {
 }
 
 func TestDistinct(t *testing.T) {
-	recs := []experiments.Record{{Config: map[string]any{"a": 2}}, {Config: map[string]any{"a": 1}}, {Config: map[string]any{"a": 2}}, {Config: map[string]any{}}}
-	get := func(r *experiments.Record) (any, bool) { v, ok := r.Config["a"]; return v, ok }
+	recs := []sweep.Record{{Config: map[string]any{"a": 2}}, {Config: map[string]any{"a": 1}}, {Config: map[string]any{"a": 2}}, {Config: map[string]any{}}}
+	get := func(r *sweep.Record) (any, bool) { v, ok := r.Config["a"]; return v, ok }
 	if got := Distinct(recs, get); got != "1, 2" {
 		t.Errorf("Distinct = %q, want \"1, 2\"", got)
 	}
@@ -201,7 +202,7 @@ func TestReportReadsEveryScale(t *testing.T) {
 	}
 	for _, v := range rep.Verdicts {
 		if v.Claim.ID == "t2p-opis-cifar10-smoothap" {
-			if v.Cause == experiments.CauseNoRecords || len(v.Seeds) != 5 {
+			if v.Cause == judge.CauseNoRecords || len(v.Seeds) != 5 {
 				t.Errorf("%s: cause %q, %d seeds; want the 5 stored pretrained seeds", v.Claim.ID, v.Cause, len(v.Seeds))
 			}
 			return

@@ -5,7 +5,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/dmlkit/dmlkit/dmlkit/experiments"
+	"github.com/dmlkit/dmlkit/dmlkit/judge"
 )
 
 // The paper notebook's verdicts, discussion and conclusion (issue #32, item 2): computed from the
@@ -53,7 +53,7 @@ func (p *Paper) ConclusionMarkdown() (string, error) {
 }
 
 // ids lists claim ids as code, comma-separated, with an optional note after each.
-func ids(vs []*experiments.ClaimVerdict, note func(v *experiments.ClaimVerdict) string) string {
+func ids(vs []*judge.ClaimVerdict, note func(v *judge.ClaimVerdict) string) string {
 	out := make([]string, len(vs))
 	for i, v := range vs {
 		out[i] = "`" + v.Claim.ID + "`"
@@ -76,7 +76,7 @@ func counted(n int, one, many string) string {
 
 // discussionMarkdown: runs counts the stored runs per scale (those of the scales the verdicts read
 // are named).
-func discussionMarkdown(rep *experiments.ClaimsReport, runs map[string]int) string {
+func discussionMarkdown(rep *judge.ClaimsReport, runs map[string]int) string {
 	var b strings.Builder
 	// Regimes and seeds.
 	regimes := map[string]int{}
@@ -84,7 +84,7 @@ func discussionMarkdown(rep *experiments.ClaimsReport, runs map[string]int) stri
 	minN, maxN := -1, -1
 	for i := range rep.Verdicts {
 		v := &rep.Verdicts[i]
-		if v.Cause == experiments.CauseNoRecords {
+		if v.Cause == judge.CauseNoRecords {
 			continue
 		}
 		g := v.Regime()
@@ -130,17 +130,17 @@ func discussionMarkdown(rep *experiments.ClaimsReport, runs map[string]int) stri
 	fmt.Fprintf(&b, "- **Scale and regime.** The verdicts read the stored runs (%s). Of the %d claims with runs, by the regime of their arms: %s%s.\n",
 		strings.Join(scales, ", "), tested, strings.Join(rs, "; "), seeds)
 
-	var interval, unequal, untrained, none, weak []*experiments.ClaimVerdict
+	var interval, unequal, untrained, none, weak []*judge.ClaimVerdict
 	for i := range rep.Verdicts {
 		v := &rep.Verdicts[i]
 		switch {
-		case v.Cause == experiments.CauseNoRecords:
+		case v.Cause == judge.CauseNoRecords:
 			none = append(none, v)
-		case v.Cause == experiments.CauseUnequal:
+		case v.Cause == judge.CauseUnequal:
 			unequal = append(unequal, v)
-		case v.Cause == experiments.CauseUntrained:
+		case v.Cause == judge.CauseUntrained:
 			untrained = append(untrained, v)
-		case v.Verdict == experiments.VerdictInconclusive:
+		case v.Verdict == judge.VerdictInconclusive:
 			interval = append(interval, v)
 		}
 		if v.WeakBaseline() {
@@ -156,9 +156,9 @@ func discussionMarkdown(rep *experiments.ClaimsReport, runs map[string]int) stri
 		for _, v := range unequal {
 			raw[v.Raw]++
 		}
-		var decided []*experiments.ClaimVerdict
+		var decided []*judge.ClaimVerdict
 		for _, v := range unequal {
-			if v.Raw != experiments.VerdictInconclusive {
+			if v.Raw != judge.VerdictInconclusive {
 				decided = append(decided, v)
 			}
 		}
@@ -166,7 +166,7 @@ func discussionMarkdown(rep *experiments.ClaimsReport, runs map[string]int) stri
 			counted(len(unequal), "verdict", "verdicts"), ids(unequal, nil))
 		if len(decided) > 0 {
 			fmt.Fprintf(&b, " The interval rule alone would have decided %d of them (%d held, %d contradicted: %s); they need each arm tuned in its own setting before they say so.",
-				len(decided), raw[experiments.VerdictHeld], raw[experiments.VerdictContradicted], ids(decided, func(v *experiments.ClaimVerdict) string { return v.Raw }))
+				len(decided), raw[judge.VerdictHeld], raw[judge.VerdictContradicted], ids(decided, func(v *judge.ClaimVerdict) string { return v.Raw }))
 		}
 		b.WriteString("\n")
 	}
@@ -174,7 +174,7 @@ func discussionMarkdown(rep *experiments.ClaimsReport, runs map[string]int) stri
 		fmt.Fprintf(&b, "- **An arm that did not train.** %s: %s.\n", counted(len(untrained), "verdict rests on one", "verdicts rest on one"), ids(untrained, nil))
 	}
 	if len(weak) > 0 {
-		reasons := map[string][]*experiments.ClaimVerdict{}
+		reasons := map[string][]*judge.ClaimVerdict{}
 		var ro []string
 		for _, v := range weak {
 			for _, f := range v.Facts {
@@ -198,7 +198,7 @@ func discussionMarkdown(rep *experiments.ClaimsReport, runs map[string]int) stri
 		fmt.Fprintf(&b, "- **Not tested here yet.** %s no stored runs: %s.\n", counted(len(none), "claim has", "claims have"), ids(none, nil))
 	}
 	if pairs := rep.RegimePairs(); len(pairs) > 0 {
-		var changed []*experiments.ClaimVerdict
+		var changed []*judge.ClaimVerdict
 		for _, pr := range pairs {
 			if pr.Changed() {
 				changed = append(changed, pr.Retest)
@@ -206,7 +206,7 @@ func discussionMarkdown(rep *experiments.ClaimsReport, runs map[string]int) stri
 		}
 		s := fmt.Sprintf("- **From scratch and pretrained.** %s tested in both regimes; the verdict changes with the regime for %d", counted(len(pairs), "claim is", "claims are"), len(changed))
 		if len(changed) > 0 {
-			s += ": " + ids(changed, func(v *experiments.ClaimVerdict) string {
+			s += ": " + ids(changed, func(v *judge.ClaimVerdict) string {
 				o := rep.Verdicts[slicesIndex(rep, v.Claim.Twin)]
 				return o.Verdict + " from scratch, " + v.Verdict + " pretrained"
 			})
@@ -221,7 +221,7 @@ func discussionMarkdown(rep *experiments.ClaimsReport, runs map[string]int) stri
 
 // slicesIndex is the index of the verdict of claim id in the report (the twin of a re-test exists:
 // RegimePairs found it).
-func slicesIndex(rep *experiments.ClaimsReport, id string) int {
+func slicesIndex(rep *judge.ClaimsReport, id string) int {
 	for i := range rep.Verdicts {
 		if rep.Verdicts[i].Claim.ID == id {
 			return i
@@ -230,7 +230,7 @@ func slicesIndex(rep *experiments.ClaimsReport, id string) int {
 	return -1
 }
 
-func conclusionMarkdown(rep *experiments.ClaimsReport) string {
+func conclusionMarkdown(rep *judge.ClaimsReport) string {
 	var b strings.Builder
 	h, c, i := rep.Counts()
 	fmt.Fprintf(&b, "Of the paper's %d claims tested at the %s scale, %d held, %d were contradicted and %d stayed inconclusive.",
@@ -245,23 +245,23 @@ func conclusionMarkdown(rep *experiments.ClaimsReport) string {
 		v := &rep.Verdicts[k]
 		n++
 		what := v.Claim.Paper
-		if len(v.Arms) >= 2 && (v.Claim.Kind == experiments.KindBetter || v.Claim.Kind == experiments.KindEquivalent) {
+		if len(v.Arms) >= 2 && (v.Claim.Kind == judge.KindBetter || v.Claim.Kind == judge.KindEquivalent) {
 			what = v.Arms[1].Label + " vs " + v.Arms[0].Label + " (" + v.Claim.Metric + ")"
 		} else {
-			what = experiments.ShortClaim(what, 60)
+			what = judge.ShortClaim(what, 60)
 		}
 		if cc.Note != "" {
 			what += ", " + cc.Note
 		}
 		s := "`" + v.Claim.ID + "`: " + what + ", " + v.EffectText()
-		if v.Cause == experiments.CauseUnequal || v.Cause == experiments.CauseUntrained || v.Cause == experiments.CauseNoRecords {
+		if v.Cause == judge.CauseUnequal || v.Cause == judge.CauseUntrained || v.Cause == judge.CauseNoRecords {
 			s += " (" + v.Cause + ")"
 		}
 		by[v.Verdict] = append(by[v.Verdict], s)
 	}
 	if n > 0 {
 		var parts []string
-		for _, vd := range []string{experiments.VerdictHeld, experiments.VerdictContradicted, experiments.VerdictInconclusive} {
+		for _, vd := range []string{judge.VerdictHeld, judge.VerdictContradicted, judge.VerdictInconclusive} {
 			if len(by[vd]) > 0 {
 				parts = append(parts, fmt.Sprintf("%d %s (%s)", len(by[vd]), vd, strings.Join(by[vd], "; ")))
 			}

@@ -4,7 +4,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/dmlkit/dmlkit/dmlkit/experiments"
+	"github.com/dmlkit/dmlkit/dmlkit/judge"
+	"github.com/dmlkit/dmlkit/dmlkit/sweep"
 )
 
 // paperClaims: T against B and against a weak baseline W (Table 1), the first re-tested with a
@@ -28,14 +29,14 @@ claims:
 
 // paperRecords, per seed 0, 1, 2 (R@1): small scale B 0.50, T 0.52 / 0.53 / 0.54, W 0.40; the
 // pretrained scale (frozen MobileNetV2) B 0.80, T 0.78 / 0.77 / 0.76.
-func paperRecords() []experiments.Record {
-	var recs []experiments.Record
+func paperRecords() []sweep.Record {
+	var recs []sweep.Record
 	add := func(scale, loss string, seed int64, r1 float64) {
 		cfg := map[string]any{"loss": map[string]any{"name": loss}}
 		if scale == "pretrained" {
 			cfg["model"] = map[string]any{"pretrained": "mobilenet_v2", "freeze_backbone": true}
 		}
-		recs = append(recs, experiments.Record{Paper: "p", Scale: scale, Seed: seed, Config: cfg, Metrics: experiments.Metrics{"R@1": r1},
+		recs = append(recs, sweep.Record{Paper: "p", Scale: scale, Seed: seed, Config: cfg, Metrics: sweep.Metrics{"R@1": r1},
 			Hash: scale + loss + string(rune('0'+seed))})
 	}
 	for s := int64(0); s < 3; s++ {
@@ -48,13 +49,13 @@ func paperRecords() []experiments.Record {
 	return recs
 }
 
-func paperReport(t *testing.T) *experiments.ClaimsReport {
+func paperReport(t *testing.T) *judge.ClaimsReport {
 	t.Helper()
-	cs, err := experiments.ParseClaims([]byte(paperClaims), "claims.yaml")
+	cs, err := judge.ParseClaims([]byte(paperClaims), "claims.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
-	rep, err := cs.Report(paperRecords(), experiments.ClaimOptions{Scale: "small"})
+	rep, err := cs.Report(paperRecords(), judge.ClaimOptions{Scale: "small"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,13 +103,13 @@ func TestDiscussionMarkdown(t *testing.T) {
 // TestDiscussionUnequal: verdicts made by hand — two the comparability rule made inconclusive (the
 // interval alone: held, inconclusive) and one the interval left inconclusive.
 func TestDiscussionUnequal(t *testing.T) {
-	v := func(id, verdict, raw, cause string) experiments.ClaimVerdict {
-		return experiments.ClaimVerdict{Claim: experiments.ClaimSpec{ID: id, Kind: experiments.KindBetter}, Verdict: verdict, Raw: raw, Cause: cause, Seeds: []int64{0, 1, 2, 3, 4}}
+	v := func(id, verdict, raw, cause string) judge.ClaimVerdict {
+		return judge.ClaimVerdict{Claim: judge.ClaimSpec{ID: id, Kind: judge.KindBetter}, Verdict: verdict, Raw: raw, Cause: cause, Seeds: []int64{0, 1, 2, 3, 4}}
 	}
-	rep := &experiments.ClaimsReport{Scale: "small", Verdicts: []experiments.ClaimVerdict{
-		v("u1", experiments.VerdictInconclusive, experiments.VerdictHeld, experiments.CauseUnequal),
-		v("u2", experiments.VerdictInconclusive, experiments.VerdictInconclusive, experiments.CauseUnequal),
-		v("i", experiments.VerdictInconclusive, experiments.VerdictInconclusive, experiments.CauseInterval),
+	rep := &judge.ClaimsReport{Scale: "small", Verdicts: []judge.ClaimVerdict{
+		v("u1", judge.VerdictInconclusive, judge.VerdictHeld, judge.CauseUnequal),
+		v("u2", judge.VerdictInconclusive, judge.VerdictInconclusive, judge.CauseUnequal),
+		v("i", judge.VerdictInconclusive, judge.VerdictInconclusive, judge.CauseInterval),
 	}}
 	got := discussionMarkdown(rep, map[string]int{"small": 15})
 	for _, want := range []string{
@@ -125,10 +126,10 @@ func TestDiscussionUnequal(t *testing.T) {
 // TestDiscussionRegimeUnchanged: a re-test with the same verdict as its original: "changes … for 0"
 // and no sentence about where it changes.
 func TestDiscussionRegimeUnchanged(t *testing.T) {
-	v := func(id, twin, verdict string) experiments.ClaimVerdict {
-		return experiments.ClaimVerdict{Claim: experiments.ClaimSpec{ID: id, Twin: twin, Kind: experiments.KindBetter}, Verdict: verdict, Raw: verdict, Cause: experiments.CauseInterval, Seeds: []int64{0, 1, 2}}
+	v := func(id, twin, verdict string) judge.ClaimVerdict {
+		return judge.ClaimVerdict{Claim: judge.ClaimSpec{ID: id, Twin: twin, Kind: judge.KindBetter}, Verdict: verdict, Raw: verdict, Cause: judge.CauseInterval, Seeds: []int64{0, 1, 2}}
 	}
-	rep := &experiments.ClaimsReport{Scale: "small", Verdicts: []experiments.ClaimVerdict{v("a", "", experiments.VerdictHeld), v("ap", "a", experiments.VerdictHeld)}}
+	rep := &judge.ClaimsReport{Scale: "small", Verdicts: []judge.ClaimVerdict{v("a", "", judge.VerdictHeld), v("ap", "a", judge.VerdictHeld)}}
 	got := discussionMarkdown(rep, map[string]int{"small": 6})
 	if !strings.Contains(got, "- **From scratch and pretrained.** 1 claim is tested in both regimes; the verdict changes with the regime for 0.\n") || strings.Contains(got, "Where it changes") {
 		t.Errorf("discussion:\n%s", got)

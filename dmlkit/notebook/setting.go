@@ -7,30 +7,30 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/dmlkit/dmlkit/dmlkit/experiments"
+	"github.com/dmlkit/dmlkit/dmlkit/sweep"
 )
 
 // SettingRow is one row of a notebook's setting table: a label and what it reads of a record.
 type SettingRow struct {
 	Label string
-	Value func(r *experiments.Record) (any, bool)
+	Value func(r *sweep.Record) (any, bool)
 }
 
 // Key reads a configuration key of a record ([experiments.Record.Value]: "seed", "name",
 // "loss.set.gamma", …).
-func Key(key string) func(r *experiments.Record) (any, bool) {
-	return func(r *experiments.Record) (any, bool) { return r.Value(key) }
+func Key(key string) func(r *sweep.Record) (any, bool) {
+	return func(r *sweep.Record) (any, bool) { return r.Value(key) }
 }
 
 // Metric reads a final metric of a record ("n_queries").
-func Metric(name string) func(r *experiments.Record) (any, bool) {
-	return func(r *experiments.Record) (any, bool) { v, ok := r.Metrics[name]; return v, ok }
+func Metric(name string) func(r *sweep.Record) (any, bool) {
+	return func(r *sweep.Record) (any, bool) { v, ok := r.Metrics[name]; return v, ok }
 }
 
 // settingValues lists the distinct values of row over recs like [Distinct], but a list is written
 // with spaces ("[16, 32, 64]", so that a table cell can wrap it) and numbers sort by value
 // ("48, 98, 196"); "—" when there are none.
-func settingValues(recs []experiments.Record, value func(r *experiments.Record) (any, bool)) string {
+func settingValues(recs []sweep.Record, value func(r *sweep.Record) (any, bool)) string {
 	out := distinctValues(recs, value, func(s string) string {
 		if strings.HasPrefix(s, "[") {
 			return strings.ReplaceAll(s, ",", ", ")
@@ -64,15 +64,15 @@ const SettingColumns = 6
 // one line, and the rows that differ in tables of at most perTable groups each (perTable ≤ 0:
 // [SettingColumns]), with the number of runs of each group; a row without a value in any group of
 // a table is left out of it.
-func SettingMarkdown(recs []experiments.Record, scale, group string, rows []SettingRow, perTable int) string {
+func SettingMarkdown(recs []sweep.Record, scale, group string, rows []SettingRow, perTable int) string {
 	if perTable <= 0 {
 		perTable = SettingColumns
 	}
-	by := map[string][]experiments.Record{}
+	by := map[string][]sweep.Record{}
 	var names []string
 	for _, r := range recs {
 		v, _ := r.Value(group)
-		n := experiments.FormatValue(v)
+		n := sweep.FormatValue(v)
 		if by[n] == nil {
 			names = append(names, n)
 		}
@@ -127,14 +127,14 @@ func SettingMarkdown(recs []experiments.Record, scale, group string, rows []Sett
 
 // ProvenanceMarkdown says which commits wrote the records and how many came from a tree with
 // uncommitted changes.
-func ProvenanceMarkdown(recs []experiments.Record) string {
+func ProvenanceMarkdown(recs []sweep.Record) string {
 	dirty := 0
 	for i := range recs {
 		if recs[i].Dirty() {
 			dirty++
 		}
 	}
-	commits := Distinct(recs, func(r *experiments.Record) (any, bool) {
+	commits := Distinct(recs, func(r *sweep.Record) (any, bool) {
 		c, ok := r.Env["git_commit"].(string)
 		if ok && len(c) > 12 {
 			c = c[:12]

@@ -3,7 +3,7 @@ package notebook
 import (
 	"testing"
 
-	"github.com/dmlkit/dmlkit/dmlkit/experiments"
+	"github.com/dmlkit/dmlkit/dmlkit/sweep"
 )
 
 // TestSettingMarkdown, by hand: three groups a, b, c; the optimiser is adam everywhere (one line),
@@ -11,12 +11,12 @@ import (
 // list (written with spaces), γ is set nowhere (left out), τ only in c (left out of a and b's
 // table); two groups per table gives two tables.
 func TestSettingMarkdown(t *testing.T) {
-	rec := func(name string, batch int, seed int64) experiments.Record {
-		return experiments.Record{Seed: seed, Env: map[string]any{"git_commit": "0123456789abcdef"}, Metrics: experiments.Metrics{"n_queries": 10},
+	rec := func(name string, batch int, seed int64) sweep.Record {
+		return sweep.Record{Seed: seed, Env: map[string]any{"git_commit": "0123456789abcdef"}, Metrics: sweep.Metrics{"n_queries": 10},
 			Config: map[string]any{"name": name, "optimizer": map[string]any{"name": "adam"}, "sampler": map[string]any{"batch_size": batch},
 				"model": map[string]any{"channels": []any{16, 32}}}}
 	}
-	recs := []experiments.Record{rec("b", 48, 0), rec("a", 48, 0), rec("a", 48, 1), rec("c", 196, 0), rec("c", 48, 1)}
+	recs := []sweep.Record{rec("b", 48, 0), rec("a", 48, 0), rec("a", 48, 1), rec("c", 196, 0), rec("c", 48, 1)}
 	recs[3].Config["loss"] = map[string]any{"set": map[string]any{"tau": 5}}
 	rows := []SettingRow{
 		{"seeds", Key("seed")},

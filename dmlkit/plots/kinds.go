@@ -170,7 +170,7 @@ func (ch *Chart) LogX(ticksAt ...float64) {
 
 // LogY puts the y axis on a log scale with ticks at the powers of ten (for quantities that span
 // decades, e.g. a norm that grows 100× in one arm and shrinks in the others). Every y value drawn
-// must be positive: a band's lower edge, y − err, included (see experiments' log_y, which clips it).
+// must be positive: a band's lower edge, y − err, included (see report's log_y, which clips it).
 func (ch *Chart) LogY() {
 	ch.Plot.Y.Scale = plot.LogScale{}
 	ch.Plot.Y.Tick.Marker = plot.LogTicks{Prec: -1}

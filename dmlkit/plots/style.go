@@ -3,7 +3,7 @@
 // method), and writes each figure as PNG (300 dpi), SVG and PDF, byte-identical when saved again.
 //
 // The package reads plain numbers only: series, points, grids and samples. It knows nothing of
-// training or of the results store; package experiments turns stored records into these inputs.
+// training or of the results store; package report turns stored records into these inputs.
 //
 // Figure kinds, each a [Chart] whose legend (and colour bar) lie outside the data area: [Lines]
 // (mean curves with ± error bands, e.g. ± SE over seeds), [Pareto] (points with their Pareto

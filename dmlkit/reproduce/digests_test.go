@@ -7,7 +7,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/dmlkit/dmlkit/dmlkit/experiments"
+	"github.com/dmlkit/dmlkit/dmlkit/sweep"
 )
 
 // TestTrainRunnerDigests: the outcome of a run on the ONNX backbone fixture carries the file's
@@ -29,7 +29,7 @@ func TestTrainRunnerDigests(t *testing.T) {
 		"checkpoint": map[string]any{"keep": 0},
 		"loss":       map[string]any{"name": "contrastive"},
 	}
-	out, err := TrainRunner(context.Background(), experiments.RunSpec{Config: cfg, Seed: 5, Dir: t.TempDir()}, nil)
+	out, err := TrainRunner(context.Background(), sweep.RunSpec{Config: cfg, Seed: 5, Dir: t.TempDir()}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,7 +7,7 @@ import (
 	"slices"
 
 	"github.com/dmlkit/dmlkit/dmlkit/data"
-	"github.com/dmlkit/dmlkit/dmlkit/experiments"
+	"github.com/dmlkit/dmlkit/dmlkit/sweep"
 )
 
 // distSamples is the number of positive and of negative pairs whose L2 distances a run stores
@@ -113,7 +113,7 @@ func spread(xs []float64) float64 {
 	if len(v) < 2 {
 		return math.NaN()
 	}
-	return experiments.MeanStd(v).Std
+	return sweep.MeanStd(v).Std
 }
 
 // l2 is the Euclidean distance between rows i and j of the embeddings [n, d].
@@ -126,14 +126,14 @@ func l2(emb []float32, d, i, j int) float64 {
 	return math.Sqrt(s)
 }
 
-// The diagnostics the runner computes where a spec names them (experiments.Spec.Diagnostics).
+// The diagnostics the runner computes where a spec names them (sweep.Spec.Diagnostics).
 const (
 	DiagFig1Thresholds = "fig1_thresholds"
 	DiagPairDistances  = "pair_distances"
 )
 
 func init() {
-	experiments.SetDiagnostics(map[string]string{
+	sweep.SetDiagnostics(map[string]string{
 		DiagFig1Thresholds: "seed 000 Fig. 1: d* at FAR 1e-2 per Omniglot evaluation alphabet (series fig1/dstar_alphabet) and their spread (metric fig1/dstar_spread)",
 		DiagPairDistances:  "seed 000 Fig. 10: L2 distances of sampled positive and negative test pairs (series dist/pos, dist/neg)",
 	})
@@ -142,7 +142,7 @@ func init() {
 // fig1Thresholds stores seed 000 Fig. 1's per-alphabet thresholds and their spread in out, or,
 // where they are undefined for the run, a note saying why (never a NaN metric: a user's
 // one-alphabet sweep must not fail on a diagnostic).
-func fig1Thresholds(emb []float32, n, d int, labels []int64, out *experiments.Outcome) {
+func fig1Thresholds(emb []float32, n, d int, labels []int64, out *sweep.Outcome) {
 	note := func(why string) {
 		if out.Notes == nil {
 			out.Notes = map[string]string{}

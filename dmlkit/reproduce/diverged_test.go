@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/dmlkit/dmlkit/dmlkit/data"
-	"github.com/dmlkit/dmlkit/dmlkit/experiments"
+	"github.com/dmlkit/dmlkit/dmlkit/sweep"
 	"github.com/dmlkit/dmlkit/dmlkit/train"
 )
 
@@ -72,19 +72,19 @@ sweep:
 // table or claim uses; a resumed sweep skips it, and only RetryFailed runs it again.
 func TestDivergedRunLeavesAFailedRecord(t *testing.T) {
 	t.Setenv("GOMLX_BACKEND", "go")
-	s, err := experiments.Parse([]byte(divergeSpec), filepath.Join(t.TempDir(), "spec.yaml"))
+	s, err := sweep.Parse([]byte(divergeSpec), filepath.Join(t.TempDir(), "spec.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	experiments.SetValidator(ValidateTrainConfig)
+	sweep.SetValidator(ValidateTrainConfig)
 	var calls atomic.Int64
-	runner := func(ctx context.Context, rs experiments.RunSpec, p func(string)) (*experiments.Outcome, error) {
+	runner := func(ctx context.Context, rs sweep.RunSpec, p func(string)) (*sweep.Outcome, error) {
 		calls.Add(1)
 		return TrainRunner(ctx, rs, p)
 	}
-	store := experiments.NewStore(t.TempDir())
-	opt := experiments.SweepOptions{Scale: "small", ExecOptions: experiments.ExecOptions{Runner: runner, Store: store, WorkDir: t.TempDir()}}
-	_, sum, err := experiments.RunSweep(context.Background(), s, opt)
+	store := sweep.NewStore(t.TempDir())
+	opt := sweep.SweepOptions{Scale: "small", ExecOptions: sweep.ExecOptions{Runner: runner, Store: store, WorkDir: t.TempDir()}}
+	_, sum, err := sweep.RunSweep(context.Background(), s, opt)
 	if err == nil || !strings.Contains(err.Error(), "diverged at step 2") || sum == nil || sum.Ran != 1 || len(sum.Failed) != 1 {
 		t.Fatalf("first sweep: err %v, summary %+v", err, sum)
 	}
@@ -96,20 +96,20 @@ func TestDivergedRunLeavesAFailedRecord(t *testing.T) {
 		t.Fatalf("%d records stored (%v), want the finished run and the diverged one", len(recs), rep)
 	}
 	checkFailed(t, recs)
-	if len(experiments.Select(recs, "", nil)) != 1 || len(experiments.GroupBy(recs, []string{"optimizer.lr"})) != 1 {
+	if len(sweep.Select(recs, "", nil)) != 1 || len(sweep.GroupBy(recs, []string{"optimizer.lr"})) != 1 {
 		t.Fatalf("the failed record is selected or grouped")
 	}
 
 	// Resume: nothing runs again; the failed run is reported as stored failed.
 	calls.Store(0)
-	_, sum, err = experiments.RunSweep(context.Background(), s, opt)
+	_, sum, err = sweep.RunSweep(context.Background(), s, opt)
 	if err != nil || calls.Load() != 0 || sum.Skipped != 2 || sum.SkippedFailed != 1 {
 		t.Fatalf("resume: err %v, %d calls, summary %+v", err, calls.Load(), sum)
 	}
 	// --retry-failed: the diverged run trains again, fails again, and the store still holds one
 	// record per run.
 	opt.RetryFailed = true
-	_, sum, err = experiments.RunSweep(context.Background(), s, opt)
+	_, sum, err = sweep.RunSweep(context.Background(), s, opt)
 	if err == nil || calls.Load() != 1 || sum.Skipped != 1 || len(sum.Failed) != 1 {
 		t.Fatalf("retry: err %v, %d calls, summary %+v", err, calls.Load(), sum)
 	}
@@ -120,9 +120,9 @@ func TestDivergedRunLeavesAFailedRecord(t *testing.T) {
 	checkFailed(t, recs)
 }
 
-func checkFailed(t *testing.T, recs []experiments.Record) {
+func checkFailed(t *testing.T, recs []sweep.Record) {
 	t.Helper()
-	var failed []experiments.Record
+	var failed []sweep.Record
 	for _, r := range recs {
 		if r.Failed != "" {
 			failed = append(failed, r)

@@ -10,9 +10,9 @@ import (
 	"testing"
 
 	"github.com/dmlkit/dmlkit/dmlkit/evaluate"
-	"github.com/dmlkit/dmlkit/dmlkit/experiments"
 	"github.com/dmlkit/dmlkit/dmlkit/losses"
 	"github.com/dmlkit/dmlkit/dmlkit/npy"
+	"github.com/dmlkit/dmlkit/dmlkit/sweep"
 	"github.com/dmlkit/dmlkit/dmlkit/train"
 )
 
@@ -34,9 +34,9 @@ func idmlRunConfig(eval map[string]any) map[string]any {
 
 // runIDMLFiles runs an idmlRunConfig configuration (seed 3) in dir and reads back the run's test
 // embeddings [60, 8], uncertainty embeddings [60, 3] and labels.
-func runIDMLFiles(t *testing.T, cfg map[string]any, dir string) (out *experiments.Outcome, emb, unc []float32, n, d int, labels []int64) {
+func runIDMLFiles(t *testing.T, cfg map[string]any, dir string) (out *sweep.Outcome, emb, unc []float32, n, d int, labels []int64) {
 	t.Helper()
-	out, err := TrainRunner(context.Background(), experiments.RunSpec{Config: cfg, Seed: 3, Dir: dir}, nil)
+	out, err := TrainRunner(context.Background(), sweep.RunSpec{Config: cfg, Seed: 3, Dir: dir}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,7 +106,7 @@ func TestTrainRunnerISM(t *testing.T) {
 		}
 	}
 
-	out, err = TrainRunner(context.Background(), experiments.RunSpec{Config: idmlRunConfig(map[string]any{"ks": []any{1}, "batch_size": 32}), Seed: 3, Dir: t.TempDir()}, nil)
+	out, err = TrainRunner(context.Background(), sweep.RunSpec{Config: idmlRunConfig(map[string]any{"ks": []any{1}, "batch_size": 32}), Seed: 3, Dir: t.TempDir()}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

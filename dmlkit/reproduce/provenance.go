@@ -1,4 +1,4 @@
-// Package reproduce connects the experiments workbench to the trainer and records where a run
+// Package reproduce connects the sweep workbench (package sweep) to the trainer and records where a run
 // came from: the trainer as the sweep's runner ([Register], [TrainRunner]) and the provenance of
 // every stored record ([Environment], [TreeState]). The CLI and the notebooks call it alike.
 package reproduce

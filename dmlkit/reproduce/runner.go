@@ -1,6 +1,6 @@
 package reproduce
 
-// The adapter between the experiments workbench and the trainer: the trainer as the runner of
+// The adapter between the sweep workbench (package sweep) and the trainer: the trainer as the runner of
 // `dmlkit run` / `dmlkit reproduce` (and of notebooks, which call it directly), and its
 // configuration check as the validator every planned run passes before anything trains.
 
@@ -17,26 +17,26 @@ import (
 	"time"
 
 	"github.com/dmlkit/dmlkit/dmlkit/config"
-	"github.com/dmlkit/dmlkit/dmlkit/experiments"
 	"github.com/dmlkit/dmlkit/dmlkit/losses"
 	"github.com/dmlkit/dmlkit/dmlkit/metrics"
 	"github.com/dmlkit/dmlkit/dmlkit/npy"
+	"github.com/dmlkit/dmlkit/dmlkit/sweep"
 	"github.com/dmlkit/dmlkit/dmlkit/train"
 )
 
-// Register makes the trainer the runner and validator of the experiments package
-// ([experiments.SetRunner], [experiments.SetValidator]); the CLI calls it at start, a notebook
-// before [experiments.RunSweep].
+// Register makes the trainer the runner and validator of package sweep
+// ([sweep.SetRunner], [sweep.SetValidator]); the CLI calls it at start, a notebook
+// before [sweep.RunSweep].
 func Register() {
 	// Keys added to the trainer after records were stored, whose defaults reproduce the runs made
 	// before them: written explicitly at the default they change no run's hash (issue 43).
-	experiments.SetNeutralDefaults(map[string][]any{
+	sweep.SetNeutralDefaults(map[string][]any{
 		"precision":  {string(train.PrecisionFP32), ""},
 		"loss_scale": {0},
 	})
-	experiments.SetValidator(ValidateTrainConfig)
-	experiments.SetResolver(ResolvedConfig)
-	experiments.SetRunner(TrainRunner)
+	sweep.SetValidator(ValidateTrainConfig)
+	sweep.SetResolver(ResolvedConfig)
+	sweep.SetRunner(TrainRunner)
 }
 
 // TrainConfig turns a resolved spec configuration (a nested map with train.Config's YAML field
@@ -46,13 +46,13 @@ func Register() {
 // values fail with their dotted path.
 func TrainConfig(cfg map[string]any) (train.Config, error) {
 	c := train.Default()
-	if err := c.Apply(experiments.Flatten(cfg)); err != nil {
+	if err := c.Apply(sweep.Flatten(cfg)); err != nil {
 		return c, err
 	}
 	return c, nil
 }
 
-// ResolvedConfig is the experiments.Resolver of the trainer: the configuration with every default
+// ResolvedConfig is the sweep.Resolver of the trainer: the configuration with every default
 // filled in, as dotted keys with JSON-typed values — train.Default() with cfg applied, and the
 // loss's own defaults (losses.New's config) under loss.set.*. The tuning rule of the claims engine
 // compares such configurations, so a key written with its default value equals the key unset.
@@ -72,7 +72,7 @@ func ResolvedConfig(cfg map[string]any) (map[string]any, error) {
 			return fmt.Errorf("%s: %w", key, err)
 		}
 		if m, ok := x.(map[string]any); ok {
-			for k, e := range experiments.Flatten(m) {
+			for k, e := range sweep.Flatten(m) {
 				out[key+"."+k] = e
 			}
 			return nil
@@ -107,7 +107,7 @@ func ResolvedConfig(cfg map[string]any) (map[string]any, error) {
 	return out, nil
 }
 
-// ValidateTrainConfig is the experiments.Validator of the trainer: the configuration must map onto
+// ValidateTrainConfig is the sweep.Validator of the trainer: the configuration must map onto
 // train.Config and pass train.Config.Validate (known dataset, loss, model, sampler, ...).
 func ValidateTrainConfig(cfg map[string]any) error {
 	c, err := TrainConfig(cfg)
@@ -143,7 +143,7 @@ var opisRanges = [][2]float64{{1e-3, 1e-2}, {1e-3, 5e-2}, {1e-2, 1e-1}, {5e-2, 2
 // OPISRangeKey names the metric of OPIS over the FAR range [lo, hi], e.g. "OPIS_far_1e-03_5e-02".
 func OPISRangeKey(lo, hi float64) string { return fmt.Sprintf("OPIS_far_%.0e_%.0e", lo, hi) }
 
-// TrainRunner is the experiments.Runner of the trainer. It trains rs.Config in rs.Dir with
+// TrainRunner is the sweep.Runner of the trainer. It trains rs.Config in rs.Dir with
 // train.Run, then computes OPIS and ε-OPIS on the final test embeddings the trainer wrote.
 //
 // Outcome:
@@ -200,9 +200,9 @@ func OPISRangeKey(lo, hi float64) string { return fmt.Sprintf("OPIS_far_%.0e_%.0
 //     paper's draw from all classes keeps about 1/K of the chosen ones), "corrupt/label_changed_frac"
 //     (of the training images), "corrupt/images_replaced", "corrupt/images_replaced_frac".
 //
-// A run that diverges (*train.DivergedError) returns an *experiments.RunFailure with the step, so
+// A run that diverges (*train.DivergedError) returns an *sweep.RunFailure with the step, so
 // the sweep stores a record marked failed instead of training it again on every resume.
-func TrainRunner(ctx context.Context, rs experiments.RunSpec, progress func(string)) (*experiments.Outcome, error) {
+func TrainRunner(ctx context.Context, rs sweep.RunSpec, progress func(string)) (*sweep.Outcome, error) {
 	cfg, err := TrainConfig(rs.Config)
 	if err != nil {
 		return nil, err
@@ -212,13 +212,13 @@ func TrainRunner(ctx context.Context, rs experiments.RunSpec, progress func(stri
 	var diverged *train.DivergedError
 	if errors.As(err, &diverged) {
 		// A rerun would diverge again: the sweep stores a record marked failed at this step.
-		return nil, &experiments.RunFailure{Step: diverged.Step, Err: err}
+		return nil, &sweep.RunFailure{Step: diverged.Step, Err: err}
 	}
 	if err != nil {
 		return nil, err
 	}
 	trainS := time.Since(t0).Seconds()
-	out := &experiments.Outcome{
+	out := &sweep.Outcome{
 		Metrics: map[string]float64{},
 		Series:  map[string][]float64{},
 		Timings: map[string]float64{"train_s": trainS},
@@ -312,7 +312,7 @@ func degradedSeries(us []train.DegradedUnc, clean float64, dst map[string][]floa
 
 // runnerOPIS stores OPIS and ε-OPIS of the final test embeddings at the default calibration range
 // and at every range of opisRanges, with their curves (see TrainRunner).
-func runnerOPIS(seed int64, emb []float32, n, d int, labels []int64, out *experiments.Outcome) error {
+func runnerOPIS(seed int64, emb []float32, n, d int, labels []int64, out *sweep.Outcome) error {
 	op, err := metrics.OPIS(emb, n, d, labels, opisOptions(seed))
 	if err != nil {
 		return fmt.Errorf("OPIS of the final test embeddings: %w", err)

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/dmlkit/dmlkit/dmlkit/data"
-	"github.com/dmlkit/dmlkit/dmlkit/experiments"
+	"github.com/dmlkit/dmlkit/dmlkit/sweep"
 )
 
 // TestEmb2dSeries: 7 points under a cap of 3 keep every third (indices 0, 3, 6), with their labels.
@@ -110,7 +110,7 @@ func TestTrainRunnerCorruptionAndProtocols(t *testing.T) {
 		"loss":       map[string]any{"name": "contrastive"},
 	}
 	dir := t.TempDir()
-	out, err := TrainRunner(context.Background(), experiments.RunSpec{Config: cfg, Seed: 5, Dir: dir}, nil)
+	out, err := TrainRunner(context.Background(), sweep.RunSpec{Config: cfg, Seed: 5, Dir: dir}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -157,8 +157,8 @@ func TestFig1ThresholdsDiagnostic(t *testing.T) {
 	for data.OmniglotAlphabet(int(b)) == data.OmniglotAlphabet(int(a)) {
 		b++
 	}
-	newOut := func() *experiments.Outcome {
-		return &experiments.Outcome{Metrics: map[string]float64{}, Series: map[string][]float64{}}
+	newOut := func() *sweep.Outcome {
+		return &sweep.Outcome{Metrics: map[string]float64{}, Series: map[string][]float64{}}
 	}
 	// One alphabet (as TestAlphabetThresholds: d* = 1.5): the series, no metric, a note.
 	out := newOut()

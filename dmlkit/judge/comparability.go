@@ -1,0 +1,717 @@
+package judge
+
+import (
+	"fmt"
+	"maps"
+	"math"
+	"slices"
+	"strings"
+
+	"github.com/dmlkit/dmlkit/dmlkit/sweep"
+)
+
+// Comparability and training rules of a verdict (reproducing.md §1, "Comparable arms" and
+// "Trained arms"). A verdict compares arms, so before the interval is read the engine asks of
+// every arm, from its records and the spec's plan:
+//
+//   - where its hyper-parameters came from: the tuning steps of its own configuration
+//     ([TuningOwn]), steps that tuned another configuration ([TuningBorrowed]: the step's runs
+//     differ from the arm outside the tuned keys, e.g. CIT γ = 0.5 at the rate tuned for γ = 1, or a
+//     rate tuned at 20 epochs used at 60), or no step at all ([TuningNone]: fixed values);
+//   - its budget: optimizer steps, epochs and images (steps × batch) of its runs, and the runs and
+//     steps per run of its tuning (compared for the hyper-parameters every arm tunes: a method's
+//     own extra ones, e.g. TCM's margins, belong to the method);
+//   - whether it trained: its training-split R@1 ("train/R@1", eval.train) and whether its logged
+//     loss fell.
+//
+// Arms that differ in tuning (one borrowed, one tuned and one not, unequal tuning budgets) or in
+// the budget the claim holds equal give "inconclusive — unequal comparison (what differs)" unless
+// the claim declares the difference deliberate with a reason; an arm below the training floor
+// gives "inconclusive — <arm> did not train". The verdict the interval alone gives stays in
+// [ClaimVerdict.Raw].
+
+// Tuning provenances of an arm ([ArmFacts.Tuning]).
+const (
+	TuningNone      = "none"     // no tuning step: fixed values (the paper's, the library's or the spec's)
+	TuningOwn       = "own"      // selected by tuning steps run on the arm's own configuration
+	TuningBorrowed  = "borrowed" // selected by steps that tuned another configuration
+	TuningUnknown   = "unknown"  // the record is not in the spec's plan
+	TuningUnchecked = ""         // no spec was given: the tuning rule is not applied
+	tuningMixed     = "mixed"    // the arm's records differ in provenance
+)
+
+// Budget units a claim may hold equal ([ClaimSpec.Budget]).
+const (
+	BudgetSteps  = "steps"  // optimizer steps
+	BudgetEpochs = "epochs" // passes over the training set (the default: the papers train for epochs)
+	BudgetImages = "images" // steps × batch size
+)
+
+// BudgetUnits lists the budget units.
+var BudgetUnits = []string{BudgetSteps, BudgetEpochs, BudgetImages}
+
+// Causes of a verdict ([ClaimVerdict.Cause]).
+const (
+	CauseInterval  = "interval"  // the verdict the interval rule gives (held, contradicted or inconclusive)
+	CauseUnequal   = "unequal"   // inconclusive: the arms differ in tuning or budget
+	CauseUntrained = "untrained" // inconclusive: an arm did not train
+	CauseNoRecords = "no records"
+)
+
+// ArmFacts is what the comparability and training rules read about one arm, from its records at
+// the verdict's paired seeds (all of the arm's records when no seed is paired).
+type ArmFacts struct {
+	Label     string
+	Tuning    string         // TuningNone, TuningOwn, TuningBorrowed, TuningUnknown or "mixed"
+	Steps     []string       // the tuning steps behind its selected values (transitively), sorted
+	Differs   []string       // borrowed: how the steps' runs differ from the arm, e.g. "loss.set.gamma: tuned at unset, this arm 0.5"
+	TuneRuns  int            // runs of those steps (grid points × seeds)
+	KeyRuns   map[string]int // per tuned key: the runs of the step(s) that tuned it
+	TuneLen   float64        // optimizer steps of one tuning run (NaN: no tuning run stored)
+	Edge      []string       // selections at their grid's edge: "optimizer.lr (lr-cit)"
+	Budget    map[string]float64
+	TrainR1   float64 // mean training-split R@1 (NaN when not recorded)
+	LossSeeds int     // seeds with a logged loss of ≥ 2 points
+	LossFell  int     // of those, seeds whose loss fell below its first logged value
+	N         int     // records the facts come from
+	Weak      string  // the reason, when the arm is a baseline below its level ([ClaimSet.Weak])
+	Regime    string  // how its backbone started and whether it trained ([RegimeOf]); "mixed" when its records differ
+}
+
+// recorded reports whether the arm has training evidence: train R@1 or a logged loss.
+func (f *ArmFacts) recorded() bool { return !math.IsNaN(f.TrainR1) || f.LossSeeds > 0 }
+
+// provenance maps the records of one scale to their planned runs: the context the tuning rule needs.
+type provenance struct {
+	spec    *sweep.Spec
+	planned bool                   // the plan resolved: runs holds every planned run
+	runs    map[string]sweep.Run   // hash → run
+	tuneOf  map[string][]sweep.Run // tuning step → its planned runs
+	recs    map[string]*sweep.Record
+	sel     map[string]sweep.Selected
+	flat    map[string]map[string]any // run hash → resolvedFlat of its configuration, computed once
+}
+
+// newProvenance plans the scale with the stored records ([Spec.PlanWith]); when the plan cannot be
+// made, every arm's tuning is unknown.
+func newProvenance(s *sweep.Spec, scale string, records []sweep.Record) *provenance {
+	p := &provenance{spec: s, runs: map[string]sweep.Run{}, tuneOf: map[string][]sweep.Run{}, recs: map[string]*sweep.Record{}, sel: map[string]sweep.Selected{},
+		flat: map[string]map[string]any{}}
+	plan, err := s.PlanWith(scale, records)
+	if err != nil {
+		return p
+	}
+	p.planned = true
+	for _, r := range plan.Runs {
+		p.runs[r.Hash] = r
+		if r.Tune != "" {
+			p.tuneOf[r.Tune] = append(p.tuneOf[r.Tune], r)
+		}
+		for _, t := range r.Also {
+			p.tuneOf[t] = append(p.tuneOf[t], r)
+		}
+	}
+	for i := range records {
+		if records[i].Scale == scale {
+			p.recs[records[i].Hash] = &records[i]
+		}
+	}
+	for _, st := range s.Selections(plan, records) {
+		p.sel[st.Name] = st
+	}
+	return p
+}
+
+// resolved returns the run's configuration with the trainer's defaults as dotted keys
+// (resolvedFlat), computed once per run: every seed of every arm of every claim compares with the
+// same few tuning runs.
+func (p *provenance) resolved(r sweep.Run) map[string]any {
+	if f, ok := p.flat[r.Hash]; ok {
+		return f
+	}
+	f := sweep.ResolvedFlat(r.Config)
+	p.flat[r.Hash] = f
+	return f
+}
+
+// inPlan reports whether a record's hash is a run of the spec's current plan.
+func (p *provenance) inPlan(hash string) bool {
+	_, ok := p.runs[hash]
+	return ok
+}
+
+// ignoredForTuning reports whether a configuration key is left out when an arm's configuration is
+// compared with its tuning runs': the seed, the informational name, the validation split and what
+// is measured or logged (not what is trained).
+func ignoredForTuning(key string) bool {
+	switch key {
+	case "seed", "name", "data.val_classes":
+		return true
+	}
+	return strings.HasPrefix(key, "eval.") || strings.HasPrefix(key, "log.")
+}
+
+// stepsOf returns the named steps and those their points are tuned at, transitively, sorted.
+func (p *provenance) stepsOf(names []string) []string {
+	seen := map[string]bool{}
+	var add func(n string)
+	add = func(n string) {
+		if seen[n] {
+			return
+		}
+		seen[n] = true
+		if t := p.spec.TuneStep(n); t != nil {
+			deps, _ := sweep.TunedNames(t.Point)
+			for _, d := range deps {
+				add(d)
+			}
+		}
+	}
+	for _, n := range names {
+		add(n)
+	}
+	return slices.Sorted(maps.Keys(seen))
+}
+
+// tuning returns the provenance of one record's hyper-parameters. A borrowed selection's diffs
+// list how the tuning runs' configurations differ from the record's ("k: tuned at v, this run w").
+func (p *provenance) tuning(r *sweep.Record) (kind string, steps []string, diffs []string, runs int, keyRuns map[string]int, runLen float64, edge []string) {
+	runLen = math.NaN()
+	if p == nil {
+		return TuningUnchecked, nil, nil, 0, nil, runLen, nil
+	}
+	run, ok := p.runs[r.Hash]
+	if !ok {
+		return TuningUnknown, nil, nil, 0, nil, runLen, nil
+	}
+	if len(run.Tuned) == 0 || len(run.Taken) == 0 {
+		return TuningNone, nil, nil, 0, nil, runLen, nil
+	}
+	steps = p.stepsOf(run.Tuned)
+	tuned := map[string]bool{}
+	keyRuns = map[string]int{}
+	for _, n := range steps {
+		if t := p.spec.TuneStep(n); t != nil {
+			runs += t.Budget()
+			for k := range t.Grid {
+				tuned[k] = true
+				keyRuns[k] += t.Budget()
+			}
+		}
+		if st, ok := p.sel[n]; ok {
+			for _, k := range st.Row.Edge {
+				edge = append(edge, k+" ("+n+")")
+			}
+		}
+	}
+	arm := p.resolved(run)
+	for _, n := range run.Tuned {
+		trs := p.tuneOf[n]
+		if len(trs) == 0 {
+			continue
+		}
+		tr := trs[0]
+		if rec := p.recs[tr.Hash]; rec != nil {
+			if x, ok := rec.Metrics["steps"]; ok && math.IsNaN(runLen) {
+				runLen = x
+			}
+		}
+		for _, d := range TuningDiff(arm, p.resolved(tr), tuned) {
+			if !slices.Contains(diffs, d) {
+				diffs = append(diffs, d)
+			}
+		}
+	}
+	slices.Sort(diffs)
+	kind = TuningOwn
+	if len(diffs) > 0 {
+		kind = TuningBorrowed
+	}
+	return kind, steps, diffs, runs, keyRuns, runLen, edge
+}
+
+// TuningDiff lists, sorted, how the tuning run's flattened configuration differs from the arm's
+// outside the tuned and ignored keys: "k: tuned at v, this arm w" (v or w "unset").
+func TuningDiff(arm, tune map[string]any, tuned map[string]bool) []string {
+	keys := map[string]bool{}
+	for k := range arm {
+		keys[k] = true
+	}
+	for k := range tune {
+		keys[k] = true
+	}
+	show := func(v any, ok bool) string {
+		if !ok {
+			return "unset"
+		}
+		return sweep.FormatValue(v)
+	}
+	// A run reference names the source run of the same seed: one value for the arm, not one per seed.
+	runRef := func(v any) any {
+		if str, ok := v.(string); ok && strings.HasPrefix(str, sweep.RunRefPrefix) {
+			return sweep.RunRefPrefix + "…"
+		}
+		return v
+	}
+	var out []string
+	for _, k := range slices.Sorted(maps.Keys(keys)) {
+		if tuned[k] || ignoredForTuning(k) || parentOfTuned(k, tuned) {
+			continue
+		}
+		a, aok := arm[k]
+		t, tok := tune[k]
+		a, t = runRef(a), runRef(t)
+		if aok == tok && (!aok || sweep.ValueEqual(a, t)) {
+			continue
+		}
+		out = append(out, fmt.Sprintf("%s: tuned at %s, this arm %s", k, show(t, tok), show(a, aok)))
+	}
+	return out
+}
+
+// parentOfTuned reports whether key is the parent of a tuned key ("loss.set.options" of
+// "loss.set.options.tcm.neg_margin"): a run without the tuned options flattens to the parent with
+// a null value, the arm to the tuned children, and the tuning step covers that difference. The
+// arm's other children stay compared as keys of their own.
+func parentOfTuned(key string, tuned map[string]bool) bool {
+	for t := range tuned {
+		if strings.HasPrefix(t, key+".") {
+			return true
+		}
+	}
+	return false
+}
+
+// diffText renders at most two diffs and the count of the others. Where the loss itself differs,
+// its options (loss.set.*) follow from it and are counted, not listed.
+func diffText(diffs []string) string {
+	shown := diffs
+	if slices.ContainsFunc(diffs, func(d string) bool { return strings.HasPrefix(d, "loss.name:") }) {
+		shown = slices.DeleteFunc(slices.Clone(diffs), func(d string) bool { return strings.HasPrefix(d, "loss.set.") })
+	}
+	if len(shown) > 2 {
+		shown = shown[:2]
+	}
+	s := strings.Join(shown, "; ")
+	if rest := len(diffs) - len(shown); rest > 0 {
+		s += fmt.Sprintf(" and %d more", rest)
+	}
+	return s
+}
+
+// weakFor returns the reason of the first weak baseline all of recs match ("" if none or no recs).
+func weakFor(weak []WeakBaseline, recs []*sweep.Record) string {
+	for _, w := range weak {
+		all := len(recs) > 0
+		for _, r := range recs {
+			if !sweep.MatchRecord(r, w.Where) {
+				all = false
+				break
+			}
+		}
+		if all {
+			return w.Reason
+		}
+	}
+	return ""
+}
+
+// armFacts computes an arm's facts from its records.
+func armFacts(label string, recs []*sweep.Record, p *provenance) ArmFacts {
+	f := ArmFacts{Label: label, TrainR1: math.NaN(), TuneLen: math.NaN(), Budget: map[string]float64{}, N: len(recs)}
+	var r1 []float64
+	sums := map[string]float64{}
+	counts := map[string]int{}
+	for i, r := range recs {
+		kind, steps, differs, runs, keyRuns, runLen, edge := p.tuning(r)
+		if i > 0 && kind == TuningBorrowed && f.Tuning == TuningBorrowed && !slices.Equal(differs, f.Differs) {
+			kind = tuningMixed
+		}
+		if i == 0 {
+			f.Tuning, f.Steps, f.Differs, f.TuneRuns, f.KeyRuns, f.TuneLen, f.Edge = kind, steps, differs, runs, keyRuns, runLen, edge
+		} else if kind != f.Tuning {
+			f.Tuning = tuningMixed
+		}
+		if g := RegimeOf(r); i == 0 {
+			f.Regime = g
+		} else if g != f.Regime {
+			f.Regime = tuningMixed
+		}
+		if x, ok := r.Metrics[sweep.TrainMetric]; ok && !math.IsNaN(x) {
+			r1 = append(r1, x)
+		}
+		for unit, x := range recordBudget(r) {
+			sums[unit] += x
+			counts[unit]++
+		}
+		if fell, ok := lossFell(r); ok {
+			f.LossSeeds++
+			if fell {
+				f.LossFell++
+			}
+		}
+	}
+	if len(r1) == len(recs) && len(r1) > 0 {
+		f.TrainR1 = sweep.MeanStd(r1).Mean
+	}
+	for unit, s := range sums {
+		if counts[unit] == len(recs) {
+			f.Budget[unit] = s / float64(counts[unit])
+		}
+	}
+	return f
+}
+
+// recordBudget returns a record's steps, epochs and images (steps × sampler.batch_size), those it
+// has.
+func recordBudget(r *sweep.Record) map[string]float64 {
+	out := map[string]float64{}
+	steps, hasSteps := r.Metrics["steps"]
+	if hasSteps {
+		out[BudgetSteps] = steps
+	}
+	if e, ok := r.Metrics["epochs"]; ok {
+		out[BudgetEpochs] = e
+	}
+	if b, ok := sweep.Get(r.Config, "sampler.batch_size"); ok && hasSteps {
+		if x, ok := sweep.Numeric(b); ok {
+			out[BudgetImages] = steps * x
+		}
+	}
+	return out
+}
+
+// lossFell reports whether the record's logged loss (steplog/loss, else curve/loss; NaN values
+// left out, at least 2 points) ever fell below its first value. A trained model's loss does; one
+// that never fell did not train. (Whether it fell by much says little: a pair loss on mined batches
+// stays near its first value while the model trains.)
+func lossFell(r *sweep.Record) (fell, ok bool) {
+	for _, k := range []string{"steplog/loss", "curve/loss"} {
+		xs := slices.DeleteFunc(slices.Clone(r.Series[k]), math.IsNaN)
+		if len(xs) < 2 {
+			continue
+		}
+		return slices.Min(xs[1:]) < xs[0], true
+	}
+	return false, false
+}
+
+// ruleGroups returns the sets of arms the rules compare: all arms, or for an interaction claim
+// (four arms: a condition's pair, then the other's) each condition's pair.
+func (v *ClaimVerdict) ruleGroups() [][]ArmFacts {
+	if v.Claim.Kind == KindInteraction && len(v.Facts) == 4 {
+		return [][]ArmFacts{v.Facts[:2], v.Facts[2:]}
+	}
+	return [][]ArmFacts{v.Facts}
+}
+
+// applyRules applies the comparability and training rules to a verdict whose interval rule has run.
+func (v *ClaimVerdict) applyRules(budget string, minTrain *float64) {
+	v.Raw, v.RawReason = v.Verdict, v.Reason
+	v.Cause = CauseInterval
+	if len(v.Seeds) == 0 {
+		v.Cause = CauseNoRecords
+		return
+	}
+	c := v.Claim
+	frac := sweep.DefaultMinTrain
+	if minTrain != nil {
+		frac = *minTrain
+	}
+	// The arms a paired difference compares: all of them, or for an interaction each condition's
+	// pair (the gain under X and the gain under Y are each a comparison; the conditions may
+	// differ, e.g. 20 % noisy labels lower every arm's training R@1, 50 % of the classes give
+	// fewer steps).
+	var untrained, unequal []string
+	for _, g := range v.ruleGroups() {
+		untrained = append(untrained, untrainedArms(g, frac)...)
+		unequal = append(unequal, unequalArms(g, c.Deliberate != "", budget)...)
+	}
+	switch {
+	case len(untrained) > 0:
+		v.Verdict, v.Cause = VerdictInconclusive, CauseUntrained
+		v.Reason = strings.Join(untrained, "; ")
+		if len(unequal) > 0 {
+			v.Reason += "; also unequal comparison (" + strings.Join(unequal, "; ") + ")"
+		}
+	case len(unequal) > 0:
+		v.Verdict, v.Cause = VerdictInconclusive, CauseUnequal
+		v.Reason = "unequal comparison (" + strings.Join(unequal, "; ") + ")"
+	}
+	if v.Cause != CauseInterval && v.Raw != VerdictInconclusive {
+		v.Reason += "; the interval alone: " + v.Raw
+	}
+}
+
+// untrainedArms lists the arms that did not train: with every arm's training R@1 recorded, those
+// below frac of the best arm's; otherwise those whose logged loss never fell below its first value
+// in at least half their seeds. frac 0 turns the rule off.
+func untrainedArms(facts []ArmFacts, frac float64) []string {
+	if frac <= 0 {
+		return nil
+	}
+	allR1 := true
+	best := math.Inf(-1)
+	for _, f := range facts {
+		if math.IsNaN(f.TrainR1) {
+			allR1 = false
+		} else {
+			best = math.Max(best, f.TrainR1)
+		}
+	}
+	var out []string
+	for _, f := range facts {
+		switch {
+		case allR1 && BelowTrainFloor(f.TrainR1, best, frac):
+			out = append(out, fmt.Sprintf("%s did not train (train R@1 %s < %s × %s, the best arm's)",
+				f.Label, FmtNum(f.TrainR1, 3), FmtNum(frac, 2), FmtNum(best, 3)))
+		case !allR1 && f.LossSeeds > 0 && 2*f.LossFell <= f.LossSeeds:
+			out = append(out, fmt.Sprintf("%s did not train (its loss fell in %d of %d seeds)", f.Label, f.LossFell, f.LossSeeds))
+		}
+	}
+	return out
+}
+
+// BelowTrainFloor is the training rule's test, shared by the verdicts and the leaderboard: a
+// training R@1 below frac × the best comparable one's did not train (frac 0: the rule is off).
+func BelowTrainFloor(trainR1, best, frac float64) bool {
+	return frac > 0 && trainR1 < frac*best
+}
+
+// unequalArms lists how the arms differ in tuning (unless the claim declares that deliberate) and
+// in the budget the claim holds equal; it is empty when they are comparable.
+func unequalArms(facts []ArmFacts, deliberate bool, budget string) []string {
+	var unequal []string
+	if !deliberate {
+		kinds := map[string]bool{}
+		sigs := map[string]bool{}
+		for _, f := range facts {
+			kinds[f.Tuning] = true
+			if f.Tuning == TuningBorrowed {
+				sigs[strings.Join(f.Differs, "|")] = true
+			}
+		}
+		// Arms that all borrow the same way (every arm at a condition its tuning did not see, e.g.
+		// all at 20 % label noise with rates tuned on clean labels) are tuned alike; arms that
+		// borrow differently, or where some borrow and others do not, are not.
+		sameBorrow := len(sigs) == 1 && !kinds[TuningOwn] && !kinds[TuningNone]
+		for _, f := range facts {
+			switch f.Tuning {
+			case TuningBorrowed:
+				if !sameBorrow {
+					unequal = append(unequal, f.Label+": borrowed tuning ("+diffText(f.Differs)+")")
+				}
+			case TuningUnknown:
+				unequal = append(unequal, f.Label+": tuning unknown (not in the spec's plan)")
+			case tuningMixed:
+				unequal = append(unequal, f.Label+": its seeds differ in tuning")
+			}
+		}
+		if kinds[TuningOwn] && kinds[TuningNone] {
+			var tuned, fixed []string
+			for _, f := range facts {
+				if f.Tuning == TuningOwn {
+					tuned = append(tuned, f.Label)
+				} else if f.Tuning == TuningNone {
+					fixed = append(fixed, f.Label)
+				}
+			}
+			unequal = append(unequal, "tuned: "+strings.Join(tuned, ", ")+"; fixed values: "+strings.Join(fixed, ", "))
+		}
+		tunedArm := func(f ArmFacts) bool { return f.Tuning == TuningOwn || f.Tuning == TuningBorrowed }
+		// Tuning budgets: the hyper-parameters every tuned arm tunes (the learning rate, say) must
+		// be tuned with as many runs; a method's own extra hyper-parameters (TCM's margins, a
+		// baseline's margin) are part of the method and not compared.
+		var common []string
+		for i, f := range facts {
+			if !tunedArm(f) {
+				common = nil
+				break
+			}
+			if i == 0 {
+				common = slices.Sorted(maps.Keys(f.KeyRuns))
+				continue
+			}
+			common = slices.DeleteFunc(common, func(k string) bool { _, ok := f.KeyRuns[k]; return !ok })
+		}
+		for _, k := range common {
+			if d := armSpread(facts, func(f ArmFacts) (float64, bool) { return float64(f.KeyRuns[k]), true }, 0); d != "" {
+				unequal = append(unequal, "tuning runs of "+k+" "+d)
+			}
+		}
+		if d := armSpread(facts, func(f ArmFacts) (float64, bool) { return f.TuneLen, tunedArm(f) && !math.IsNaN(f.TuneLen) }, 0.01); d != "" {
+			unequal = append(unequal, "steps per tuning run "+d)
+		}
+	}
+	// Budget.
+	if d := armSpread(facts, func(f ArmFacts) (float64, bool) { x, ok := f.Budget[budget]; return x, ok }, 0.01); d != "" {
+		unequal = append(unequal, budget+" "+d)
+	}
+	return unequal
+}
+
+// armSpread renders the values of the arms that have one when they differ by more than rel (relative
+// to the largest): "6 vs 10" (per arm, in order); "" when they agree or fewer than 2 arms have one.
+func armSpread(facts []ArmFacts, get func(ArmFacts) (float64, bool), rel float64) string {
+	var xs []float64
+	for _, f := range facts {
+		if x, ok := get(f); ok {
+			xs = append(xs, x)
+		}
+	}
+	if len(xs) < 2 {
+		return ""
+	}
+	lo, hi := slices.Min(xs), slices.Max(xs)
+	if hi-lo <= rel*math.Abs(hi) {
+		return ""
+	}
+	parts := make([]string, len(xs))
+	for i, x := range xs {
+		parts[i] = FmtNum(x, 2)
+	}
+	return strings.Join(compactRuns(parts), " vs ")
+}
+
+// budgetPhrase is the arms' budget in unit: "2 epochs each" when they agree (within 1 %), "epochs 2
+// vs 4" when they do not, "" when none is recorded.
+func budgetPhrase(facts []ArmFacts, unit string) string {
+	get := func(f ArmFacts) (float64, bool) { x, ok := f.Budget[unit]; return x, ok }
+	if d := armSpread(facts, get, 0.01); d != "" {
+		return unit + " " + d
+	}
+	for _, f := range facts {
+		if x, ok := get(f); ok {
+			return compactRuns([]string{FmtNum(x, 2)})[0] + " " + unit + " each"
+		}
+	}
+	return ""
+}
+
+// compactRuns drops trailing zeros of formatted numbers ("2.00" → "2", "1.50" → "1.5").
+func compactRuns(xs []string) []string {
+	out := make([]string, len(xs))
+	for i, s := range xs {
+		if strings.Contains(s, ".") {
+			s = strings.TrimRight(strings.TrimRight(s, "0"), ".")
+		}
+		out[i] = s
+	}
+	return out
+}
+
+// perCondition is phrase of the arms the rules compare together ([ClaimVerdict.ruleGroups]): of all
+// arms, or for an interaction of each condition's pair — said once when both conditions read alike
+// (or one is empty), else "per condition: <first> / <second>" (an interaction's conditions may differ,
+// e.g. another dataset, while each pair is equal). "" when every phrase is.
+func (v *ClaimVerdict) perCondition(phrase func([]ArmFacts) string) string {
+	var ps []string
+	for _, g := range v.ruleGroups() {
+		if p := phrase(g); p != "" && !slices.Contains(ps, p) {
+			ps = append(ps, p)
+		}
+	}
+	if len(ps) > 1 {
+		return "per condition: " + strings.Join(ps, " / ")
+	}
+	return strings.Join(ps, "")
+}
+
+// tuningPhrase says in a few words where the arms' hyper-parameters came from: "own tuning",
+// "fixed settings", "borrowed tuning, alike (…)" when every arm borrows the same way, "borrowed
+// tuning, differently", or each arm's provenance.
+func tuningPhrase(facts []ArmFacts) string {
+	kinds := map[string]bool{}
+	for _, f := range facts {
+		kinds[f.Tuning] = true
+	}
+	if len(kinds) != 1 {
+		var each []string
+		for _, f := range facts {
+			each = append(each, f.Tuning)
+		}
+		return "tuning " + strings.Join(each, "/")
+	}
+	switch facts[0].Tuning {
+	case TuningOwn:
+		return "own tuning"
+	case TuningUnchecked:
+		return "tuning not checked"
+	case TuningNone:
+		return "fixed settings"
+	case TuningBorrowed:
+		sigs := map[string]bool{}
+		for _, f := range facts {
+			sigs[strings.Join(f.Differs, "|")] = true
+		}
+		if len(sigs) == 1 {
+			return "borrowed tuning, alike (" + diffText(facts[0].Differs) + ")"
+		}
+		return "borrowed tuning, differently"
+	}
+	return "tuning " + facts[0].Tuning
+}
+
+// ComparabilityNote is the compact note of a verdict row: tuning, budget and training of the arms,
+// e.g. "own tuning · 2 epochs · train R@1 0.55–0.71".
+func (v *ClaimVerdict) ComparabilityNote() string {
+	if len(v.Facts) == 0 || len(v.Seeds) == 0 {
+		return "—"
+	}
+	// Tuning and budget are read per set of arms the rule compares (v.perCondition).
+	parts := []string{v.perCondition(tuningPhrase)}
+	// "(deliberate)" marks a difference the claim declares; arms all tuned for themselves need none.
+	if v.Claim.Deliberate != "" && slices.ContainsFunc(v.Facts, func(f ArmFacts) bool { return f.Tuning != TuningOwn }) {
+		parts[0] += " (deliberate)"
+	}
+	for _, f := range v.Facts {
+		if f.Weak != "" {
+			parts = append(parts, "weak baseline: "+f.Label+" ("+f.Weak+")")
+		}
+	}
+	var edges []string
+	for _, f := range v.Facts {
+		for _, e := range f.Edge {
+			if !slices.Contains(edges, e) {
+				edges = append(edges, e)
+			}
+		}
+	}
+	if len(edges) > 0 {
+		parts = append(parts, "at grid edge: "+strings.Join(edges, ", "))
+	}
+	unit := v.budget
+	if unit == "" {
+		unit = BudgetEpochs
+	}
+	if b := v.perCondition(func(g []ArmFacts) string { return budgetPhrase(g, unit) }); b != "" {
+		parts = append(parts, b)
+	}
+	var r1 []float64
+	notRecorded := 0
+	for _, f := range v.Facts {
+		if math.IsNaN(f.TrainR1) {
+			if !f.recorded() {
+				notRecorded++
+			}
+			continue
+		}
+		r1 = append(r1, f.TrainR1)
+	}
+	switch {
+	case len(r1) == len(v.Facts):
+		lo, hi := slices.Min(r1), slices.Max(r1)
+		if FmtNum(lo, 2) == FmtNum(hi, 2) {
+			parts = append(parts, "train R@1 "+FmtNum(lo, 2))
+		} else {
+			parts = append(parts, "train R@1 "+FmtNum(lo, 2)+"–"+FmtNum(hi, 2))
+		}
+	case notRecorded == len(v.Facts):
+		parts = append(parts, "training not recorded")
+	case notRecorded == 0:
+		parts = append(parts, "loss fell")
+	default:
+		parts = append(parts, fmt.Sprintf("training not recorded for %d of %d arms", notRecorded, len(v.Facts)))
+	}
+	return strings.Join(parts, " · ")
+}

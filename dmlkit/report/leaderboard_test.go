@@ -1,0 +1,446 @@
+package report
+
+import (
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/dmlkit/dmlkit/dmlkit/judge"
+	"github.com/dmlkit/dmlkit/dmlkit/sweep"
+)
+
+// loadBoard loads the hand-made fixture testdata/leaderboard (spec and results/small.jsonl).
+func loadBoard(t *testing.T) (*sweep.Spec, []sweep.Record) {
+	t.Helper()
+	s, err := sweep.Load("testdata/leaderboard/spec.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs, rep, err := sweep.NewStore("testdata/leaderboard/results").Load()
+	if err != nil || len(rep.Bad) > 0 || len(recs) != 20 {
+		t.Fatalf("fixture: %d records, bad %q, err %v; want 20", len(recs), rep.Bad, err)
+	}
+	return s, recs
+}
+
+// TestTInterval: mean ± t(0.975, n − 1) · sd / √n, against values worked by hand.
+//
+//	n = 5, 0.60 … 0.68 by 0.02: mean 0.64, sd = √(0.001) = 0.0316228, se = 0.0141421, t = 2.7764451,
+//	    half-width 0.0392648 → [0.6007352, 0.6792648]
+//	n = 3, 0.50, 0.55, 0.60: mean 0.55, sd 0.05, se 0.0288675, t = 4.3026527, half-width 0.1242069
+//	n = 2, 1 and 3: mean 2, sd √2, se 1, t = 12.7062047 → [−10.7062047, 14.7062047]
+//	n = 1: no interval; n = 0: no mean
+func TestTInterval(t *testing.T) {
+	nan := math.NaN()
+	for _, c := range []struct {
+		name         string
+		vals         []float64
+		mean, lo, hi float64
+	}{
+		{"five", []float64{0.60, 0.62, 0.64, 0.66, 0.68}, 0.64, 0.6007352, 0.6792648},
+		{"three", []float64{0.50, 0.55, 0.60}, 0.55, 0.4257931, 0.6742069},
+		{"two", []float64{1, 3}, 2, -10.7062047, 14.7062047},
+		{"one", []float64{0.7}, 0.7, nan, nan},
+		{"none", nil, nan, nan, nan},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			iv := TInterval(c.vals)
+			same := func(a, b float64) bool { return math.IsNaN(a) && math.IsNaN(b) || math.Abs(a-b) < 1e-6 }
+			if !same(iv.Mean, c.mean) || !same(iv.Lo, c.lo) || !same(iv.Hi, c.hi) || iv.N != len(c.vals) {
+				t.Errorf("TInterval(%v) = %+v, want mean %v [%v, %v], n %d", c.vals, iv, c.mean, c.lo, c.hi, len(c.vals))
+			}
+		})
+	}
+}
+
+// TestKendallTauB: τ-b on hand examples, the concordant (C) and discordant (D) pairs and the ties
+// counted by hand in the comments.
+func TestKendallTauB(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		x, y []float64
+		want float64
+	}{
+		// 6 pairs, all concordant: 6 / √(6·6)
+		{"same order", []float64{1, 2, 3, 4}, []float64{10, 20, 30, 40}, 1},
+		// all discordant
+		{"reversed", []float64{1, 2, 3, 4}, []float64{4, 3, 2, 1}, -1},
+		// pairs (0,1) C, (0,2) C, (0,3) C, (1,2) tied in x, (1,3) C, (2,3) C: C 5, D 0, n1 1, n2 0 →
+		// 5 / √(5·6) = 0.9128709
+		{"tie in x", []float64{1, 2, 2, 3}, []float64{1, 3, 2, 4}, 5 / math.Sqrt(30)},
+		// (0,1) tied in both, (0,2) C, (0,3) C, (1,2) C, (1,3) C, (2,3) D: C 4, D 1, n1 = n2 = 1 →
+		// 3 / √(5·5) = 0.6
+		{"tie in both", []float64{1, 1, 2, 3}, []float64{1, 1, 3, 2}, 0.6},
+		// (0,1) D, (0,2) C, (0,3) D, (1,2) C, (1,3) tied in y, (2,3) D: C 2, D 3, n1 0, n2 1 →
+		// −1 / √(6·5) = −0.1825742
+		{"tie in y", []float64{1, 2, 3, 4}, []float64{3, 1, 4, 1}, -1 / math.Sqrt(30)},
+		// every pair tied in x: undefined
+		{"all tied", []float64{2, 2, 2}, []float64{1, 2, 3}, math.NaN()},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			got := KendallTauB(c.x, c.y)
+			if math.IsNaN(c.want) != math.IsNaN(got) || !math.IsNaN(got) && math.Abs(got-c.want) > 1e-12 {
+				t.Errorf("τ-b = %v, want %v", got, c.want)
+			}
+		})
+	}
+}
+
+// TestRanks: best first, ties share their average rank; lower-is-better reverses the order.
+func TestRanks(t *testing.T) {
+	if got := Ranks([]float64{0.5, 0.7, 0.7, 0.1}, false); !slices.Equal(got, []float64{3, 1.5, 1.5, 4}) {
+		t.Errorf("higher is better: %v, want [3 1.5 1.5 4]", got)
+	}
+	if got := Ranks([]float64{0.5, 0.7, 0.7, 0.1}, true); !slices.Equal(got, []float64{2, 3.5, 3.5, 1}) {
+		t.Errorf("lower is better: %v, want [2 3.5 3.5 1]", got)
+	}
+}
+
+// TestBootstrapTau: well-separated per-seed values in the same order in both regimes give τ = 1
+// in every replicate, so the interval is [1, 1]; in the reversed order [−1, −1]; overlapping values
+// give a proper interval, the same on every call, and another one with another generator seed.
+func TestBootstrapTau(t *testing.T) {
+	var a, same, rev [][]float64
+	for i := range 5 {
+		v := []float64{10 * float64(i), 10*float64(i) + 1, 10*float64(i) + 2}
+		a = append(a, v)
+		same = append(same, []float64{100 + 10*float64(i), 101 + 10*float64(i)})
+		rev = append(rev, []float64{-10 * float64(i), -10*float64(i) + 1, -10*float64(i) + 2, -10*float64(i) + 0.5})
+	}
+	if lo, hi, used := BootstrapTau(a, same, 500, 1); lo != 1 || hi != 1 || used != 500 {
+		t.Errorf("same order: [%v, %v] from %d replicates, want [1, 1] from 500", lo, hi, used)
+	}
+	if lo, hi, used := BootstrapTau(a, rev, 500, 1); lo != -1 || hi != -1 || used != 500 {
+		t.Errorf("reversed: [%v, %v] from %d replicates, want [−1, −1] from 500", lo, hi, used)
+	}
+	noisy := [][]float64{{1, 5, 3}, {2, 4, 6}, {3, 1, 2}, {5, 6, 1}}
+	noisy2 := [][]float64{{2, 1, 6}, {3, 5, 2}, {1, 6, 4}, {4, 2, 5}}
+	lo1, hi1, _ := BootstrapTau(noisy, noisy2, 2000, sweep.BootstrapSeed)
+	lo2, hi2, _ := BootstrapTau(noisy, noisy2, 2000, sweep.BootstrapSeed)
+	if lo1 != lo2 || hi1 != hi2 {
+		t.Errorf("not deterministic: [%v, %v] then [%v, %v]", lo1, hi1, lo2, hi2)
+	}
+	if !(lo1 < hi1) || lo1 < -1 || hi1 > 1 {
+		t.Errorf("overlapping values: interval [%v, %v], want a proper interval inside [−1, 1]", lo1, hi1)
+	}
+	lo3, hi3, _ := BootstrapTau(noisy, noisy2, 2000, sweep.BootstrapSeed+1)
+	if lo3 == lo1 && hi3 == hi1 {
+		t.Logf("another seed gave the same interval [%v, %v] (possible with 4 methods)", lo3, hi3)
+	}
+}
+
+// TestQuantile: linear interpolation between order statistics, h = (n − 1) p.
+func TestQuantile(t *testing.T) {
+	xs := []float64{0, 10, 20, 30, 40}
+	for _, c := range []struct{ p, want float64 }{{0, 0}, {0.025, 1}, {0.5, 20}, {0.975, 39}, {1, 40}} {
+		if got := quantile(xs, c.p); math.Abs(got-c.want) > 1e-12 {
+			t.Errorf("quantile(%v) = %v, want %v", c.p, got, c.want)
+		}
+	}
+}
+
+// TestLeaderboardTable: the fixture's small regime by hand. Beta (R@1 0.68-0.72, mean 0.70, sd
+// 0.0158114, half-width 2.7764451 × 0.0070711 = 0.0196324) ranks first, Alpha (mean 0.64 ± 0.0392648)
+// second, Epsilon (3 seeds, mean 0.55 ± 4.3026527 × 0.0288675 = 0.1242069; no train R@1) third, Gamma
+// (mean 0.14 ± 0.0392648; train R@1 0.2 < 0.5 × 0.9, Beta's) fourth and did not train; Delta has only
+// a run stored as failed: not run, and listed below the table. The record of "other" (not a method)
+// is left out.
+func TestLeaderboardTable(t *testing.T) {
+	s, recs := loadBoard(t)
+	lb, err := BuildLeaderboard(s, "small", recs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantHeader := []string{"rank", "method", "proposed in", "used by (seed papers)", "R@1 (%) [95 % CI]", "MAP@R (%) [95 % CI]",
+		"OPIS (× 1000) [95 % CI]", "n", "train R@1 (%)", "trained?"}
+	if h := lb.Header(s.Labels); !slices.Equal(h, wantHeader) {
+		t.Errorf("header\n%q\nwant\n%q", h, wantHeader)
+	}
+	want := [][]string{
+		{"1", "Beta loss", "Poe, ICCV 2019", "RS@k", "70.0 [68.0, 72.0]", "35.0 [35.0, 35.0]", "4.0 [4.0, 4.0]", "5", "90.0", "yes"},
+		{"2", "Alpha loss", "Doe & Roe, CVPR 2006", "TCM, Contextual", "64.0 [60.1, 67.9]", "30.0 [30.0, 30.0]", "2.0 [2.0, 2.0]", "5", "80.0", "yes"},
+		{"3", "Epsilon loss", "2022", "—", "55.0 [42.6, 67.4]", "25.0 [25.0, 25.0]", "3.0 [3.0, 3.0]", "3", "—", "not recorded"},
+		{"4", "Gamma loss", "Moe, ECCV 2020", "CIT", "14.0 [10.1, 17.9]", "5.0 [5.0, 5.0]", "10.0 [10.0, 10.0]", "5", "20.0", "did not train"},
+		{"—", "Delta loss", "Zoe, NeurIPS 2021", "IDML", "—", "—", "—", "0", "—", "not run"},
+	}
+	rows := lb.Rows()
+	if len(rows) != len(want) {
+		t.Fatalf("%d rows, want %d:\n%q", len(rows), len(want), rows)
+	}
+	for i := range want {
+		if !slices.Equal(rows[i], want[i]) {
+			t.Errorf("row %d\n%q\nwant\n%q", i, rows[i], want[i])
+		}
+	}
+	if lb.Records != 18 {
+		t.Errorf("%d final runs used, want 18 (5 + 5 + 5 + 3)", lb.Records)
+	}
+	md := lb.Markdown(s.Labels)
+	for _, w := range []string{
+		"**Leaderboard — from scratch, Omniglot: 4 of 5 methods run, ranked by the mean test R@1 over seeds (highest first",
+		"R@1 and MAP@R in %, OPIS (lower is better) × 1000",
+		"below 0.50 × the best method's (best 90.0) did not train",
+		"| 4 | Gamma loss | Moe, ECCV 2020 | CIT | 14.0 [10.1, 17.9] |",
+		"Left out: runs stored as failed — Delta loss 1.",
+	} {
+		if !strings.Contains(md, w) {
+			t.Errorf("Markdown lacks %q:\n%s", w, md)
+		}
+	}
+	if raw := sweep.RawTexts(strings.Join(append(lb.Header(s.Labels), lb.Caption(s.Labels)), "\n")); len(raw) > 0 {
+		t.Errorf("raw texts in the table: %q", raw)
+	}
+	tex := lb.LaTeX(s.Labels, "tab:board-leaderboard-small")
+	for _, w := range []string{"\\label{tab:board-leaderboard-small}", "Doe \\& Roe, CVPR 2006", "-- & -- & -- & 0 & -- & not run \\\\", "OPIS ($\\times$ 1000)"} {
+		if !strings.Contains(tex, w) {
+			t.Errorf("LaTeX lacks %q:\n%s", w, tex)
+		}
+	}
+	// The pretrained regime has no records: every method is listed, not run, in the spec's order.
+	pt, err := BuildLeaderboard(s, "pretrained", recs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, e := range pt.Entries {
+		if e.Rank != 0 || e.Trained != TrainedNotRun {
+			t.Errorf("pretrained %s: rank %d, %q; want not run", e.Method.ID, e.Rank, e.Trained)
+		}
+		ids = append(ids, e.Method.ID)
+	}
+	if !slices.Equal(ids, []string{"alpha", "beta", "gamma", "delta", "eps"}) {
+		t.Errorf("not-run order %v, want the spec's", ids)
+	}
+}
+
+// TestLeaderboardLowerBetterTies: ranking by a lower-is-better metric puts the smallest mean first,
+// a tie shares its rank and keeps the spec's order; where filters the final runs.
+func TestLeaderboardLowerBetterTies(t *testing.T) {
+	s, recs := loadBoard(t)
+	s.Leaderboard.Metrics = []string{"OPIS", "R@1"}
+	s.Leaderboard.Where = map[string]any{"seed": []any{int64(0), int64(1), int64(2)}}
+	recs = append(recs, sweep.Record{Hash: "z0", Scale: "small", Seed: 0, Config: map[string]any{"name": "delta"}, Metrics: sweep.Metrics{"OPIS": 0.002, "R@1": 0.5}})
+	lb, err := BuildLeaderboard(s, "small", recs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, e := range lb.Entries {
+		got = append(got, fmt.Sprintf("%d %s n=%d", e.Rank, e.Method.ID, len(e.Seeds)))
+	}
+	want := []string{"1 alpha n=3", "1 delta n=1", "3 eps n=3", "4 beta n=3", "5 gamma n=3"}
+	if !slices.Equal(got, want) {
+		t.Errorf("ranking %q, want %q", got, want)
+	}
+}
+
+// TestLeaderboardTuningRunsLeftOut: a record of a tuning step's run is not a final run, even when
+// its configuration carries a method's id; two final runs of one seed are an error.
+func TestLeaderboardTuningRunsLeftOut(t *testing.T) {
+	s, recs := loadBoard(t)
+	p, err := s.Resolve("small")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tune *sweep.Run
+	for i := range p.Runs {
+		if p.Runs[i].Tune == "lr-alpha" {
+			tune = &p.Runs[i]
+			break
+		}
+	}
+	if tune == nil {
+		t.Fatal("no run of lr-alpha in the plan")
+	}
+	cfg := sweep.Clone(tune.Config)
+	cfg["name"] = "alpha"
+	recs = append(recs, sweep.Record{Hash: tune.Hash, Scale: "small", Seed: 7, Config: cfg, Metrics: sweep.Metrics{"R@1": 0.99, "val/R@1": 0.99}})
+	lb, err := BuildLeaderboard(s, "small", recs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range lb.Entries {
+		if e.Method.ID == "alpha" && len(e.Seeds) != 5 {
+			t.Errorf("alpha has seeds %v: the tuning run was counted", e.Seeds)
+		}
+	}
+	dup := append(slices.Clone(recs), sweep.Record{Hash: "a0bis", Scale: "small", Seed: 0, Config: map[string]any{"name": "alpha", "x": 1}, Metrics: sweep.Metrics{"R@1": 0.5}})
+	if _, err := BuildLeaderboard(s, "small", dup); err == nil || !strings.Contains(err.Error(), "two records of seed 0") {
+		t.Errorf("duplicate seed: err = %v", err)
+	}
+}
+
+// boardRecords makes final runs of the fixture's methods at scale: method i's per-seed R@1 values
+// are vals[i] (nil: no runs), with a train R@1 of 0.9.
+func boardRecords(scale string, ids []string, vals [][]float64) []sweep.Record {
+	var out []sweep.Record
+	for i, id := range ids {
+		for s, v := range vals[i] {
+			out = append(out, sweep.Record{Hash: fmt.Sprintf("%s-%s-%d", scale, id, s), Scale: scale, Seed: int64(s), Config: map[string]any{"name": id},
+				Metrics: sweep.Metrics{"R@1": v, "MAP@R": v / 2, "OPIS": 0.01 * (1 - v), sweep.TrainMetric: 0.9}})
+		}
+	}
+	return out
+}
+
+// TestRankAgreement: four methods with well-separated seeds in the same order in both regimes
+// (Epsilon not run at pretrained: three common methods) give τ-b = 1 [1, 1]; reversed, −1 [−1, −1];
+// two common methods are too few. The table and the README summary say so.
+func TestRankAgreement(t *testing.T) {
+	s, _ := loadBoard(t)
+	ids := []string{"alpha", "beta", "gamma", "eps"}
+	small := boardRecords("small", ids, [][]float64{{0.80, 0.81, 0.82}, {0.60, 0.61, 0.62}, {0.40, 0.41, 0.42}, {0.2, 0.21}})
+	same := boardRecords("pretrained", ids, [][]float64{{0.90, 0.91}, {0.70, 0.71, 0.72}, {0.50, 0.52, 0.51}, nil})
+	rev := boardRecords("pretrained", ids, [][]float64{{0.50, 0.52}, {0.70, 0.71, 0.72}, {0.90, 0.91, 0.92}, nil})
+	for _, c := range []struct {
+		name       string
+		pre        []sweep.Record
+		tau        float64
+		text, rank string
+	}{
+		{"same", same, 1, "τ-b = 1.00 [1.00, 1.00]", "| Gamma loss | 3 | 3 |"},
+		{"reversed", rev, -1, "τ-b = −1.00 [−1.00, −1.00]", "| Gamma loss | 3 | 1 |"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ra, err := Agreement(s, append(slices.Clone(small), c.pre...))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(ra.Methods) != 3 || ra.Tau != c.tau || ra.Lo != c.tau || ra.Hi != c.tau || ra.B != sweep.DefaultBootstrap || ra.Used != sweep.DefaultBootstrap {
+				t.Errorf("%d methods, τ %v [%v, %v], B %d (%d used); want 3, %v [%v, %v], %d", len(ra.Methods), ra.Tau, ra.Lo, ra.Hi, ra.B, ra.Used, c.tau, c.tau, c.tau, sweep.DefaultBootstrap)
+			}
+			md := ra.Markdown(s.Labels)
+			for _, w := range []string{c.text, c.rank, "B = 2000", "| method | rank: from scratch, Omniglot | rank: pretrained, CIFAR-10 |"} {
+				if !strings.Contains(md, w) {
+					t.Errorf("rank agreement lacks %q:\n%s", w, md)
+				}
+			}
+			sum, err := LeaderboardSummary(s, map[string][]sweep.Record{"small": small, "pretrained": c.pre})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n := strings.Count(sum, "\n"); n < 3 || n > 5 {
+				t.Errorf("summary has %d lines, want 3-5:\n%s", n, sum)
+			}
+			for _, w := range []string{
+				"- **from scratch, Omniglot** (4 of 5 methods run): 1. Alpha loss 81.0 [78.5, 83.5] · 2. Beta loss 61.0 [58.5, 63.5] · 3. Gamma loss 41.0 [38.5, 43.5] (test R@1 in %, mean [95 % CI] over seeds).",
+				"- **pretrained, CIFAR-10** (3 of 5 methods run): ",
+				"- Rank agreement of the two regimes over 3 methods: Kendall's " + c.text + " (95 % bootstrap over seeds, B = 2000).",
+			} {
+				if !strings.Contains(sum, w) {
+					t.Errorf("summary lacks %q:\n%s", w, sum)
+				}
+			}
+		})
+	}
+	// Two common methods: not computed, and said so.
+	two := boardRecords("pretrained", ids, [][]float64{{0.9}, {0.7}, nil, nil})
+	ra, err := Agreement(s, append(slices.Clone(small), two...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ra.Computed() || !math.IsNaN(ra.Tau) || !strings.Contains(ra.Markdown(s.Labels), "not computed: 2 methods ranked in both regimes, fewer than 3") {
+		t.Errorf("two common methods: computed %v, τ %v:\n%s", ra.Computed(), ra.Tau, ra.Markdown(s.Labels))
+	}
+}
+
+// TestRenderLeaderboard writes the small regime's table and the rank agreement, byte-identically
+// on a second run.
+func TestRenderLeaderboard(t *testing.T) {
+	s, recs := loadBoard(t)
+	dir := t.TempDir()
+	_, files, err := RenderLeaderboard(nil, s, recs, "small", filepath.Join(dir, "t"), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{filepath.Join(dir, "t", "leaderboard.md"), filepath.Join(dir, "t", "leaderboard.tex"), filepath.Join(dir, "rank_agreement.md")}
+	if !slices.Equal(files, want) {
+		t.Fatalf("files %v, want %v", files, want)
+	}
+	first := map[string][]byte{}
+	for _, f := range files {
+		first[f], _ = os.ReadFile(f)
+	}
+	if _, _, err := RenderLeaderboard(nil, s, recs, "small", filepath.Join(dir, "t"), dir); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range files {
+		if b, _ := os.ReadFile(f); string(b) != string(first[f]) {
+			t.Errorf("%s differs on a second run", f)
+		}
+	}
+	// A scale outside the regimes (a smoke run) gets its table, no rank agreement.
+	_, files, err = RenderLeaderboard(nil, s, recs, "smoke", filepath.Join(dir, "smoke"), filepath.Join(dir, "smoke"))
+	if err != nil || len(files) != 2 {
+		t.Errorf("smoke: files %v, err %v; want the two table files", files, err)
+	}
+}
+
+// TestLeaderboardSpecErrors: the section is checked at load, errors naming the field.
+func TestLeaderboardSpecErrors(t *testing.T) {
+	b, err := os.ReadFile("testdata/leaderboard/spec.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := string(b)
+	for _, c := range []struct {
+		name, old, new, want string
+	}{
+		{"unknown method id", "{id: gamma,", "{id: gama,", `field "leaderboard.methods[2].id": "gama" does not occur in the sweep as a value of name (values: alpha, beta, delta, eps, gamma)`},
+		{"unknown scale", "{scale: pretrained,", "{scale: pretrain,", `field "leaderboard.regimes[1].scale": unknown scale "pretrain" (defined: pretrained, small)`},
+		{"method twice", "{id: gamma,", "{id: beta,", `field "leaderboard.methods[2].id": "beta" listed twice`},
+		{"no label", `label: "Gamma loss", `, "", `field "leaderboard.methods[2].label": missing`},
+		{"unknown seed paper", "seeds: [cit]", "seeds: [cti]", `field "leaderboard.methods[2].seeds[0]": unknown seed paper "cti"`},
+		{"unknown origin", "origin: idml", "origin: imdl", `field "leaderboard.methods[3].origin": unknown seed paper "imdl"`},
+		{"lower_better", "lower_better: [OPIS]", "lower_better: [opis]", `field "leaderboard.lower_better[0]": "opis" is not one of metrics`},
+		{"factor", "OPIS: 1000}", "NMI: 1000}", `field "leaderboard.factors.NMI": not one of metrics`},
+		{"no metrics", "metrics: [R@1, MAP@R, OPIS]", "metrics: []", `field "leaderboard.metrics": missing`},
+		{"min_train", "lower_better: [OPIS]", "lower_better: [OPIS]\n  min_train: 2", `field "leaderboard.min_train": 2: want a fraction in [0, 1]`},
+		{"pareto", "lower_better: [OPIS]", "lower_better: [OPIS]\n  pareto: [R@1]", `field "leaderboard.pareto": want two different metrics`},
+		{"three regimes", "    - {scale: pretrained, label: \"pretrained, CIFAR-10\"}", "    - {scale: pretrained, label: \"pretrained, CIFAR-10\"}\n    - {scale: small, label: again}", `field "leaderboard.regimes": want one or two regimes`},
+		{"unknown field", "lower_better: [OPIS]", "lower_better: [OPIS]\n  lowerbetter: [OPIS]", "field lowerbetter not found"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if !strings.Contains(base, c.old) {
+				t.Fatalf("fixture lacks %q", c.old)
+			}
+			_, err := sweep.Parse([]byte(strings.Replace(base, c.old, c.new, 1)), "board.yaml")
+			if err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "board.yaml") {
+				t.Errorf("err = %v\nwant one naming board.yaml and %q", err, c.want)
+			}
+		})
+	}
+	if _, err := sweep.Parse([]byte(base), "board.yaml"); err != nil {
+		t.Errorf("the fixture itself: %v", err)
+	}
+}
+
+// TestLeaderboardCheckSelections: a metric, arm key or where key that no record or spec item has is
+// a typo, refused with the field named; the fixture as written passes.
+func TestLeaderboardCheckSelections(t *testing.T) {
+	s, recs := loadBoard(t)
+	if err := judge.CheckSelections(s, recs); err != nil {
+		t.Fatalf("the fixture: %v", err)
+	}
+	for _, c := range []struct {
+		name string
+		edit func(l *sweep.LeaderboardSpec)
+		want string
+	}{
+		{"metric", func(l *sweep.LeaderboardSpec) { l.Metrics = []string{"R@1", "OPSI"} }, `leaderboard: field "metrics[1]": metric "OPSI": none of the stored records has it`},
+		{"where", func(l *sweep.LeaderboardSpec) { l.Where = map[string]any{"loss.nam": "x"} }, `leaderboard: field "where"`},
+		{"arm", func(l *sweep.LeaderboardSpec) { l.Arm = "nmae" }, `leaderboard: field "arm"`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s, _ := loadBoard(t)
+			c.edit(s.Leaderboard)
+			if err := judge.CheckSelections(s, recs); err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("err = %v, want %q", err, c.want)
+			}
+		})
+	}
+}
