@@ -3,7 +3,9 @@
 // computes every applicable metric and returns them under the names papers use. It is what
 // `dmlkit eval`, the trainer's evaluation hooks and the experiments record.
 //
-// The metrics themselves, with their definitions and sources, live in package metrics.
+// The metrics themselves, with their definitions and sources, live in package metrics. The paper
+// diagnostics (Diagnostics: one paper's figure protocols, e.g. seed 000's per-alphabet thresholds)
+// live here too, computed only for the runs of a spec that names them.
 package evaluate
 
 import (

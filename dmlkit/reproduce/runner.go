@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/dmlkit/dmlkit/dmlkit/config"
+	"github.com/dmlkit/dmlkit/dmlkit/evaluate"
 	"github.com/dmlkit/dmlkit/dmlkit/losses"
 	"github.com/dmlkit/dmlkit/dmlkit/metrics"
 	"github.com/dmlkit/dmlkit/dmlkit/npy"
@@ -168,14 +169,9 @@ func OPISRangeKey(lo, hi float64) string { return fmt.Sprintf("OPIS_far_%.0e_%.0
 //     the batch's embeddings) and "time/backbone_ms" (step − loss).
 //   - With 2-D embeddings (model.dim 2, seed 000 Fig. 5): the series "emb2d/x", "emb2d/y" and
 //     "emb2d/label" for at most emb2dMax test points spread evenly over the test set.
-//   - Diagnostics, only where the run's spec names them (RunSpec.Diagnostics, see diagnostics):
-//     "pair_distances": "dist/pos", "dist/neg", L2 distances of distSamples sampled positive and
-//     negative test pairs (seed 000 Fig. 10); "fig1_thresholds", on Omniglot's evaluation
-//     characters: "fig1/dstar_alphabet", the distance threshold d* at FAR 1e-2 within each
-//     evaluation alphabet, and the metric "fig1/dstar_spread", their standard deviation (seed 000
-//     Fig. 1: the test distributions' thresholds). Where one is undefined for the run (test
-//     classes from one alphabet, or not Omniglot's evaluation characters), it is left out and
-//     Outcome.Notes says why.
+//   - The paper diagnostics the run's spec names (RunSpec.Diagnostics; evaluate.Diagnostics has
+//     them, e.g. seed 000's Figs. 1 and 10): their metrics and series, or, where one is undefined
+//     for the run, Outcome.Notes saying why.
 //   - "best/…": each evaluated metric's best value over training and its epoch (bestOverTraining).
 //   - With log.every_steps: the step log of the whole run (steplog.jsonl, resumes included) as the
 //     series "steplog/step" and "steplog/<name>" (e.g. "steplog/loss", "steplog/hard_triplets"),
@@ -278,11 +274,8 @@ func TrainRunner(ctx context.Context, rs sweep.RunSpec, progress func(string)) (
 	if d == 2 {
 		emb2dSeries(emb, n, labels, out.Series)
 	}
-	if rs.Wants(DiagPairDistances) {
-		out.Series["dist/pos"], out.Series["dist/neg"] = pairDistances(emb, n, d, labels, distSamples, uint64(cfg.Seed))
-	}
-	if rs.Wants(DiagFig1Thresholds) {
-		fig1Thresholds(emb, n, d, labels, out)
+	if err := runDiagnostics(rs.Diagnostics, cfg.Seed, emb, n, d, labels, out); err != nil {
+		return nil, err
 	}
 	t2 := time.Now()
 	if err := protocolMetrics(cfg.Eval, cfg.Seed, emb, n, d, labels, testCoarse(cfg.Data.Name, labels), out.Metrics, out.Series); err != nil {
@@ -568,4 +561,37 @@ func stepLogSeries(l *train.StepLog, series map[string][]float64, m map[string]f
 		m["steplog/"+name+"/first"] = mean(v[:w])
 		m["steplog/"+name+"/last"] = mean(v[n-w:])
 	}
+}
+
+// runDiagnostics adds the paper diagnostics a spec names (evaluate.LookupDiagnostic) to out.
+func runDiagnostics(names []string, seed int64, emb []float32, n, d int, labels []int64, out *sweep.Outcome) error {
+	for _, name := range names {
+		dg, ok := evaluate.LookupDiagnostic(name)
+		if !ok {
+			return fmt.Errorf("diagnostic %q: not one of evaluate.Diagnostics", name)
+		}
+		r := dg.Run(emb, n, d, labels, seed)
+		for k, v := range r.Metrics {
+			out.Metrics[k] = v
+		}
+		for k, v := range r.Series {
+			out.Series[k] = v
+		}
+		for k, v := range r.Notes {
+			if out.Notes == nil {
+				out.Notes = map[string]string{}
+			}
+			out.Notes[k] = v
+		}
+	}
+	return nil
+}
+
+// The spec validator knows the diagnostics evaluate implements.
+func init() {
+	docs := map[string]string{}
+	for _, dg := range evaluate.Diagnostics() {
+		docs[dg.Name] = dg.Doc
+	}
+	sweep.SetDiagnostics(docs)
 }

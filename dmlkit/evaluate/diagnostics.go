@@ -1,4 +1,4 @@
-package reproduce
+package evaluate
 
 import (
 	"fmt"
@@ -7,8 +7,61 @@ import (
 	"slices"
 
 	"github.com/dmlkit/dmlkit/dmlkit/data"
-	"github.com/dmlkit/dmlkit/dmlkit/sweep"
 )
+
+// Paper diagnostics: evaluation protocols of one paper's figures, computed on a run's final test
+// embeddings only for the runs of a spec that names them (its `diagnostics:` list); the generic
+// runner knows them by name only. Each returns metrics and series for the record, or, where it is
+// undefined for the run, a note (key → reason) instead of a NaN.
+
+// Diagnostic is one named paper diagnostic.
+type Diagnostic struct {
+	Name string // as a spec names it
+	Doc  string // what it computes (the spec validator lists it)
+	// Run computes it on the test embeddings [n, d] and their labels; seed makes any sampling
+	// deterministic.
+	Run func(emb []float32, n, d int, labels []int64, seed int64) DiagnosticResult
+}
+
+// DiagnosticResult is what a diagnostic adds to a run's record.
+type DiagnosticResult struct {
+	Metrics map[string]float64
+	Series  map[string][]float64
+	Notes   map[string]string // key → why it was left out
+}
+
+// The diagnostics of seed 000 (TCM + OPIS).
+const (
+	DiagFig1Thresholds = "fig1_thresholds"
+	DiagPairDistances  = "pair_distances"
+)
+
+var diagnostics = []Diagnostic{
+	{Name: DiagFig1Thresholds,
+		Doc: "seed 000 Fig. 1: d* at FAR 1e-2 per Omniglot evaluation alphabet (series fig1/dstar_alphabet) and their spread (metric fig1/dstar_spread)",
+		Run: func(emb []float32, n, d int, labels []int64, _ int64) DiagnosticResult {
+			return fig1Thresholds(emb, n, d, labels)
+		}},
+	{Name: DiagPairDistances,
+		Doc: "seed 000 Fig. 10: L2 distances of sampled positive and negative test pairs (series dist/pos, dist/neg)",
+		Run: func(emb []float32, n, d int, labels []int64, seed int64) DiagnosticResult {
+			pos, neg := pairDistances(emb, n, d, labels, distSamples, uint64(seed))
+			return DiagnosticResult{Series: map[string][]float64{"dist/pos": pos, "dist/neg": neg}}
+		}},
+}
+
+// Diagnostics lists the paper diagnostics, by name.
+func Diagnostics() []Diagnostic { return slices.Clone(diagnostics) }
+
+// LookupDiagnostic returns the diagnostic a spec names.
+func LookupDiagnostic(name string) (Diagnostic, bool) {
+	for _, d := range diagnostics {
+		if d.Name == name {
+			return d, true
+		}
+	}
+	return Diagnostic{}, false
+}
 
 // distSamples is the number of positive and of negative pairs whose L2 distances a run stores
 // (series "dist/pos", "dist/neg") for distance-distribution figures (seed 000 Fig. 10).
@@ -113,7 +166,16 @@ func spread(xs []float64) float64 {
 	if len(v) < 2 {
 		return math.NaN()
 	}
-	return sweep.MeanStd(v).Std
+	var mean float64
+	for _, x := range v {
+		mean += x
+	}
+	mean /= float64(len(v))
+	var ss float64
+	for _, x := range v {
+		ss += (x - mean) * (x - mean)
+	}
+	return math.Sqrt(ss / float64(len(v)-1))
 }
 
 // l2 is the Euclidean distance between rows i and j of the embeddings [n, d].
@@ -126,33 +188,18 @@ func l2(emb []float32, d, i, j int) float64 {
 	return math.Sqrt(s)
 }
 
-// The diagnostics the runner computes where a spec names them (sweep.Spec.Diagnostics).
-const (
-	DiagFig1Thresholds = "fig1_thresholds"
-	DiagPairDistances  = "pair_distances"
-)
-
-func init() {
-	sweep.SetDiagnostics(map[string]string{
-		DiagFig1Thresholds: "seed 000 Fig. 1: d* at FAR 1e-2 per Omniglot evaluation alphabet (series fig1/dstar_alphabet) and their spread (metric fig1/dstar_spread)",
-		DiagPairDistances:  "seed 000 Fig. 10: L2 distances of sampled positive and negative test pairs (series dist/pos, dist/neg)",
-	})
-}
-
-// fig1Thresholds stores seed 000 Fig. 1's per-alphabet thresholds and their spread in out, or,
-// where they are undefined for the run, a note saying why (never a NaN metric: a user's
-// one-alphabet sweep must not fail on a diagnostic).
-func fig1Thresholds(emb []float32, n, d int, labels []int64, out *sweep.Outcome) {
+// fig1Thresholds is seed 000 Fig. 1's per-alphabet thresholds and their spread or, where they
+// are undefined for the run, a note saying why (never a NaN metric: a user's one-alphabet sweep
+// must not fail on a diagnostic).
+func fig1Thresholds(emb []float32, n, d int, labels []int64) DiagnosticResult {
+	var out DiagnosticResult
 	note := func(why string) {
-		if out.Notes == nil {
-			out.Notes = map[string]string{}
-		}
-		out.Notes["fig1/dstar_spread"] = why
+		out.Notes = map[string]string{"fig1/dstar_spread": why}
 	}
 	th := alphabetThresholds(emb, n, d, labels)
 	if th == nil {
 		note("undefined: the test classes are not Omniglot's evaluation characters")
-		return
+		return out
 	}
 	finite := 0
 	for _, v := range th {
@@ -160,10 +207,11 @@ func fig1Thresholds(emb []float32, n, d int, labels []int64, out *sweep.Outcome)
 			finite++
 		}
 	}
-	out.Series["fig1/dstar_alphabet"] = th
+	out.Series = map[string][]float64{"fig1/dstar_alphabet": th}
 	if finite < 2 {
 		note(fmt.Sprintf("undefined: %d Omniglot evaluation alphabet(s) of the test classes have a threshold (the spread needs 2)", finite))
-		return
+		return out
 	}
-	out.Metrics["fig1/dstar_spread"] = spread(th)
+	out.Metrics = map[string]float64{"fig1/dstar_spread": spread(th)}
+	return out
 }
