@@ -63,7 +63,7 @@ func runFigures(args []string, stdout, stderr io.Writer) error {
 const skipTornUsage = "leave out result lines that do not parse (a line torn by a crash, an edited record) with a warning, instead of failing"
 
 // loadRecords reads the store of results (default: the scale's, see resultsDir). A line of the
-// store that does not parse (experiments.LoadReport.Bad: torn by a crash, or edited) is an error
+// store that does not parse (sweep.LoadReport.Bad: torn by a crash, or edited) is an error
 // naming file and line, unless skipTorn: then a warning, and the record is left out — what a
 // sweep wants (`dmlkit run` counts the run as not stored and runs it again), and what the report
 // commands do only when told (--skip-torn), so that a report never silently drops a record.
@@ -109,13 +109,13 @@ func loadRecords(spec *sweep.Spec, scale, results string, skipTorn bool, stderr 
 		fmt.Fprintf(stderr, "warning: skipped duplicate record %s\n", d)
 	}
 	// Records of runs the spec no longer produces stay in the store but out of tables, figures
-	// and verdicts (experiments.DropSuperseded).
+	// and verdicts (judge.DropSuperseded).
 	recs, _ = judge.DropSuperseded(spec, recs)
 	return recs, nil
 }
 
 // makeFigures draws the spec's figures from recs (loaded once by the caller, see loadRecords), and
-// the leaderboard's (experiments.RenderLeaderboardFigures): leaderboard and leaderboard_pareto
+// the leaderboard's (report.RenderLeaderboardFigures): leaderboard and leaderboard_pareto
 // beside them, the rank agreement in the first regime's figures directory (with --out, beside
 // them), each with its caption in the README of the directory it is in. Files go through w.
 func makeFigures(w atomicfile.Writer, spec *sweep.Spec, scale string, recs []sweep.Record, out string, formats []string, stdout, stderr io.Writer) error {

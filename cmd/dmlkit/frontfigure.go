@@ -41,7 +41,7 @@ func verdictGroup(e report.CentralEffect) string {
 	return "inconclusive (interval)"
 }
 
-// drawRegimeFigure draws the claims of rep tested in two regimes ([experiments.ClaimsReport.RegimePairs])
+// drawRegimeFigure draws the claims of rep tested in two regimes ([judge.ClaimsReport.RegimePairs])
 // as a forest plot at dir/regimes.{png,svg}: two rows per claim (the original regime, then the
 // re-test), effects as % of the baseline's mean in the claimed direction, coloured by verdict.
 // It returns the files written through w (none when no claim has a twin).
@@ -110,7 +110,7 @@ func retestWhere(v *judge.ClaimVerdict) string {
 	return strings.Join(append([]string{v.Regime()}, rest...), ", ")
 }
 
-// drawCentralFigure draws the central claims' effects ([experiments.CentralEffects]) as a forest
+// drawCentralFigure draws the central claims' effects ([report.CentralEffects]) as a forest
 // plot at root/figures/summary/central_claims.{png,svg}, through w. With check it draws into a
 // temporary directory and returns the files that differ from the committed ones instead.
 func drawCentralFigure(w atomicfile.Writer, root string, reports []*judge.ClaimsReport, check bool) (written, stale []string, err error) {

@@ -85,7 +85,7 @@ type sweepFlags struct {
 	wait     *bool
 	retry    *bool
 	// waitPending: a shard waits for points pending on other shards' tuning runs
-	// (experiments.SweepOptions.WaitPending); emitted cluster jobs pass it.
+	// (sweep.SweepOptions.WaitPending); emitted cluster jobs pass it.
 	waitPending *bool
 	// allowDirty lets a sweep write into reproductions/ from a tree with uncommitted changes;
 	// its records are marked (env allow_dirty) and excluded from claim verdicts.

@@ -53,7 +53,7 @@ func mustLoadSpec(t *testing.T, path string) *sweep.Spec {
 // every verdict uses it. With noFailed, no record may be marked failed.
 // readSuperseded reads results/superseded.txt: one line per stored record that is no longer a run
 // of the spec ("<hash> <why>"; # comments), kept in the store as history and left out of tables,
-// figures and verdicts (experiments.DropSuperseded). A missing file lists none.
+// figures and verdicts (judge.DropSuperseded). A missing file lists none.
 func readSuperseded(t *testing.T, path string) map[string]string {
 	t.Helper()
 	b, err := os.ReadFile(path)

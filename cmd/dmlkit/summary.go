@@ -43,7 +43,7 @@ type frontPage struct {
 	reports []*judge.ClaimsReport
 	summary string
 	// leaderboard is the "leaderboard" block: per spec with a leaderboard section (the benchmark),
-	// its title and experiments.LeaderboardSummary; "" when no spec has one.
+	// its title and report.LeaderboardSummary; "" when no spec has one.
 	leaderboard string
 }
 
@@ -244,7 +244,7 @@ func crossPaperSummary(dir string, known map[string]*judge.ClaimsReport, skipTor
 
 // leaderboardBlock renders the front page's "leaderboard" block: for each paper under dir whose
 // spec has a leaderboard section, a line naming it with a link to its README, then
-// experiments.LeaderboardSummary over the stored records of every regime (superseded ones left
+// report.LeaderboardSummary over the stored records of every regime (superseded ones left
 // out). Links are relative to the repository root; the block reads the same from README.md and
 // reproductions/README.md because it names files by their repository path. skipTorn is loadRecords'.
 func leaderboardBlock(dir string, papers []string, skipTorn bool, stderr io.Writer) (string, error) {

@@ -102,7 +102,7 @@ func makeClaims(w atomicfile.Writer, spec *sweep.Spec, scale string, recs []swee
 		scale = CommittedScale
 	}
 	// Typos (paper, scale, where keys and values, metrics) and NaN metrics are refused here, by
-	// experiments.CheckClaims, rather than read as claims not run yet.
+	// judge.CheckClaims, rather than read as claims not run yet.
 	if err := judge.CheckClaims(cs, spec, recs, scale); err != nil {
 		return err
 	}
@@ -161,7 +161,7 @@ func makeClaims(w atomicfile.Writer, spec *sweep.Spec, scale string, recs []swee
 }
 
 // makeTables renders the spec's tables from recs (loaded once by the caller, see loadRecords), and
-// its leaderboard (experiments.RenderLeaderboard): leaderboard.md / .tex beside the tables and,
+// its leaderboard (report.RenderLeaderboard): leaderboard.md / .tex beside the tables and,
 // at a scale of the leaderboard's regimes, rank_agreement.md in the first regime's tables
 // directory (SPECDIR/tables for the committed scales; with --out, beside the tables). Files go
 // through w.

@@ -268,7 +268,7 @@ func (p *Paper) MissingFigures(missing []string) string {
 }
 
 // Distinct lists the distinct values value gives over the records (records for which it reports
-// false are skipped), formatted as experiments.FormatValue, sorted and comma-separated; "—" when
+// false are skipped), formatted as sweep.FormatValue, sorted and comma-separated; "—" when
 // there are none.
 func Distinct(recs []sweep.Record, value func(r *sweep.Record) (any, bool)) string {
 	out := distinctValues(recs, value, func(s string) string { return s })
@@ -280,7 +280,7 @@ func Distinct(recs []sweep.Record, value func(r *sweep.Record) (any, bool)) stri
 }
 
 // distinctValues is the distinct values value gives over recs in first-seen order, each
-// formatted as experiments.FormatValue and then by format.
+// formatted as sweep.FormatValue and then by format.
 func distinctValues(recs []sweep.Record, value func(r *sweep.Record) (any, bool), format func(string) string) []string {
 	seen := map[string]bool{}
 	var out []string

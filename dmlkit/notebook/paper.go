@@ -12,7 +12,7 @@ import (
 // claims report like the abstract, so that no number in them is typed.
 
 // VerdictsHTML is the notebook's verdict table, grouped by the table or figure of the paper each
-// claim tests, one line per claim and the details folded ([experiments.ClaimsReport.GroupedHTML]).
+// claim tests, one line per claim and the details folded ([judge.ClaimsReport.GroupedHTML]).
 func (p *Paper) VerdictsHTML() (string, error) {
 	rep, err := p.Report()
 	if err != nil {

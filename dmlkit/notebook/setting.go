@@ -16,7 +16,7 @@ type SettingRow struct {
 	Value func(r *sweep.Record) (any, bool)
 }
 
-// Key reads a configuration key of a record ([experiments.Record.Value]: "seed", "name",
+// Key reads a configuration key of a record ([sweep.Record.Value]: "seed", "name",
 // "loss.set.gamma", …).
 func Key(key string) func(r *sweep.Record) (any, bool) {
 	return func(r *sweep.Record) (any, bool) { return r.Value(key) }
