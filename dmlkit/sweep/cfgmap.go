@@ -61,6 +61,27 @@ func SetPath(cfg map[string]any, key string, value any) error {
 	return nil
 }
 
+// deletePath removes the dotted key from cfg, and the maps it leaves empty.
+func deletePath(cfg map[string]any, key string) {
+	parts := strings.Split(key, ".")
+	var walk func(m map[string]any, i int)
+	walk = func(m map[string]any, i int) {
+		if i == len(parts)-1 {
+			delete(m, parts[i])
+			return
+		}
+		sub, ok := m[parts[i]].(map[string]any)
+		if !ok {
+			return
+		}
+		walk(sub, i+1)
+		if len(sub) == 0 {
+			delete(m, parts[i])
+		}
+	}
+	walk(cfg, 0)
+}
+
 // Flatten returns the leaves of cfg keyed by their dotted paths. Lists are leaves.
 func Flatten(cfg map[string]any) map[string]any {
 	out := map[string]any{}

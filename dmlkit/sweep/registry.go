@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 
 	"github.com/dmlkit/dmlkit/dmlkit/config"
@@ -152,33 +151,12 @@ func stripNeutral(cfg map[string]any) {
 			continue
 		}
 		for _, n := range vals {
-			if FormatValue(v) == FormatValue(n) {
+			if ValueEqual(v, n) {
 				deletePath(cfg, k)
 				break
 			}
 		}
 	}
-}
-
-// deletePath removes the dotted key from cfg, and the maps it leaves empty.
-func deletePath(cfg map[string]any, key string) {
-	parts := strings.Split(key, ".")
-	var walk func(m map[string]any, i int)
-	walk = func(m map[string]any, i int) {
-		if i == len(parts)-1 {
-			delete(m, parts[i])
-			return
-		}
-		sub, ok := m[parts[i]].(map[string]any)
-		if !ok {
-			return
-		}
-		walk(sub, i+1)
-		if len(sub) == 0 {
-			delete(m, parts[i])
-		}
-	}
-	walk(cfg, 0)
 }
 
 // SetValidator registers the check applied to every run of a plan by [Spec.Plan].
