@@ -41,6 +41,8 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 	shards := fs.Int("shards", 0, "with --emit: number of shards (default: one per run)")
 	out := fs.String("out", "", "with --emit: write to this file instead of stdout")
 	dry := fs.Bool("dry-run", false, "list the selected runs and whether each is stored, without running")
+	measure := fs.String("measure", "", "rerun stored records to add a measurement, stored beside them only when the rerun reproduces their metrics bit for bit: train (R@1 on 2,000 training images after training and at step 0, the loss of every step); by default the records held or contradicted verdicts rest on")
+	measureAll := fs.Bool("measure-all", false, "with --measure: every stored sweep record of the selection, not only those behind held or contradicted verdicts")
 	specArg, err := parseWithPositional(fs, args)
 	if err != nil {
 		return err
@@ -60,6 +62,15 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 		return errors.New("--out without --emit: a sweep writes its records to --results")
 	case o.set("shards") && *shards <= 0:
 		return fmt.Errorf("--shards %d: want at least 1", *shards)
+	case *measure != "" && (*emit != "" || *dry):
+		return errors.New("--measure reruns stored records here: not with --emit or --dry-run")
+	case *measure == "" && *measureAll:
+		return errors.New("--measure-all without --measure")
+	case *measure != "" && *measure != sweep.MeasureTrain:
+		return fmt.Errorf("--measure %q: unknown measurement (known: %s)", *measure, sweep.MeasureTrain)
+	}
+	if *measure != "" {
+		return runMeasure(spec, o, *measure, *measureAll, stdout, stderr)
 	}
 	if *emit != "" {
 		return emitJob(spec, o, *emit, *shards, *out, stdout)

@@ -70,12 +70,13 @@ type ArmFacts struct {
 	TuneLen   float64        // optimizer steps of one tuning run (NaN: no tuning run stored)
 	Edge      []string       // selections at their grid's edge: "optimizer.lr (lr-cit)"
 	Budget    map[string]float64
-	TrainR1   float64 // mean training-split R@1 (NaN when not recorded)
-	LossSeeds int     // seeds with a logged loss of ≥ 2 points
-	LossFell  int     // of those, seeds whose loss fell below its first logged value
-	N         int     // records the facts come from
-	Weak      string  // the reason, when the arm is a baseline below its level ([ClaimSet.Weak])
-	Regime    string  // how its backbone started and whether it trained ([RegimeOf]); "mixed" when its records differ
+	TrainR1   float64  // mean training-split R@1 (NaN when not recorded)
+	LossSeeds int      // seeds with a logged loss of ≥ 2 points
+	LossFell  int      // of those, seeds whose loss fell below its first logged value
+	N         int      // records the facts come from
+	Records   []string // their hashes, in seed order
+	Weak      string   // the reason, when the arm is a baseline below its level ([ClaimSet.Weak])
+	Regime    string   // how its backbone started and whether it trained ([RegimeOf]); "mixed" when its records differ
 }
 
 // recorded reports whether the arm has training evidence: train R@1 or a logged loss.
@@ -332,6 +333,7 @@ func armFacts(label string, recs []*sweep.Record, p *provenance) ArmFacts {
 		} else if kind != f.Tuning {
 			f.Tuning = tuningMixed
 		}
+		f.Records = append(f.Records, r.Hash)
 		if g := RegimeOf(r); i == 0 {
 			f.Regime = g
 		} else if g != f.Regime {
@@ -381,12 +383,12 @@ func recordBudget(r *sweep.Record) map[string]float64 {
 	return out
 }
 
-// lossFell reports whether the record's logged loss (steplog/loss, else curve/loss; NaN values
+// lossFell reports whether the record's logged loss (steplog/loss, else trace/loss, else curve/loss; NaN values
 // left out, at least 2 points) ever fell below its first value. A trained model's loss does; one
 // that never fell did not train. (Whether it fell by much says little: a pair loss on mined batches
 // stays near its first value while the model trains.)
 func lossFell(r *sweep.Record) (fell, ok bool) {
-	for _, k := range []string{"steplog/loss", "curve/loss"} {
+	for _, k := range []string{"steplog/loss", "trace/loss", "curve/loss"} {
 		xs := slices.DeleteFunc(slices.Clone(r.Series[k]), math.IsNaN)
 		if len(xs) < 2 {
 			continue

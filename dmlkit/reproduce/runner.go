@@ -204,7 +204,19 @@ func TrainRunner(ctx context.Context, rs sweep.RunSpec, progress func(string)) (
 		return nil, err
 	}
 	t0 := time.Now()
-	res, err := train.Run(ctx, cfg, rs.Dir, progressReporter(progress))
+	ropt := train.Options{Progress: progressReporter(progress)}
+	if rs.Measures(sweep.MeasureTrain) {
+		// The training evidence of a stored run (sweep.Remeasure): R@1 on a fixed subset of the
+		// training images after training and before the first step, and the loss of every step.
+		// None of it changes what the run trains.
+		cfg.Eval.Train = true
+		if cfg.Eval.MaxTrain == 0 {
+			cfg.Eval.MaxTrain = sweep.MeasureTrainImages
+		}
+		ropt.InitTrain = cfg.Eval.MaxTrain
+		ropt.LossTrace = true
+	}
+	res, err := train.RunWithOptions(ctx, cfg, rs.Dir, ropt)
 	var diverged *train.DivergedError
 	if errors.As(err, &diverged) {
 		// A rerun would diverge again: the sweep stores a record marked failed at this step.
@@ -249,6 +261,12 @@ func TrainRunner(ctx context.Context, rs sweep.RunSpec, progress func(string)) (
 	}
 	bestOverTraining(out.Series, out.Metrics)
 	initialEvaluation(out.Series, out.Metrics)
+	for k, v := range res.InitTrain {
+		if _, ok := out.Metrics["init/"+k]; !ok {
+			out.Metrics["init/"+k] = v
+		}
+	}
+	traceLoss(res.Losses, out.Series)
 	tm := res.Timing
 	out.Metrics["time/step_ms"] = 1e3 * tm.Step
 	out.Metrics["time/first_step_ms"] = 1e3 * tm.FirstStep
@@ -432,6 +450,25 @@ func initialEvaluation(series map[string][]float64, dst map[string]float64) {
 		}
 		dst["init/"+strings.TrimPrefix(name, "test/")] = vals[0]
 	}
+}
+
+// traceLoss stores the loss of every step (train.Options.LossTrace) as the series "trace/step"
+// (1-based step numbers) and "trace/loss", thinned to at most sweep.TraceLossPoints points: every
+// ⌈n/TraceLossPoints⌉-th step, the first and the last always kept.
+func traceLoss(losses []float64, dst map[string][]float64) {
+	n := len(losses)
+	if n == 0 {
+		return
+	}
+	every := (n + sweep.TraceLossPoints - 1) / sweep.TraceLossPoints
+	var steps, vals []float64
+	for i := 0; i < n; i += every {
+		steps, vals = append(steps, float64(i+1)), append(vals, losses[i])
+	}
+	if int(steps[len(steps)-1]) != n {
+		steps, vals = append(steps, float64(n)), append(vals, losses[n-1])
+	}
+	dst["trace/step"], dst["trace/loss"] = steps, vals
 }
 
 // higherIsBetter reports whether a retrieval or clustering metric improves upwards.

@@ -18,6 +18,19 @@ type RunSpec struct {
 	// Diagnostics are the figure-specific evaluation protocols the run's spec asks for by name
 	// (Spec.Diagnostics, e.g. seed 000's Fig. 1 thresholds); a runner computes no other.
 	Diagnostics []string
+	// Measure names what a rerun of a stored run must add ([Remeasure]; e.g. [MeasureTrain]),
+	// without changing the run: the same configuration must give the same numbers.
+	Measure []string
+}
+
+// Measures reports whether the run is asked for the measurement m ([RunSpec.Measure]).
+func (rs RunSpec) Measures(m string) bool {
+	for _, x := range rs.Measure {
+		if x == m {
+			return true
+		}
+	}
+	return false
 }
 
 // Wants reports whether the run's spec asks for the diagnostic name.

@@ -44,6 +44,10 @@ type Record struct {
 	// It is provenance, not configuration: [Hash] does not see it, and records written before it
 	// existed have none.
 	Digests map[string]string `json:"digests,omitempty"`
+	// Measured lists the measurements a rerun added to the record ([Remeasure]), merged by
+	// [Store.Load] from the store's measurement files; its metrics and series are in Metrics and
+	// Series. Not stored in the record's line.
+	Measured []Measurement `json:"-"`
 	// Source is where [Store.Load] read the record ("file:line"); empty for a record not read
 	// from a store. It is not stored: errors about a record's values name it.
 	Source string `json:"-"`
@@ -227,11 +231,16 @@ func (s *Store) Append(rec *Record) error {
 	if err != nil {
 		return fmt.Errorf("experiments: encoding record %s: %w", rec.Hash, err)
 	}
+	return appendLine(s.Dir, s.File(rec.Scale), line)
+}
+
+// appendLine appends one line (without its newline) to path under dir, holding the file's lock,
+// and syncs it; a previous writer's unfinished line is ended first, so this line stays whole.
+func appendLine(dir, path string, line []byte) error {
 	line = append(line, '\n')
-	if err := os.MkdirAll(s.Dir, 0o755); err != nil {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("experiments: %w", err)
 	}
-	path := s.File(rec.Scale)
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR|os.O_APPEND, 0o644)
 	if err != nil {
 		return fmt.Errorf("experiments: %w", err)
@@ -270,12 +279,15 @@ type LoadReport struct {
 	Records    int      // records returned
 	Bad        []string // "file:line: reason" for lines that did not parse
 	Duplicates []string // "file:line: scale/hash" for repeated (scale, hash) pairs; the first is kept
+	Orphans    []string // "scale/hash" of measurements whose record is absent or failed (left out)
 }
 
 // Load reads every *.jsonl file of the store (a missing directory holds no records). Records are
 // returned in file order, files sorted by name; a (scale, hash) pair seen twice keeps its first
 // record, except that a failed record ([Record.Failed]) is replaced by a later record of its pair
-// (a retried run: RetryFailed), in its place and without counting as a duplicate.
+// (a retried run: RetryFailed), in its place and without counting as a duplicate. The
+// measurements of the store's *.measurements files ([Measurement], [Remeasure]) are then merged
+// into their records: keys a record lacks, and [Record.Measured].
 func (s *Store) Load() ([]Record, *LoadReport, error) {
 	rep := &LoadReport{}
 	files, err := filepath.Glob(filepath.Join(s.Dir, "*.jsonl"))
@@ -305,6 +317,11 @@ func (s *Store) Load() ([]Record, *LoadReport, error) {
 			out = append(out, r.rec)
 		}
 	}
+	ms, err := s.loadMeasurements(rep)
+	if err != nil {
+		return nil, nil, err
+	}
+	mergeMeasurements(out, ms, rep)
 	rep.Records = len(out)
 	return out, rep, nil
 }
@@ -648,10 +665,16 @@ func heldElsewhere(path string) bool {
 }
 
 // Dirty reports whether the record was written from a tree with uncommitted changes, or by a run
-// told --allow-dirty (Env "git_dirty" or "allow_dirty" true).
+// told --allow-dirty (Env "git_dirty" or "allow_dirty" true) — or a measurement merged into it
+// was ([Record.Measured]): a record is clean only when all of its numbers are.
 func (r *Record) Dirty() bool {
 	for _, k := range []string{"git_dirty", "allow_dirty"} {
 		if b, ok := r.Env[k].(bool); ok && b {
+			return true
+		}
+	}
+	for i := range r.Measured {
+		if r.Measured[i].Dirty() {
 			return true
 		}
 	}

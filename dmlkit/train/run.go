@@ -78,6 +78,15 @@ type Options struct {
 	// StopAfter, when > 0, stops (after checkpointing) once this many steps are done in total,
 	// as if interrupted (for resume tests and time-sliced runs).
 	StopAfter int
+	// InitTrain, when > 0, evaluates the untrained model on an even subset of at most InitTrain
+	// training images before the first step of a fresh run, into [Result.InitTrain]. It adds no
+	// evaluation to the history and leaves early stopping alone, so the run trains exactly as
+	// without it: the step-0 reference of the training rule (an arm must end above its own
+	// untrained model).
+	InitTrain int
+	// LossTrace keeps the training loss of every step of this session in [Result.Losses]; it
+	// reads what the step computes anyway and changes nothing in the run.
+	LossTrace bool
 }
 
 // EvalRecord is one line of metrics.jsonl.
@@ -180,6 +189,12 @@ type Result struct {
 	// records them. A file listed in the SHA256SUMS beside it was checked against it before the
 	// run started.
 	Digests map[string]string
+	// InitTrain holds the untrained model's training-split metrics ("train/R@1", ...) when
+	// [Options.InitTrain] asked for them; nil otherwise.
+	InitTrain map[string]float64
+	// Losses holds the training loss of every step of this session, in order, when
+	// [Options.LossTrace] asked for it.
+	Losses []float64
 }
 
 // Run trains cfg, writing the run directory outDir (created if needed), and reports progress
@@ -438,6 +453,20 @@ func (r *runner) loop(ctx context.Context, sampler *Sampler) error {
 	trLabels := tr.Labels()
 	r.res = &Result{OutDir: r.out, Epochs: r.epochs}
 	sessionStart, startStep := time.Now(), r.st.Step
+	if r.opt.InitTrain > 0 && r.st.Step == 0 {
+		bs := cfg.Eval.BatchSize
+		if bs <= 0 {
+			bs = 512
+		}
+		m, err := r.evalSet(evalSet{"train", tr, r.opt.InitTrain}, bs)
+		if err != nil {
+			return err
+		}
+		r.res.InitTrain = map[string]float64{}
+		for k, v := range m {
+			r.res.InitTrain["train/"+k] = v
+		}
+	}
 	if cfg.Eval.Initial && r.st.Step == 0 {
 		if err := r.evaluate(); err != nil {
 			return err
@@ -501,6 +530,9 @@ func (r *runner) loop(ctx context.Context, sampler *Sampler) error {
 				return r.diverged(loss)
 			}
 			lastLoss = loss
+			if r.opt.LossTrace {
+				r.res.Losses = append(r.res.Losses, loss)
+			}
 			r.st.Step++
 			r.st.BatchInEpoch++
 			r.st.LossSum += loss
@@ -570,55 +602,14 @@ func (r *runner) evaluate() error {
 		bs = 512
 	}
 	all := map[string]float64{}
-	type evalSet struct {
-		name string
-		s    Set
-		max  int
-	}
 	list := []evalSet{{"test", r.split.test, 0}, {"val", r.split.val, 0}}
 	if cfg.Eval.Train {
 		list = append(list, evalSet{"train", r.split.train, cfg.Eval.MaxTrain})
 	}
 	for _, set := range list {
-		if set.s == nil || set.s.Len() == 0 {
-			continue
-		}
-		var idx []int
-		if set.max > 0 && set.max < set.s.Len() {
-			idx = evenSubset(set.s.Len(), set.max)
-		}
-		setLabels := set.s.Labels()
-		var emb []float32
-		var d int
-		var err error
-		if set.name == "test" {
-			emb, d, err = r.embedTest(bs)
-		} else {
-			emb, d, err = r.eng.embedAll(set.s, idx, bs)
-		}
+		m, err := r.evalSet(set, bs)
 		if err != nil {
-			return fmt.Errorf("train: embedding %s set: %w", set.name, err)
-		}
-		n := len(emb) / max(d, 1)
-		labels := make([]int64, n)
-		for i := range labels {
-			j := i
-			if idx != nil {
-				j = idx[i]
-			}
-			labels[i] = int64(setLabels[j])
-		}
-		m, err := r.eval(emb, n, d, labels)
-		if err != nil {
-			h, w, _ := r.split.train.Dims()
-			return adviseZeroNorm(fmt.Errorf("train: evaluating %s set: %w", set.name, err), cfg.Model, h, w)
-		}
-		if cfg.Eval.Classify && set.name != "val" {
-			acc, err := r.classify(emb, n, d, labels)
-			if err != nil {
-				return fmt.Errorf("train: eval.classify: %s set: %w", set.name, err)
-			}
-			maps.Copy(m, acc)
+			return err
 		}
 		for k, v := range m {
 			all[set.name+"/"+k] = v
@@ -654,6 +645,61 @@ func (r *runner) evaluate() error {
 		r.opt.Progress(Progress{Phase: "eval", Step: r.st.Step, TotalSteps: r.total, Epoch: r.st.Epoch, Epochs: r.epochs, Metrics: all})
 	}
 	return nil
+}
+
+// evalSet is one split an evaluation embeds: its name ("test", "val", "train"), its images and
+// the most images to embed (0: all; otherwise an even subset, [evenSubset]).
+type evalSet struct {
+	name string
+	s    Set
+	max  int
+}
+
+// evalSet embeds one split at the current step (the test set through [runner.embedTest]) and
+// returns its metrics without the split's prefix ("R@1"); nil for an empty or absent split.
+func (r *runner) evalSet(set evalSet, bs int) (map[string]float64, error) {
+	cfg := r.cfg
+	if set.s == nil || set.s.Len() == 0 {
+		return nil, nil
+	}
+	var idx []int
+	if set.max > 0 && set.max < set.s.Len() {
+		idx = evenSubset(set.s.Len(), set.max)
+	}
+	setLabels := set.s.Labels()
+	var emb []float32
+	var d int
+	var err error
+	if set.name == "test" {
+		emb, d, err = r.embedTest(bs)
+	} else {
+		emb, d, err = r.eng.embedAll(set.s, idx, bs)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("train: embedding %s set: %w", set.name, err)
+	}
+	n := len(emb) / max(d, 1)
+	labels := make([]int64, n)
+	for i := range labels {
+		j := i
+		if idx != nil {
+			j = idx[i]
+		}
+		labels[i] = int64(setLabels[j])
+	}
+	m, err := r.eval(emb, n, d, labels)
+	if err != nil {
+		h, w, _ := r.split.train.Dims()
+		return nil, adviseZeroNorm(fmt.Errorf("train: evaluating %s set: %w", set.name, err), cfg.Model, h, w)
+	}
+	if cfg.Eval.Classify && set.name != "val" {
+		acc, err := r.classify(emb, n, d, labels)
+		if err != nil {
+			return nil, fmt.Errorf("train: eval.classify: %s set: %w", set.name, err)
+		}
+		maps.Copy(m, acc)
+	}
+	return m, nil
 }
 
 // testEmbeddings are the test set's embeddings [N, d] (and, with model.dual_head, the uncertainty

@@ -269,3 +269,43 @@ func TestEvalScheduleDoesNotChangeTraining(t *testing.T) {
 		t.Errorf("final R@1 %v vs %v, loss %v vs %v", resA.Metrics["test/R@1"], resB.Metrics["test/R@1"], resA.FinalLoss, resB.FinalLoss)
 	}
 }
+
+// TestMeasureOptionsDoNotChangeTraining: Options.InitTrain (the untrained model on part of the
+// training set) and Options.LossTrace leave the run as it was — the same test embeddings and final
+// loss as a plain run — and InitTrain's R@1 is the one an initial evaluation on the same training
+// subset gives (eval.initial + eval.train, a second path to the same number). The trace holds one
+// loss per step, its last the final loss.
+func TestMeasureOptionsDoNotChangeTraining(t *testing.T) {
+	ctx := context.Background()
+	plain := testConfig()
+	plain.Eval.Every = 0
+	dirA, dirB, dirC := t.TempDir(), t.TempDir(), t.TempDir()
+	resA, err := Run(ctx, plain, dirA, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resB, err := RunWithOptions(ctx, plain, dirB, Options{InitTrain: 40, LossTrace: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	embA, _ := os.ReadFile(filepath.Join(dirA, "test_embeddings.npy"))
+	embB, _ := os.ReadFile(filepath.Join(dirB, "test_embeddings.npy"))
+	if len(embA) == 0 || !bytes.Equal(embA, embB) || resA.FinalLoss != resB.FinalLoss || len(resB.History) != 1 {
+		t.Fatalf("the measurement options changed the run (embeddings equal %v, loss %v vs %v, %d evaluations)",
+			bytes.Equal(embA, embB), resA.FinalLoss, resB.FinalLoss, len(resB.History))
+	}
+	if len(resB.Losses) != resB.Steps || resB.Losses[len(resB.Losses)-1] != resB.FinalLoss || resA.Losses != nil {
+		t.Errorf("loss trace: %d losses for %d steps, last %v, final %v", len(resB.Losses), resB.Steps, resB.Losses[len(resB.Losses)-1], resB.FinalLoss)
+	}
+	initial := plain
+	initial.Eval.Initial, initial.Eval.Train, initial.Eval.MaxTrain = true, true, 40
+	resC, err := Run(ctx, initial, dirC, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, ok := resB.InitTrain["train/R@1"]
+	want := resC.History[0].Metrics["train/R@1"]
+	if !ok || got != want || resC.History[0].Step != 0 {
+		t.Errorf("InitTrain R@1 %v (present %v), the initial evaluation's %v at step %d", got, ok, want, resC.History[0].Step)
+	}
+}
