@@ -14,14 +14,17 @@ import (
 	"github.com/dmlkit/dmlkit/dmlkit/report"
 )
 
-// verdictGroups: held bluish green, contradicted vermillion (Okabe–Ito), the inconclusive causes
-// in greys from dark (the interval) to light (unequal arms, an arm that did not train).
+// verdictGroups: held bluish green, contradicted vermillion, the method that did not train reddish
+// purple (Okabe–Ito), the inconclusive causes in greys from dark (the interval) to light (unequal
+// arms, an arm that did not train, training not recorded).
 var verdictGroups = []plots.ForestGroup{
 	{Name: "held", Color: plots.OkabeIto[2]},
 	{Name: "contradicted", Color: plots.OkabeIto[5]},
+	{Name: "the method did not train", Color: plots.OkabeIto[6]},
 	{Name: "inconclusive (interval)", Color: color.Gray{Y: 90}},
 	{Name: "inconclusive (unequal arms)", Color: color.Gray{Y: 150}},
 	{Name: "inconclusive (did not train)", Color: color.Gray{Y: 190}},
+	{Name: "inconclusive (training not recorded)", Color: color.Gray{Y: 215}},
 }
 
 // paperShort is a paper's name in the figure's row labels.
@@ -37,6 +40,10 @@ func verdictGroup(e report.CentralEffect) string {
 		return "inconclusive (unequal arms)"
 	case judge.CauseUntrained:
 		return "inconclusive (did not train)"
+	case judge.CauseMethodUntrained:
+		return "the method did not train"
+	case judge.CauseNotRecorded:
+		return "inconclusive (training not recorded)"
 	}
 	return "inconclusive (interval)"
 }

@@ -151,12 +151,11 @@ func makeClaims(w atomicfile.Writer, spec *sweep.Spec, scale string, recs []swee
 		}
 		files = append(files, changed...)
 	}
-	h, c, i := rep.Counts()
 	if !print { // --quiet: the verdict counts only
-		fmt.Fprintf(stdout, "claims: %d held, %d contradicted, %d inconclusive\n", h, c, i)
+		fmt.Fprintf(stdout, "claims: %s\n", rep.OutcomeText())
 		return nil
 	}
-	fmt.Fprintf(stdout, "claims: %d held, %d contradicted, %d inconclusive; wrote %s\n", h, c, i, strings.Join(files, " "))
+	fmt.Fprintf(stdout, "claims: %s; wrote %s\n", rep.OutcomeText(), strings.Join(files, " "))
 	return nil
 }
 

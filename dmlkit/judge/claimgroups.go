@@ -141,7 +141,7 @@ func (v *ClaimVerdict) verdictCell() string {
 			s = html.EscapeString(f.Form) + ": "
 		}
 		s += "<b>" + html.EscapeString(f.Verdict) + "</b>"
-		if f.Cause == CauseUnequal || f.Cause == CauseUntrained || f.Cause == CauseNoRecords {
+		if RuleDecided(f.Cause) {
 			s += " (" + html.EscapeString(f.Cause) + ")"
 		}
 		if f.WeakBaseline() {
@@ -214,19 +214,16 @@ func (r *ClaimsReport) detailItem(v *ClaimVerdict) string {
 // <details> element (closed: JupyterLab and the HTML export show only its summary line).
 func (r *ClaimsReport) GroupedHTML() string {
 	var b strings.Builder
-	h, c, i := r.Counts()
 	groups := r.Groups()
-	fmt.Fprintf(&b, "<p><b>Claims of the paper (%s), tested at %s scale: %d held, %d contradicted, %d inconclusive%s</b>, in %d groups by the table or figure of the paper they test. One line per claim; under each group, its arms, seeds, comparability and the interval rule's own verdict are folded (click to open). Generated from the stored records and <code>claims.yaml</code>.</p>\n",
-		html.EscapeString(r.Paper), html.EscapeString(r.Scale), h, c, i, html.EscapeString(r.InconclusiveSplit()), len(groups))
+	fmt.Fprintf(&b, "<p><b>Claims of the paper (%s), tested at %s scale: %s%s</b>, in %d groups by the table or figure of the paper they test. One line per claim; under each group, its arms, seeds, comparability and the interval rule's own verdict are folded (click to open). Generated from the stored records and <code>claims.yaml</code>.</p>\n",
+		html.EscapeString(r.Paper), html.EscapeString(r.Scale), html.EscapeString(r.OutcomeText()), html.EscapeString(r.InconclusiveSplit()), len(groups))
 	if r.provisional() {
 		b.WriteString("<p><b>Provisional:</b> records written from a tree with uncommitted changes are included in these verdicts.</p>\n")
 	}
 	left := ` style="text-align:left"`
 	for _, g := range groups {
-		sub := &ClaimsReport{Verdicts: g.Verdicts}
-		gh, gc, gi := sub.Counts()
 		n := len(g.Verdicts)
-		fmt.Fprintf(&b, "<p><b>%s</b> — %d claim%s: %d held, %d contradicted, %d inconclusive</p>\n", html.EscapeString(g.Name), n, plural(n), gh, gc, gi)
+		fmt.Fprintf(&b, "<p><b>%s</b> — %d claim%s: %s</p>\n", html.EscapeString(g.Name), n, plural(n), html.EscapeString(OutcomeText(g.Verdicts)))
 		fmt.Fprintf(&b, "<table>\n<thead><tr><th%s>id</th><th%s>claim</th><th%s>verdict</th><th%s>effect [95 %% CI]</th></tr></thead>\n<tbody>\n", left, left, left, left)
 		for k := range g.Verdicts {
 			v := &g.Verdicts[k]

@@ -124,6 +124,16 @@ type ClaimSpec struct {
 	// Deliberate, when set, is the reason the arms may differ in tuning (e.g. a "needs no tuning"
 	// claim that runs every arm at one selection on purpose).
 	Deliberate string `yaml:"deliberate"`
+	// Ablation names the arm of a better claim that is an ablation of the paper's method, "base"
+	// or "treatment"; the other arm is then the method. By default the treatment is the method
+	// (the training rule's "the method did not train here", [CauseMethodUntrained]).
+	Ablation string `yaml:"ablation"`
+	// FailureIsEffect, when set, says why the claim predicts that its ablation breaks the method
+	// (a sentence, e.g. the paper's Table 5 showing the ablated loss far below): where the
+	// ablated arm ([ClaimSpec.Ablation]) fails the training floor and the method trains, that
+	// failure is the claimed effect in its strongest form and the claim is held
+	// ([CauseFailureEffect]) unless the interval contradicts it.
+	FailureIsEffect string `yaml:"failure_is_effect"`
 	// Forms, when set, evaluates the claim once per form (the paper's text and the authors' code
 	// where they differ); the first form's verdict is the claim's.
 	Forms []ClaimForm `yaml:"forms"`
@@ -446,6 +456,15 @@ func (c *ClaimSpec) Check() error {
 	}
 	if c.Deliberate != "" && !isSentence(c.Deliberate) {
 		return bad("deliberate", "%q: give the reason as a sentence (why the arms may differ in tuning)", c.Deliberate)
+	}
+	if c.FailureIsEffect != "" && !isSentence(c.FailureIsEffect) {
+		return bad("failure_is_effect", "%q: give the reason as a sentence (why the ablation is predicted to break the method)", c.FailureIsEffect)
+	}
+	if c.Ablation != "" && (c.Kind != KindBetter || c.Ablation != "base" && c.Ablation != "treatment") {
+		return bad("ablation", "%q: name the ablated arm of a better claim, base or treatment", c.Ablation)
+	}
+	if c.FailureIsEffect != "" && c.Ablation == "" {
+		return bad("failure_is_effect", "set ablation (base or treatment): which arm's failure is the effect")
 	}
 	if len(c.Forms) == 1 {
 		return bad("forms", "one form: a claim has forms only where the paper's text and the authors' code differ (give both)")

@@ -54,23 +54,59 @@ var BudgetUnits = []string{BudgetSteps, BudgetEpochs, BudgetImages}
 const (
 	CauseInterval  = "interval"  // the verdict the interval rule gives (held, contradicted or inconclusive)
 	CauseUnequal   = "unequal"   // inconclusive: the arms differ in tuning or budget
-	CauseUntrained = "untrained" // inconclusive: an arm did not train
-	CauseNoRecords = "no records"
+	CauseUntrained = "untrained" // inconclusive: an arm did not train (a comparator, or an arm of a claim without a treatment)
+	// CauseMethodUntrained: inconclusive as a comparison, and counted as its own outcome — the
+	// paper's own method (the claim's treatment) did not train here.
+	CauseMethodUntrained = "method untrained"
+	// CauseNotRecorded: the interval was decisive, but an arm's training is not recorded (no
+	// training-split R@1), so nothing shows that it trained.
+	CauseNotRecorded = "not recorded"
+	// CauseFailureEffect: held — the claim predicts that the ablation breaks the method
+	// (failure_is_effect) and the ablated arm did not train while the method did.
+	CauseFailureEffect = "failure is the effect"
+	CauseNoRecords     = "no records"
 )
+
+// CauseLabel is a cause in a few words for tables and notes ("" for [CauseInterval]).
+func CauseLabel(cause string) string {
+	return map[string]string{
+		CauseUnequal:         "unequal comparison",
+		CauseUntrained:       "an arm did not train",
+		CauseMethodUntrained: "the method did not train here",
+		CauseNotRecorded:     "training not recorded",
+		CauseFailureEffect:   "the ablated arm did not train: the claimed effect",
+		CauseNoRecords:       "no records",
+	}[cause]
+}
+
+// RuleDecided reports whether a rule other than the interval decided the verdict (any cause but
+// [CauseInterval]).
+func RuleDecided(cause string) bool { return cause != CauseInterval && cause != "" }
+
+// MinTrainGain is the training rule's step-0 margin: an arm whose training R@1 is not at least
+// this much above its own untrained model's ("init/train/R@1", recorded by the training
+// measurement) did not train.
+const MinTrainGain = 0.05
 
 // ArmFacts is what the comparability and training rules read about one arm, from its records at
 // the verdict's paired seeds (all of the arm's records when no seed is paired).
 type ArmFacts struct {
-	Label     string
-	Tuning    string         // TuningNone, TuningOwn, TuningBorrowed, TuningUnknown or "mixed"
-	Steps     []string       // the tuning steps behind its selected values (transitively), sorted
-	Differs   []string       // borrowed: how the steps' runs differ from the arm, e.g. "loss.set.gamma: tuned at unset, this arm 0.5"
-	TuneRuns  int            // runs of those steps (grid points × seeds)
-	KeyRuns   map[string]int // per tuned key: the runs of the step(s) that tuned it
-	TuneLen   float64        // optimizer steps of one tuning run (NaN: no tuning run stored)
-	Edge      []string       // selections at their grid's edge: "optimizer.lr (lr-cit)"
-	Budget    map[string]float64
-	TrainR1   float64  // mean training-split R@1 (NaN when not recorded)
+	Label    string
+	Tuning   string         // TuningNone, TuningOwn, TuningBorrowed, TuningUnknown or "mixed"
+	Steps    []string       // the tuning steps behind its selected values (transitively), sorted
+	Differs  []string       // borrowed: how the steps' runs differ from the arm, e.g. "loss.set.gamma: tuned at unset, this arm 0.5"
+	TuneRuns int            // runs of those steps (grid points × seeds)
+	KeyRuns  map[string]int // per tuned key: the runs of the step(s) that tuned it
+	TuneLen  float64        // optimizer steps of one tuning run (NaN: no tuning run stored)
+	Edge     []string       // selections at their grid's edge: "optimizer.lr (lr-cit)"
+	Budget   map[string]float64
+	TrainR1  float64 // mean training-split R@1 (NaN when not recorded for every record)
+	InitR1   float64 // mean training-split R@1 of its untrained models, step 0 (NaN when not recorded for every record)
+	// Reference is the training R@1 of the best configuration of the arm's setting — the final
+	// runs that share its regime, data, batch and steps, whatever their loss ([provenance.reference]);
+	// NaN without a spec or when none of them records it. RefN counts those configurations.
+	Reference float64
+	RefN      int
 	LossSeeds int      // seeds with a logged loss of ≥ 2 points
 	LossFell  int      // of those, seeds whose loss fell below its first logged value
 	N         int      // records the facts come from
@@ -91,6 +127,7 @@ type provenance struct {
 	recs    map[string]*sweep.Record
 	sel     map[string]sweep.Selected
 	flat    map[string]map[string]any // run hash → resolvedFlat of its configuration, computed once
+	refs    map[string][2]float64     // setting → its training R@1 reference and configurations (reference)
 }
 
 // newProvenance plans the scale with the stored records ([Spec.PlanWith]); when the plan cannot be
@@ -319,8 +356,8 @@ func weakFor(weak []WeakBaseline, recs []*sweep.Record) string {
 
 // armFacts computes an arm's facts from its records.
 func armFacts(label string, recs []*sweep.Record, p *provenance) ArmFacts {
-	f := ArmFacts{Label: label, TrainR1: math.NaN(), TuneLen: math.NaN(), Budget: map[string]float64{}, N: len(recs)}
-	var r1 []float64
+	f := ArmFacts{Label: label, TrainR1: math.NaN(), InitR1: math.NaN(), Reference: math.NaN(), TuneLen: math.NaN(), Budget: map[string]float64{}, N: len(recs)}
+	var r1, init []float64
 	sums := map[string]float64{}
 	counts := map[string]int{}
 	for i, r := range recs {
@@ -342,6 +379,9 @@ func armFacts(label string, recs []*sweep.Record, p *provenance) ArmFacts {
 		if x, ok := r.Metrics[sweep.TrainMetric]; ok && !math.IsNaN(x) {
 			r1 = append(r1, x)
 		}
+		if x, ok := r.Metrics["init/"+sweep.TrainMetric]; ok && !math.IsNaN(x) {
+			init = append(init, x)
+		}
 		for unit, x := range recordBudget(r) {
 			sums[unit] += x
 			counts[unit]++
@@ -355,6 +395,12 @@ func armFacts(label string, recs []*sweep.Record, p *provenance) ArmFacts {
 	}
 	if len(r1) == len(recs) && len(r1) > 0 {
 		f.TrainR1 = sweep.MeanStd(r1).Mean
+	}
+	if len(init) == len(recs) && len(init) > 0 {
+		f.InitR1 = sweep.MeanStd(init).Mean
+	}
+	if len(recs) > 0 && p != nil {
+		f.Reference, f.RefN = p.reference(recs[0])
 	}
 	for unit, s := range sums {
 		if counts[unit] == len(recs) {
@@ -407,7 +453,12 @@ func (v *ClaimVerdict) ruleGroups() [][]ArmFacts {
 	return [][]ArmFacts{v.Facts}
 }
 
-// applyRules applies the comparability and training rules to a verdict whose interval rule has run.
+// applyRules applies the comparability and training rules to a verdict whose interval rule has
+// run. In order: an arm below the training floor ([floorOf]) makes the verdict inconclusive —
+// "the method did not train here" when it is the claim's treatment, the claimed effect (held)
+// when the claim says the ablation breaks the method (failure_is_effect), the ablated arm failed
+// and the method trained; then a held or contradicted verdict with an arm whose training is not
+// recorded becomes inconclusive; then unequal arms (tuning, budget) make it inconclusive.
 func (v *ClaimVerdict) applyRules(budget string, minTrain *float64) {
 	v.Raw, v.RawReason = v.Verdict, v.Reason
 	v.Cause = CauseInterval
@@ -424,15 +475,51 @@ func (v *ClaimVerdict) applyRules(budget string, minTrain *float64) {
 	// pair (the gain under X and the gain under Y are each a comparison; the conditions may
 	// differ, e.g. 20 % noisy labels lower every arm's training R@1, 50 % of the classes give
 	// fewer steps).
-	var untrained, unequal []string
+	var unequal []string
 	for _, g := range v.ruleGroups() {
-		untrained = append(untrained, untrainedArms(g, frac)...)
-		unequal = append(unequal, unequalArms(g, c.Deliberate != "", budget)...)
+		unequal = append(unequal, unequalArms(g, c.Deliberate != "", budget, c.ownKeys())...)
 	}
+	floors := floorOf(v.Facts, frac)
+	method := v.methodArms()
+	ablated := v.ablatedArm()
+	var untrained, unrecorded []string
+	methodFailed, otherFailed, onlyAblated := false, false, true
+	for i, f := range floors {
+		switch {
+		case f.below != "":
+			untrained = append(untrained, f.below)
+			if slices.Contains(method, i) {
+				methodFailed = true
+			} else {
+				otherFailed = true
+			}
+			if i != ablated {
+				onlyAblated = false
+			}
+		case !f.recorded:
+			unrecorded = append(unrecorded, f.label)
+		}
+	}
+	decisive := v.Raw == VerdictHeld || v.Raw == VerdictContradicted
 	switch {
+	case len(untrained) > 0 && c.FailureIsEffect != "" && onlyAblated && len(unrecorded) == 0 && v.Raw != VerdictContradicted:
+		v.Verdict, v.Cause = VerdictHeld, CauseFailureEffect
+		v.Reason = strings.Join(untrained, "; ") + ": the ablation breaks the method, the claimed effect (" + c.FailureIsEffect + ")"
 	case len(untrained) > 0:
 		v.Verdict, v.Cause = VerdictInconclusive, CauseUntrained
+		if methodFailed {
+			v.Cause = CauseMethodUntrained
+		}
 		v.Reason = strings.Join(untrained, "; ")
+		if methodFailed && otherFailed {
+			v.Reason += " (a comparator did not train either)"
+		}
+		if len(unequal) > 0 {
+			v.Reason += "; also unequal comparison (" + strings.Join(unequal, "; ") + ")"
+		}
+	case decisive && len(unrecorded) > 0:
+		v.Verdict, v.Cause = VerdictInconclusive, CauseNotRecorded
+		v.Reason = "training not recorded for " + strings.Join(unrecorded, ", ")
 		if len(unequal) > 0 {
 			v.Reason += "; also unequal comparison (" + strings.Join(unequal, "; ") + ")"
 		}
@@ -440,38 +527,9 @@ func (v *ClaimVerdict) applyRules(budget string, minTrain *float64) {
 		v.Verdict, v.Cause = VerdictInconclusive, CauseUnequal
 		v.Reason = "unequal comparison (" + strings.Join(unequal, "; ") + ")"
 	}
-	if v.Cause != CauseInterval && v.Raw != VerdictInconclusive {
+	if v.Cause != CauseInterval && v.Raw != VerdictInconclusive && v.Cause != CauseFailureEffect {
 		v.Reason += "; the interval alone: " + v.Raw
 	}
-}
-
-// untrainedArms lists the arms that did not train: with every arm's training R@1 recorded, those
-// below frac of the best arm's; otherwise those whose logged loss never fell below its first value
-// in at least half their seeds. frac 0 turns the rule off.
-func untrainedArms(facts []ArmFacts, frac float64) []string {
-	if frac <= 0 {
-		return nil
-	}
-	allR1 := true
-	best := math.Inf(-1)
-	for _, f := range facts {
-		if math.IsNaN(f.TrainR1) {
-			allR1 = false
-		} else {
-			best = math.Max(best, f.TrainR1)
-		}
-	}
-	var out []string
-	for _, f := range facts {
-		switch {
-		case allR1 && BelowTrainFloor(f.TrainR1, best, frac):
-			out = append(out, fmt.Sprintf("%s did not train (train R@1 %s < %s × %s, the best arm's)",
-				f.Label, FmtNum(f.TrainR1, 3), FmtNum(frac, 2), FmtNum(best, 3)))
-		case !allR1 && f.LossSeeds > 0 && 2*f.LossFell <= f.LossSeeds:
-			out = append(out, fmt.Sprintf("%s did not train (its loss fell in %d of %d seeds)", f.Label, f.LossFell, f.LossSeeds))
-		}
-	}
-	return out
 }
 
 // BelowTrainFloor is the training rule's test, shared by the verdicts and the leaderboard: a
@@ -482,7 +540,7 @@ func BelowTrainFloor(trainR1, best, frac float64) bool {
 
 // unequalArms lists how the arms differ in tuning (unless the claim declares that deliberate) and
 // in the budget the claim holds equal; it is empty when they are comparable.
-func unequalArms(facts []ArmFacts, deliberate bool, budget string) []string {
+func unequalArms(facts []ArmFacts, deliberate bool, budget string, own []string) []string {
 	var unequal []string
 	if !deliberate {
 		kinds := map[string]bool{}
@@ -496,7 +554,10 @@ func unequalArms(facts []ArmFacts, deliberate bool, budget string) []string {
 		// Arms that all borrow the same way (every arm at a condition its tuning did not see, e.g.
 		// all at 20 % label noise with rates tuned on clean labels) are tuned alike; arms that
 		// borrow differently, or where some borrow and others do not, are not.
-		sameBorrow := len(sigs) == 1 && !kinds[TuningOwn] && !kinds[TuningNone]
+		// Alike is comparable only where the arms differ from their tuning in nothing but the
+		// claim's own condition (conditionOnly): a rate tuned on another dataset, batch, budget or
+		// start is another configuration's rate.
+		sameBorrow := len(sigs) == 1 && !kinds[TuningOwn] && !kinds[TuningNone] && conditionOnly(facts[0].Differs, own)
 		for _, f := range facts {
 			switch f.Tuning {
 			case TuningBorrowed:

@@ -152,7 +152,7 @@ func (r *ClaimsReport) RegimeMarkdown() string {
 	b.WriteString("| claim | the paper's claim | regime | verdict | effect [95 % CI] | regime | verdict | effect [95 % CI] | changes |\n|---|---|---|---|---|---|---|---|---|\n")
 	short := func(v *ClaimVerdict) string {
 		s := "**" + v.Verdict + "**"
-		if v.Cause == CauseUnequal || v.Cause == CauseUntrained || v.Cause == CauseNoRecords {
+		if RuleDecided(v.Cause) {
 			s += " (" + v.Cause + ")"
 		}
 		return s

@@ -34,9 +34,17 @@ const VerdictRule = "Verdicts come from per-seed paired differences: **held** wh
 	"Before the interval is read, the arms must be comparable and trained: arms that differ in tuning (one " +
 	"at values tuned for another configuration, one tuned and one not, unequal tuning budgets) or in the " +
 	"budget the claim holds equal (epochs unless it says steps or images) give **inconclusive — unequal " +
-	"comparison**, unless claims.yaml declares the difference deliberate with a reason; an arm whose " +
-	"training-split R@1 is below half the best arm's, or whose logged loss never fell below its first " +
-	"value, gives **inconclusive — did not train**. The column \"comparability\" shows what was checked."
+	"comparison**, unless claims.yaml declares the difference deliberate with a reason; values tuned on another " +
+	"dataset, batch, budget or start count as tuned for another configuration, whoever borrows them (only the " +
+	"claim's own condition — noise, class fraction, the key it varies — may differ from the tuning). An arm " +
+	"trained when its training-split R@1 (2,000 training images) is at least 0.05 above its own untrained " +
+	"model's (where recorded) and at least half its setting's reference (the best configuration's among the " +
+	"final runs of the same regime, data, batch and steps, whatever their loss): the same answer in every " +
+	"claim. Below it: **inconclusive — an arm did not train**, or, where the arm is the paper's own method, " +
+	"**the method did not train here**, counted apart; where the claim predicts that its ablation breaks the " +
+	"method and the ablated arm fails while the method trains, **held** (the failure is the effect). A held " +
+	"or contradicted verdict with an arm whose training is not recorded is **inconclusive — training not " +
+	"recorded**. The column \"comparability\" shows what was checked."
 
 // ClaimOptions control [ClaimSet.Evaluate].
 type ClaimOptions struct {

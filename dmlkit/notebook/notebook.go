@@ -328,6 +328,7 @@ func abstractMarkdown(rep *judge.ClaimsReport, runs int) string {
 	for _, k := range []struct{ cause, words string }{
 		{judge.CauseUnequal, "the arms were compared unequally (tuning or budget)"},
 		{judge.CauseUntrained, "an arm did not train"},
+		{judge.CauseNotRecorded, "an arm's training is not recorded"},
 		{judge.CauseNoRecords, "no runs are stored yet"},
 	} {
 		if n := causes[k.cause]; n > 0 {
@@ -335,7 +336,7 @@ func abstractMarkdown(rep *judge.ClaimsReport, runs int) string {
 		}
 	}
 	interval := i
-	for _, k := range []string{judge.CauseUnequal, judge.CauseUntrained, judge.CauseNoRecords} {
+	for _, k := range []string{judge.CauseUnequal, judge.CauseUntrained, judge.CauseMethodUntrained, judge.CauseNotRecorded, judge.CauseNoRecords} {
 		interval -= causes[k]
 	}
 	whyText := ""
@@ -343,8 +344,8 @@ func abstractMarkdown(rep *judge.ClaimsReport, runs int) string {
 		whyText = fmt.Sprintf(" (%d because the 95 %% interval was too wide or the seeds disagreed; %s)", interval, strings.Join(why, "; "))
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "**Abstract.** %d claims of the paper were tested at the %s scale on %d stored runs: **%d held, %d contradicted, %d inconclusive**%s. ",
-		len(rep.Verdicts), rep.Scale, runs, h, c, i, whyText)
+	fmt.Fprintf(&b, "**Abstract.** %d claims of the paper were tested at the %s scale on %d stored runs: **%s**%s. ",
+		len(rep.Verdicts), rep.Scale, runs, rep.OutcomeText(), whyText)
 	if rh != h || rc != c || ri != i {
 		fmt.Fprintf(&b, "The interval rule alone, before the comparability and training rules, would give %d held, %d contradicted, %d inconclusive. ", rh, rc, ri)
 	}

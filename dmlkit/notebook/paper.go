@@ -130,7 +130,7 @@ func discussionMarkdown(rep *judge.ClaimsReport, runs map[string]int) string {
 	fmt.Fprintf(&b, "- **Scale and regime.** The verdicts read the stored runs (%s). Of the %d claims with runs, by the regime of their arms: %s%s.\n",
 		strings.Join(scales, ", "), tested, strings.Join(rs, "; "), seeds)
 
-	var interval, unequal, untrained, none, weak []*judge.ClaimVerdict
+	var interval, unequal, untrained, method, unrecorded, effect, none, weak []*judge.ClaimVerdict
 	for i := range rep.Verdicts {
 		v := &rep.Verdicts[i]
 		switch {
@@ -140,6 +140,12 @@ func discussionMarkdown(rep *judge.ClaimsReport, runs map[string]int) string {
 			unequal = append(unequal, v)
 		case v.Cause == judge.CauseUntrained:
 			untrained = append(untrained, v)
+		case v.Cause == judge.CauseMethodUntrained:
+			method = append(method, v)
+		case v.Cause == judge.CauseNotRecorded:
+			unrecorded = append(unrecorded, v)
+		case v.Cause == judge.CauseFailureEffect:
+			effect = append(effect, v)
 		case v.Verdict == judge.VerdictInconclusive:
 			interval = append(interval, v)
 		}
@@ -170,8 +176,20 @@ func discussionMarkdown(rep *judge.ClaimsReport, runs map[string]int) string {
 		}
 		b.WriteString("\n")
 	}
+	if len(method) > 0 {
+		fmt.Fprintf(&b, "- **The method did not train here.** In %s the paper's own method stays below the training floor in this stand-in: a finding about the method at this scale, not a comparison: %s.\n",
+			counted(len(method), "claim", "claims"), ids(method, nil))
+	}
 	if len(untrained) > 0 {
 		fmt.Fprintf(&b, "- **An arm that did not train.** %s: %s.\n", counted(len(untrained), "verdict rests on one", "verdicts rest on one"), ids(untrained, nil))
+	}
+	if len(effect) > 0 {
+		fmt.Fprintf(&b, "- **The ablation breaks the method.** %s held because the ablated arm did not train while the method did, as the paper predicts: %s.\n",
+			counted(len(effect), "claim is", "claims are"), ids(effect, nil))
+	}
+	if len(unrecorded) > 0 {
+		fmt.Fprintf(&b, "- **Training not recorded.** %s decisive by the interval but an arm has no training-split R@1, so nothing shows that it trained: %s.\n",
+			counted(len(unrecorded), "verdict was", "verdicts were"), ids(unrecorded, func(v *judge.ClaimVerdict) string { return v.Raw }))
 	}
 	if len(weak) > 0 {
 		reasons := map[string][]*judge.ClaimVerdict{}
@@ -232,9 +250,8 @@ func slicesIndex(rep *judge.ClaimsReport, id string) int {
 
 func conclusionMarkdown(rep *judge.ClaimsReport) string {
 	var b strings.Builder
-	h, c, i := rep.Counts()
-	fmt.Fprintf(&b, "Of the paper's %d claims tested at the %s scale, %d held, %d were contradicted and %d stayed inconclusive.",
-		len(rep.Verdicts), rep.Scale, h, c, i)
+	fmt.Fprintf(&b, "Of the paper's %d claims tested at the %s scale: %s.",
+		len(rep.Verdicts), rep.Scale, rep.OutcomeText())
 	by := map[string][]string{}
 	n := 0
 	for _, cc := range rep.Central {
@@ -254,7 +271,7 @@ func conclusionMarkdown(rep *judge.ClaimsReport) string {
 			what += ", " + cc.Note
 		}
 		s := "`" + v.Claim.ID + "`: " + what + ", " + v.EffectText()
-		if v.Cause == judge.CauseUnequal || v.Cause == judge.CauseUntrained || v.Cause == judge.CauseNoRecords {
+		if judge.RuleDecided(v.Cause) {
 			s += " (" + v.Cause + ")"
 		}
 		by[v.Verdict] = append(by[v.Verdict], s)

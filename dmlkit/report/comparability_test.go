@@ -1,7 +1,6 @@
 package report
 
 import (
-	"math"
 	"slices"
 	"strings"
 	"testing"
@@ -14,7 +13,8 @@ import (
 // with 2 runs, the others' 3; b also tunes its own margin m), and sweep points that are tuned for
 // themselves (a, b, d), borrow b's rate for another configuration
 // (b with g = 0.5), take no tuning (c), or run at a label-noise condition neither step saw (a and
-// b at noise 0.2: both borrow the same way).
+// b at noise 0.2: both borrow the same way). compSpecToy2 adds a and b on another dataset, toy2, at
+// their toy rates: alike, but not in the claim's own condition.
 const compSpec = `
 paper: toy
 base: {opt: {lr: 1}, loss: {name: a}, data: {name: toy}}
@@ -42,10 +42,13 @@ sweep:
     - {loss.name: d, tuned: lr-d}
     - {loss.name: b, loss.g: 0.5, tuned: lr-b}
     - {loss.name: c}
-    - {loss.name: a, data.noise: 0.2, tuned: lr-a}
-    - {loss.name: b, data.noise: 0.2, tuned: lr-b}
+    - {loss.name: a, data.corrupt.label_noise: 0.2, tuned: lr-a}
+    - {loss.name: b, data.corrupt.label_noise: 0.2, tuned: lr-b}
   seeds: [0, 1, 2]
 `
+
+var compSpecToy2 = strings.Replace(compSpec, "  seeds: [0, 1, 2]\n",
+	"    - {loss.name: a, data.name: toy2, tuned: lr-a}\n    - {loss.name: b, data.name: toy2, tuned: lr-b}\n  seeds: [0, 1, 2]\n", 1)
 
 // armKey names a sweep point's configuration: "a", "b", "b-g", "c", "a-noise", "b-noise".
 func armKey(cfg map[string]any) string {
@@ -54,8 +57,11 @@ func armKey(cfg map[string]any) string {
 	if _, ok := sweep.Get(cfg, "loss.g"); ok {
 		k += "-g"
 	}
-	if _, ok := sweep.Get(cfg, "data.noise"); ok {
+	if _, ok := sweep.Get(cfg, "data.corrupt.label_noise"); ok {
 		k += "-noise"
+	}
+	if d, _ := sweep.Get(cfg, "data.name"); d == "toy2" {
+		k += "-toy2"
 	}
 	return k
 }
@@ -108,19 +114,30 @@ func compRecords(t *testing.T, s *sweep.Spec, edit func(arm string, seed int64, 
 }
 
 func TestComparabilityRules(t *testing.T) {
-	s := mustParse(t, compSpec)
+	s := mustParse(t, compSpecToy2)
 	f := func(x float64) *float64 { return &x }
 	better := func(base, treat string, mod func(*judge.ClaimSpec)) judge.ClaimSpec {
 		c := judge.ClaimSpec{ID: "x", Paper: "p", Source: "T1", Kind: judge.KindBetter, Metric: "acc", Direction: "higher",
-			Base:      &judge.Arm{Label: "A", Where: map[string]any{"loss.name": base, "loss.g": nil, "data.noise": nil}},
-			Treatment: &judge.Arm{Label: "B", Where: map[string]any{"loss.name": treat, "loss.g": nil, "data.noise": nil}}}
+			Base:      &judge.Arm{Label: "A", Where: map[string]any{"loss.name": base, "loss.g": nil, "data.corrupt.label_noise": nil, "data.name": "toy"}},
+			Treatment: &judge.Arm{Label: "B", Where: map[string]any{"loss.name": treat, "loss.g": nil, "data.corrupt.label_noise": nil, "data.name": "toy"}}}
 		if mod != nil {
 			mod(&c)
 		}
 		return c
 	}
 	gHalf := func(c *judge.ClaimSpec) { c.Treatment.Where["loss.g"] = 0.5 }
-	noise := func(c *judge.ClaimSpec) { c.Base.Where["data.noise"] = 0.2; c.Treatment.Where["data.noise"] = 0.2 }
+	noise := func(c *judge.ClaimSpec) { c.Base.Where["data.corrupt.label_noise"] = 0.2; c.Treatment.Where["data.corrupt.label_noise"] = 0.2 }
+	toy2 := func(c *judge.ClaimSpec) { c.Base.Where["data.name"] = "toy2"; c.Treatment.Where["data.name"] = "toy2" }
+	ablation := func(c *judge.ClaimSpec) {
+		c.Ablation, c.FailureIsEffect = "base", "The paper's Table 5 shows the ablated loss far below."
+	}
+	trainR1 := func(per map[string]float64) func(string, int64, *sweep.Record) {
+		return func(arm string, _ int64, r *sweep.Record) {
+			if x, ok := per[arm]; ok {
+				r.Metrics["train/R@1"] = x
+			}
+		}
+	}
 	tests := []struct {
 		name    string
 		claim   judge.ClaimSpec
@@ -147,7 +164,10 @@ func TestComparabilityRules(t *testing.T) {
 		{name: "one arm tuned, the other at fixed values", claim: better("c", "b", nil),
 			verdict: judge.VerdictInconclusive, cause: judge.CauseUnequal, reason: "tuned: B; fixed values: A"},
 		{name: "both arms at a condition neither tuning saw, borrowed alike", claim: better("a", "b", noise),
-			verdict: judge.VerdictHeld, cause: judge.CauseInterval, note: "borrowed tuning, alike (data.noise: tuned at unset, this arm 0.2)"},
+			verdict: judge.VerdictHeld, cause: judge.CauseInterval, note: "borrowed tuning, alike (data.corrupt.label_noise: tuned at unset, this arm 0.2)"},
+		{name: "both arms on another dataset at rates tuned on the first: a cross-dataset borrowed rate", claim: better("a", "b", toy2),
+			verdict: judge.VerdictInconclusive, cause: judge.CauseUnequal,
+			reason: "A: borrowed tuning (data.name: tuned at toy, this arm toy2); B: borrowed tuning (data.name: tuned at toy, this arm toy2)"},
 		{name: "unequal epochs", claim: better("a", "b", nil),
 			edit: func(arm string, _ int64, r *sweep.Record) {
 				if arm == "b" {
@@ -172,14 +192,38 @@ func TestComparabilityRules(t *testing.T) {
 		{name: "a weak baseline is marked, the verdict stands", claim: better("a", "b", nil),
 			set:     &judge.ClaimSet{Paper: "toy", Weak: []judge.WeakBaseline{{Where: map[string]any{"loss.name": "a"}, Reason: "a reaches 10 % where others reach 60 %"}}},
 			verdict: judge.VerdictHeld, cause: judge.CauseInterval, note: "weak baseline: A (a reaches 10 % where others reach 60 %)"},
-		{name: "an arm below half the best arm's train R@1", claim: better("a", "b", nil),
+		{name: "an arm below half its setting's best train R@1", claim: better("a", "b", nil), edit: trainR1(map[string]float64{"a": 0.2}),
+			verdict: judge.VerdictInconclusive, cause: judge.CauseUntrained,
+			reason: "A did not train (train R@1 0.200 < 0.50 × 0.600, its setting's best of 5); the interval alone: held", note: "train R@1 0.20–0.60"},
+		// Setting "toy", clean: 5 configurations (a, b, d, b-g, c; the noisy ones and toy2 are
+		// settings of their own); d reaches 0.9, so
+		// the floor is 0.45 for every arm of the setting, whatever it is compared with.
+		{name: "an arm below its setting's floor but above half its comparator's", claim: better("a", "b", nil),
+			edit:    trainR1(map[string]float64{"a": 0.35, "d": 0.9}),
+			verdict: judge.VerdictInconclusive, cause: judge.CauseUntrained,
+			reason: "A did not train (train R@1 0.350 < 0.50 × 0.900, its setting's best of 5)"},
+		{name: "the method (the treatment) below the floor", claim: better("a", "b", nil), edit: trainR1(map[string]float64{"b": 0.25}),
+			verdict: judge.VerdictInconclusive, cause: judge.CauseMethodUntrained,
+			reason: "B did not train (train R@1 0.250 < 0.50 × 0.600, its setting's best of 5)"},
+		{name: "the method no better than its untrained model",
+			claim: better("a", "b", nil),
 			edit: func(arm string, _ int64, r *sweep.Record) {
-				if arm == "a" {
-					r.Metrics["train/R@1"] = 0.2
+				if arm == "b" {
+					r.Metrics["init/train/R@1"] = 0.58
 				}
 			},
-			verdict: judge.VerdictInconclusive, cause: judge.CauseUntrained,
-			reason: "A did not train (train R@1 0.200 < 0.50 × 0.600, the best arm's); the interval alone: held", note: "train R@1 0.20–0.60"},
+			verdict: judge.VerdictInconclusive, cause: judge.CauseMethodUntrained,
+			reason: "B did not train (train R@1 0.600, its untrained model's 0.580: less than 0.05 above)"},
+		{name: "the ablated arm fails, the method trains: the claimed effect", claim: better("a", "b", ablation),
+			edit:    trainR1(map[string]float64{"a": 0.2}),
+			verdict: judge.VerdictHeld, cause: judge.CauseFailureEffect,
+			reason: "A did not train (train R@1 0.200 < 0.50 × 0.600, its setting's best of 5): the ablation breaks the method, the claimed effect (The paper's Table 5"},
+		{name: "the ablated arm and the method both fail", claim: better("a", "b", ablation),
+			edit:    trainR1(map[string]float64{"a": 0.2, "b": 0.2}),
+			verdict: judge.VerdictInconclusive, cause: judge.CauseMethodUntrained, reason: "(a comparator did not train either)"},
+		{name: "the ablated arm fails without failure_is_effect", claim: better("a", "b", func(c *judge.ClaimSpec) { c.Ablation = "base" }),
+			edit:    trainR1(map[string]float64{"a": 0.2}),
+			verdict: judge.VerdictInconclusive, cause: judge.CauseUntrained},
 		{name: "the training rule turned off", claim: better("a", "b", func(c *judge.ClaimSpec) { c.MinTrain = f(0) }),
 			edit: func(arm string, _ int64, r *sweep.Record) {
 				if arm == "a" {
@@ -194,20 +238,17 @@ func TestComparabilityRules(t *testing.T) {
 				}
 			},
 			verdict: judge.VerdictHeld, cause: judge.CauseInterval},
-		{name: "no train R@1; a loss that never fell below its first value", claim: better("a", "b", nil),
+		{name: "no train R@1: a held verdict on arms whose training is not recorded", claim: better("a", "b", nil),
 			edit: func(arm string, _ int64, r *sweep.Record) {
-				delete(r.Metrics, "train/R@1")
 				if arm == "b" {
-					r.Series["steplog/loss"] = []float64{math.NaN(), 1, 1.3, 1.1}
+					delete(r.Metrics, "train/R@1")
 				}
 			},
-			verdict: judge.VerdictInconclusive, cause: judge.CauseUntrained, reason: "B did not train (its loss fell in 0 of 3 seeds)"},
-		{name: "no train R@1, losses fell", claim: better("a", "b", nil),
-			edit:    func(arm string, _ int64, r *sweep.Record) { delete(r.Metrics, "train/R@1") },
-			verdict: judge.VerdictHeld, cause: judge.CauseInterval, note: "loss fell"},
+			verdict: judge.VerdictInconclusive, cause: judge.CauseNotRecorded, reason: "training not recorded for B; the interval alone: held",
+			note: "loss fell"},
 		{name: "nothing recorded about training", claim: better("a", "b", nil),
 			edit:    func(arm string, _ int64, r *sweep.Record) { delete(r.Metrics, "train/R@1"); r.Series = nil },
-			verdict: judge.VerdictHeld, cause: judge.CauseInterval, note: "training not recorded"},
+			verdict: judge.VerdictInconclusive, cause: judge.CauseNotRecorded, reason: "training not recorded for A, B", note: "training not recorded"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -247,7 +288,7 @@ func TestComparabilityWithoutSpec(t *testing.T) {
 	s := mustParse(t, compSpec)
 	recs := compRecords(t, s, nil)
 	c := judge.ClaimSpec{ID: "x", Paper: "p", Source: "T1", Kind: judge.KindBetter, Metric: "acc", Direction: "higher",
-		Base:      &judge.Arm{Label: "A", Where: map[string]any{"loss.name": "a", "data.noise": nil}},
+		Base:      &judge.Arm{Label: "A", Where: map[string]any{"loss.name": "a", "data.corrupt.label_noise": nil}},
 		Treatment: &judge.Arm{Label: "B", Where: map[string]any{"loss.name": "b", "loss.g": 0.5}}}
 	v, err := judge.EvaluateClaim(c, nil, recs, judge.ClaimOptions{})
 	if err != nil {
@@ -271,8 +312,8 @@ claims:
     kind: better
     metric: acc
     direction: higher
-    base: {label: A, where: {loss.name: a, data.noise: null}}
-    treatment: {label: B, where: {loss.name: b, data.noise: null}}
+    base: {label: A, where: {loss.name: a, data.corrupt.label_noise: null}}
+    treatment: {label: B, where: {loss.name: b, data.corrupt.label_noise: null}}
     forms:
       - {label: "paper text", treatment: {loss.g: null}}
       - {label: "authors' code", treatment: {loss.g: 0.5}}
@@ -356,8 +397,8 @@ func TestSupersededRecordsLeftOut(t *testing.T) {
 		}
 	}
 	c := judge.ClaimSpec{ID: "x", Paper: "p", Source: "T1", Kind: judge.KindBetter, Metric: "acc", Direction: "higher",
-		Base:      &judge.Arm{Label: "A", Where: map[string]any{"loss.name": "a", "data.noise": nil}},
-		Treatment: &judge.Arm{Label: "B", Where: map[string]any{"loss.name": "b", "loss.g": nil, "data.noise": nil}}}
+		Base:      &judge.Arm{Label: "A", Where: map[string]any{"loss.name": "a", "data.corrupt.label_noise": nil}},
+		Treatment: &judge.Arm{Label: "B", Where: map[string]any{"loss.name": "b", "loss.g": nil, "data.corrupt.label_noise": nil}}}
 	set := &judge.ClaimSet{Paper: "toy", Claims: []judge.ClaimSpec{c}}
 	vs, err := set.Evaluate(recs, judge.ClaimOptions{Spec: s})
 	if err != nil {
@@ -399,7 +440,7 @@ func TestComparabilityInteractionPairs(t *testing.T) {
 	c := judge.ClaimSpec{ID: "x", Paper: "p", Source: "T1", Kind: judge.KindInteraction, Metric: "acc", Direction: "higher",
 		Base:       &judge.Arm{Label: "A", Where: map[string]any{"loss.name": "a"}},
 		Treatment:  &judge.Arm{Label: "B", Where: map[string]any{"loss.name": "b", "loss.g": nil}},
-		Conditions: []judge.Arm{{Label: "clean", Where: map[string]any{"data.noise": nil}}, {Label: "noisy", Where: map[string]any{"data.noise": 0.2}}}}
+		Conditions: []judge.Arm{{Label: "clean", Where: map[string]any{"data.corrupt.label_noise": nil}}, {Label: "noisy", Where: map[string]any{"data.corrupt.label_noise": 0.2}}}}
 	v, err := judge.EvaluateClaim(c, nil, recs, judge.ClaimOptions{Spec: s})
 	if err != nil {
 		t.Fatal(err)
@@ -408,7 +449,7 @@ func TestComparabilityInteractionPairs(t *testing.T) {
 		t.Errorf("cause %s (%s), facts %+v", v.Cause, v.Reason, v.Facts)
 	}
 	// The row's note reads per condition as the rule judges (not "tuning own/own/borrowed/borrowed").
-	if want := "per condition: own tuning / borrowed tuning, alike (data.noise: tuned at unset, this arm 0.2)"; !strings.HasPrefix(v.ComparabilityNote(), want) {
+	if want := "per condition: own tuning / borrowed tuning, alike (data.corrupt.label_noise: tuned at unset, this arm 0.2)"; !strings.HasPrefix(v.ComparabilityNote(), want) {
 		t.Errorf("note %q, want prefix %q", v.ComparabilityNote(), want)
 	}
 	// The budget likewise: the noisy pair trains 1 epoch, the clean pair 2; each pair is equal, so the
@@ -459,9 +500,10 @@ func TestChangesAndSummary(t *testing.T) {
 	}
 	sum := SummaryMarkdown([]*judge.ClaimsReport{a, b})
 	for _, want := range []string{
-		"| a | from scratch | 4 | 1 | 0 | 0 | 2 | 1 | 0 | 1 | 2 / 1 / 1 |",
-		"| b | from scratch | 2 | 0 | 1 | 0 | 0 | 0 | 1 | 0 | 0 / 1 / 1 |",
-		"| **all** |  | 6 | 1 | 1 | 0 | 2 | 1 | 1 | 1 | 2 / 2 / 2 |",
+		"| a | from scratch | 4 | 1 | 0 | 0 | 3: 2 unequal arms · 1 an arm did not train | 2 / 1 / 1 |",
+		"| b | from scratch | 2 | 0 | 1 | 0 | 1: 1 no records | 0 / 1 / 1 |",
+		"| **all** |  | 6 | 1 | 1 | 0 | 4: 2 unequal arms · 1 an arm did not train · 1 no records | 2 / 2 / 2 |",
+		"Held or contradicted on a weak baseline (a baseline below its known level; see the papers' claims tables): a (from scratch) 1.",
 	} {
 		if !strings.Contains(sum, want) {
 			t.Errorf("SummaryMarkdown lacks %q:\n%s", want, sum)

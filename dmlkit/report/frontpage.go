@@ -83,8 +83,7 @@ func FindingsMarkdown(reports []*judge.ClaimsReport, links map[string]PaperLinks
 		if l.Title != "" {
 			title = l.Title
 		}
-		h, c, i := r.Counts()
-		fmt.Fprintf(&b, "**%s** — %d claims: %d held, %d contradicted, %d inconclusive%s.", judge.MdEscape(title), len(r.Verdicts), h, c, i, r.InconclusiveSplit())
+		fmt.Fprintf(&b, "**%s** — %d claims: %s%s.", judge.MdEscape(title), len(r.Verdicts), r.OutcomeText(), r.InconclusiveSplit())
 		var ls []string
 		if l.Notebook != "" {
 			ls = append(ls, fmt.Sprintf("[notebook](%s)", l.Notebook))
@@ -117,8 +116,9 @@ func shortReason(v *judge.ClaimVerdict) string {
 	switch v.Cause {
 	case judge.CauseUnequal:
 		return "the arms differ in tuning or budget: unequal comparison"
-	case judge.CauseUntrained:
-		return "an arm did not train"
+	case judge.CauseUntrained, judge.CauseMethodUntrained, judge.CauseNotRecorded, judge.CauseFailureEffect:
+		// The arm and its training R@1 ("CIT did not train (train R@1 0.172 < …)").
+		return v.Reason
 	}
 	return v.Reason
 }

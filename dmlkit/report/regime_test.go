@@ -51,14 +51,36 @@ func TestRegimes(t *testing.T) {
 	}}
 	sum := SummaryMarkdown([]*judge.ClaimsReport{r})
 	for _, want := range []string{
-		"| p | from scratch | 1 | 1 | 0 | 0 | 0 | 0 | 0 | 0 | 1 / 0 / 0 |",
-		"| p | pretrained, frozen | 2 | 1 | 1 | 0 | 0 | 0 | 0 | 0 | 1 / 1 / 0 |",
+		"| p | from scratch | 1 | 1 | 0 | 0 | 0 | 1 / 0 / 0 |",
+		"| p | pretrained, frozen | 2 | 1 | 1 | 0 | 0 | 1 / 1 / 0 |",
 		"| **all** | pretrained, frozen | 2 | 1 | 1 |",
 		"| **all** |  | 3 | 2 | 1 |",
 	} {
 		if !strings.Contains(sum, want) {
 			t.Errorf("SummaryMarkdown lacks %q:\n%s", want, sum)
 		}
+	}
+	// Every outcome in its column, worked by hand: 5 claims from scratch — 1 held; 1 where the
+	// method did not train (its own column); 3 inconclusive: the interval, unequal arms (the
+	// interval alone contradicted), training not recorded (the interval alone held).
+	with := func(verdict, raw, cause string) judge.ClaimVerdict {
+		v := mk(verdict, judge.RegimeScratch)
+		v.Raw, v.Cause = raw, cause
+		return v
+	}
+	q := &judge.ClaimsReport{Paper: "q", Scale: "small", Verdicts: []judge.ClaimVerdict{
+		with(judge.VerdictHeld, judge.VerdictHeld, judge.CauseInterval),
+		with(judge.VerdictInconclusive, judge.VerdictInconclusive, judge.CauseMethodUntrained),
+		with(judge.VerdictInconclusive, judge.VerdictHeld, judge.CauseNotRecorded),
+		with(judge.VerdictInconclusive, judge.VerdictContradicted, judge.CauseUnequal),
+		with(judge.VerdictInconclusive, judge.VerdictInconclusive, judge.CauseInterval),
+	}}
+	want := "| q | from scratch | 5 | 1 | 0 | 1 | 3: 1 interval · 1 unequal arms · 1 training not recorded | 2 / 1 / 2 |"
+	if sum := SummaryMarkdown([]*judge.ClaimsReport{q}); !strings.Contains(sum, want) {
+		t.Errorf("SummaryMarkdown lacks %q:\n%s", want, sum)
+	}
+	if got, w := q.OutcomeText(), "1 held, 0 contradicted, 1 where the method did not train here, 3 inconclusive"; got != w {
+		t.Errorf("OutcomeText %q, want %q", got, w)
 	}
 }
 

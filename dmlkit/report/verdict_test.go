@@ -26,13 +26,14 @@ func TestTCrit95(t *testing.T) {
 	}
 }
 
-// claimRec is a record of one arm and seed; env marks it dirty when dirty is true.
+// claimRec is a record of one arm and seed, its training R@1 0.6 (every arm trained, so that
+// the interval rule decides); env marks it dirty when dirty is true.
 func claimRec(arm string, x any, seed int64, metric float64, dirty bool) sweep.Record {
 	cfg := map[string]any{"arm": arm, "seed": seed}
 	if x != nil {
 		cfg["x"] = x
 	}
-	r := sweep.Record{Hash: arm + sweep.FormatValue(x) + sweep.FormatValue(seed), Scale: "small", Seed: seed, Config: cfg, Metrics: sweep.Metrics{"m": metric}}
+	r := sweep.Record{Hash: arm + sweep.FormatValue(x) + sweep.FormatValue(seed), Scale: "small", Seed: seed, Config: cfg, Metrics: sweep.Metrics{"m": metric, "train/R@1": 0.6}}
 	if dirty {
 		r.Env = map[string]any{"git_dirty": true}
 	}
@@ -372,7 +373,7 @@ func TestRenderClaimsAndReadmeBlock(t *testing.T) {
 	}
 	md := rep.Markdown()
 	// d = [2, 3, 4]: +3.00 [+0.52, +5.48]; arms 10.00 ± 0.00 and 13.00 ± 0.58.
-	for _, want := range []string{"2 held, 0 contradicted, 0 inconclusive", "| gain-64 | T beats B at batch 64 (small) | Table 2 | from scratch | better (higher) | B 10.00 ± 0.00; T 13.00 ± 0.58 | +3.00 [+0.52, +5.48] | 3 of 3 (need 3) | tuning not checked · training not recorded | **held**", "Rule: Verdicts come from per-seed paired differences"} {
+	for _, want := range []string{"2 held, 0 contradicted, 0 inconclusive", "| gain-64 | T beats B at batch 64 (small) | Table 2 | from scratch | better (higher) | B 10.00 ± 0.00; T 13.00 ± 0.58 | +3.00 [+0.52, +5.48] | 3 of 3 (need 3) | tuning not checked · train R@1 0.60 | **held**", "Rule: Verdicts come from per-seed paired differences"} {
 		if !strings.Contains(md, want) {
 			t.Errorf("Markdown lacks %q:\n%s", want, md)
 		}
@@ -395,7 +396,7 @@ func TestArmMetric(t *testing.T) {
 	var recs []sweep.Record
 	for i, v := range [][2]float64{{10, 8}, {10, 7}, {10, 6}} {
 		r := claimRec("A", nil, int64(i), 0, false)
-		r.Metrics = sweep.Metrics{"early": v[0], "late": v[1]}
+		r.Metrics = sweep.Metrics{"early": v[0], "late": v[1], "train/R@1": 0.6}
 		recs = append(recs, r)
 	}
 	c := judge.ClaimSpec{ID: "c", Paper: "p", Source: "Fig. 1", Kind: judge.KindBetter, Metric: "late", Direction: "lower",
