@@ -272,7 +272,10 @@ func conclusionMarkdown(rep *judge.ClaimsReport) string {
 		}
 		s := "`" + v.Claim.ID + "`: " + what + ", " + v.EffectText()
 		if judge.RuleDecided(v.Cause) {
-			s += " (" + v.Cause + ")"
+			s += " (" + judge.CauseLabel(v.Cause) + ")"
+		}
+		if why := v.Why(); why != "" {
+			s += " — " + why
 		}
 		by[v.Verdict] = append(by[v.Verdict], s)
 	}

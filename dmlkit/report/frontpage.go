@@ -100,8 +100,16 @@ func FindingsMarkdown(reports []*judge.ClaimsReport, links map[string]PaperLinks
 			if v == nil {
 				continue
 			}
-			fmt.Fprintf(&b, "- **%s**: %s — %s (%s; %s)\n", v.Verdict, judge.MdEscape(v.Claim.Paper), judge.MdEscape(v.EffectText()),
+			verdict := v.Verdict
+			if v.Cause == judge.CauseMethodUntrained {
+				verdict = "the method did not train here"
+			}
+			fmt.Fprintf(&b, "- **%s**: %s — %s (%s; %s)", verdict, judge.MdEscape(v.Claim.Paper), judge.MdEscape(v.EffectText()),
 				judge.MdEscape(v.Regime()), judge.MdEscape(shortReason(v)))
+			if why := v.Why(); why != "" {
+				b.WriteString(". Why: " + judge.MdEscape(why))
+			}
+			b.WriteString("\n")
 		}
 		if len(r.Central) > 0 {
 			b.WriteString("\n")
@@ -116,10 +124,9 @@ func shortReason(v *judge.ClaimVerdict) string {
 	switch v.Cause {
 	case judge.CauseUnequal:
 		return "the arms differ in tuning or budget: unequal comparison"
-	case judge.CauseUntrained, judge.CauseMethodUntrained, judge.CauseNotRecorded, judge.CauseFailureEffect:
-		// The arm and its training R@1 ("CIT did not train (train R@1 0.172 < …)").
-		return v.Reason
 	}
+	// Otherwise the reason in full: for the training rule it names the arm and its training R@1
+	// ("CIT did not train (train R@1 0.172 < …)").
 	return v.Reason
 }
 
