@@ -350,6 +350,12 @@ func abstractMarkdown(rep *judge.ClaimsReport, runs int) string {
 		fmt.Fprintf(&b, "The interval rule alone, before the comparability and training rules, would give %d held, %d contradicted, %d inconclusive. ", rh, rc, ri)
 	}
 	b.WriteString("A claim holds when the 95 % t-interval of its per-seed paired differences lies wholly on the claimed side (rules: [docs/reproducing.md](../docs/reproducing.md)); every claim's verdict is further down, grouped by the table or figure of the paper it tests.")
+	if fs := report.Findings(rep, 3); len(fs) > 0 {
+		b.WriteString("\n\nThree findings (by a rule: reversals between regimes or forms, then the largest decisive effects of the central claims, then where the method did not train):\n\n")
+		for i, f := range fs {
+			fmt.Fprintf(&b, "%d. %s\n", i+1, judge.MdEscape(f))
+		}
+	}
 	return b.String()
 }
 

@@ -95,6 +95,13 @@ func FindingsMarkdown(reports []*judge.ClaimsReport, links map[string]PaperLinks
 			b.WriteString(" " + strings.Join(ls, " · "))
 		}
 		b.WriteString("\n\n")
+		if fs := Findings(r, 3); len(fs) > 0 {
+			b.WriteString("Three findings (chosen by a rule from the central claims: reversals between regimes or forms, then the largest decisive effects, then where the method did not train):\n\n")
+			for i, f := range fs {
+				fmt.Fprintf(&b, "%d. %s\n", i+1, judge.MdEscape(f))
+			}
+			b.WriteString("\nThe central claims:\n\n")
+		}
 		for _, cc := range r.Central {
 			v := r.Verdict(cc.ID)
 			if v == nil {
