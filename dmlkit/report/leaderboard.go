@@ -43,6 +43,9 @@ type LeaderboardEntry struct {
 	// TrainR1 is the mean training-split R@1 ([TrainMetric]) over the seeds that record it; NaN
 	// when none does.
 	TrainR1 float64
+	// InitR1 is the mean training-split R@1 of its untrained models (step 0, "init/train/R@1")
+	// when every record has it; NaN otherwise.
+	InitR1 float64
 	Trained string // TrainedYes, TrainedNo, TrainedUnknown or TrainedNotRun
 	Failed  int    // its runs stored as failed (left out)
 }
@@ -83,7 +86,7 @@ func BuildLeaderboard(s *sweep.Spec, scale string, records []sweep.Record) (*Lea
 	lb := &Leaderboard{Spec: l, Paper: s.Paper, Regime: l.RegimeOf(scale), BestTrain: math.NaN()}
 	var ranked, unranked, notRun []LeaderboardEntry
 	for _, m := range l.Methods {
-		e := LeaderboardEntry{Method: m, Values: map[string][]float64{}, Stats: map[string]Interval{}, TrainR1: math.NaN(), Failed: failed[m.ID]}
+		e := LeaderboardEntry{Method: m, Values: map[string][]float64{}, Stats: map[string]Interval{}, TrainR1: math.NaN(), InitR1: math.NaN(), Failed: failed[m.ID]}
 		recs := runs[m.ID]
 		g := &sweep.Group{Keys: []string{l.ArmOrDefault()}, Values: []any{m.ID}}
 		for i := range recs {
@@ -93,7 +96,7 @@ func BuildLeaderboard(s *sweep.Spec, scale string, records []sweep.Record) (*Lea
 			return nil, fmt.Errorf("experiments: leaderboard %s, scale %q: method %w", s.Paper, scale, err)
 		}
 		sort.SliceStable(g.Records, func(a, b int) bool { return g.Records[a].Seed < g.Records[b].Seed })
-		var train []float64
+		var train, init []float64
 		for _, r := range g.Records {
 			e.Seeds = append(e.Seeds, r.Seed)
 			for _, mt := range l.Metrics {
@@ -104,6 +107,12 @@ func BuildLeaderboard(s *sweep.Spec, scale string, records []sweep.Record) (*Lea
 			if v, ok := r.Metrics[sweep.TrainMetric]; ok && !math.IsNaN(v) {
 				train = append(train, v)
 			}
+			if v, ok := r.Metrics["init/"+sweep.TrainMetric]; ok && !math.IsNaN(v) {
+				init = append(init, v)
+			}
+		}
+		if len(init) == len(recs) && len(init) > 0 {
+			e.InitR1 = sweep.MeanStd(init).Mean
 		}
 		for _, mt := range l.Metrics {
 			e.Stats[mt] = TInterval(e.Values[mt])
@@ -131,7 +140,9 @@ func BuildLeaderboard(s *sweep.Spec, scale string, records []sweep.Record) (*Lea
 			switch {
 			case math.IsNaN(e.TrainR1):
 				e.Trained = TrainedUnknown
-			case judge.BelowTrainFloor(e.TrainR1, lb.BestTrain, l.MinTrainOrDefault()):
+			case judge.BelowTrainFloor(e.TrainR1, lb.BestTrain, l.MinTrainOrDefault()),
+				!math.IsNaN(e.InitR1) && e.TrainR1 < e.InitR1+judge.MinTrainGain:
+				// The verdicts' floor (judge): half the regime's best, and above its own untrained model.
 				e.Trained = TrainedNo
 			default:
 				e.Trained = TrainedYes
