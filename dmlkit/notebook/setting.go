@@ -30,13 +30,19 @@ func Metric(name string) func(r *sweep.Record) (any, bool) {
 // settingValues lists the distinct values of row over recs like [Distinct], but a list is written
 // with spaces ("[16, 32, 64]", so that a table cell can wrap it) and numbers sort by value
 // ("48, 98, 196"); "—" when there are none.
-func settingValues(recs []sweep.Record, value func(r *sweep.Record) (any, bool)) string {
+func settingValues(recs []sweep.Record, value func(r *sweep.Record) (any, bool), runLabel func(string) string) string {
 	out := distinctValues(recs, value, func(s string) string {
-		if strings.HasPrefix(s, "[") {
+		switch {
+		case s == "null":
+			return "—" // a key set to null: unset
+		case strings.HasPrefix(s, sweep.RunRefPrefix) && runLabel != nil:
+			return runLabel(strings.TrimPrefix(s, sweep.RunRefPrefix))
+		case strings.HasPrefix(s, "["):
 			return strings.ReplaceAll(s, ",", ", ")
 		}
 		return s
 	})
+	out = slices.DeleteFunc(out, func(s string) bool { return s == "—" })
 	if len(out) == 0 {
 		return "—"
 	}
@@ -70,9 +76,32 @@ func SettingMarkdown(recs []sweep.Record, scale, group string, rows []SettingRow
 	}
 	by := map[string][]sweep.Record{}
 	var names []string
+	byHash := map[string]*sweep.Record{}
+	for i := range recs {
+		byHash[recs[i].Hash] = &recs[i]
+	}
+	// A run reference (model.init_from: run:<hash>) reads as the run it names, without its seed:
+	// "the run named init-bg866", so that the seeds of one source share one value.
+	runLabel := func(hash string) string {
+		r, ok := byHash[hash]
+		if !ok {
+			return "a stored run"
+		}
+		if v, ok := r.Value(group); ok && v != nil {
+			return "the " + sweep.FormatValue(v) + " run"
+		}
+		var ps []string
+		for _, k := range sweep.SortedKeys(r.Params) {
+			ps = append(ps, k+" "+sweep.FormatValue(r.Params[k]))
+		}
+		return "the run with " + strings.Join(ps, ", ")
+	}
 	for _, r := range recs {
-		v, _ := r.Value(group)
+		v, ok := r.Value(group)
 		n := sweep.FormatValue(v)
+		if !ok || v == nil {
+			n = "(no " + group + ")"
+		}
 		if by[n] == nil {
 			names = append(names, n)
 		}
@@ -88,7 +117,7 @@ func SettingMarkdown(recs []sweep.Record, scale, group string, rows []SettingRow
 		vals := make([]string, len(names))
 		same := true
 		for i, n := range names {
-			vals[i] = settingValues(by[n], row.Value)
+			vals[i] = settingValues(by[n], row.Value, runLabel)
 			same = same && vals[i] == vals[0]
 		}
 		switch {

@@ -39,3 +39,31 @@ func TestSettingMarkdown(t *testing.T) {
 		t.Errorf("ProvenanceMarkdown: %q", p)
 	}
 }
+
+// TestSettingMarkdownLabels: a key set to null is unset ("—", the row dropped where no group has
+// a value), a record without the group key falls in "(no name)", and a run reference reads as the
+// run it names — the seeds of one source run give one value.
+func TestSettingMarkdownLabels(t *testing.T) {
+	rec := func(hash string, name any, seed int64, from string) sweep.Record {
+		cfg := map[string]any{"seed": seed, "loss": map[string]any{"set": map[string]any{"g": nil}}}
+		if name != nil {
+			cfg["name"] = name
+		}
+		if from != "" {
+			cfg["model"] = map[string]any{"init_from": "run:" + from}
+		}
+		return sweep.Record{Hash: hash, Seed: seed, Config: cfg}
+	}
+	recs := []sweep.Record{
+		rec("h0", "pre", 0, ""), rec("h1", "pre", 1, ""),
+		rec("f0", "fine", 0, "h0"), rec("f1", "fine", 1, "h1"),
+		rec("x0", nil, 0, ""),
+	}
+	rows := []SettingRow{{"start", Key("model.init_from")}, {"g", Key("loss.set.g")}}
+	got := SettingMarkdown(recs, "small", "name", rows, 0)
+	want := "**5 stored small-scale runs** in 3 groups (by `name`).\n\n" +
+		"| | (no name) | fine | pre |\n|---|---|---|---|\n| runs | 1 | 2 | 2 |\n| start | — | the pre run | — |\n\n"
+	if got != want {
+		t.Errorf("SettingMarkdown:\n got %q\nwant %q", got, want)
+	}
+}
