@@ -238,6 +238,9 @@ func TrainRunner(ctx context.Context, rs sweep.RunSpec, progress func(string)) (
 	out.Metrics["steps"] = float64(res.Steps)
 	out.Metrics["epochs"] = float64(res.Epochs)
 	out.Metrics["final_loss"] = res.FinalLoss
+	if cfg.Eval.RestoreBest {
+		out.Metrics["best_step"] = float64(res.BestStep) // the evaluation reported (eval.restore_best)
+	}
 	out.Metrics["stopped_early"] = 0
 	if res.StoppedEarly {
 		out.Metrics["stopped_early"] = 1

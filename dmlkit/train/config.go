@@ -201,6 +201,11 @@ type EvalConfig struct {
 	// evaluations (needs data.val_classes > 0).
 	Patience int    `yaml:"patience" doc:"early stop after this many evaluations without validation improvement"`
 	Metric   string `yaml:"metric" doc:"metric watched for early stopping"`
+	// RestoreBest reports the evaluation with the best validation metric instead of the last:
+	// its test metrics, and its test embeddings for what is computed after training (OPIS, the
+	// protocols) — the best validation checkpoint evaluated on the test classes, as Musgrave et
+	// al.'s reality check does. Needs a validation split (data.val_classes > 0).
+	RestoreBest bool `yaml:"restore_best" doc:"report the test metrics and embeddings of the evaluation with the best validation metric, not the last"`
 	Initial  bool   `yaml:"initial" doc:"evaluate the untrained model at step 0"`
 	OPIS     bool   `yaml:"opis" doc:"also compute OPIS and ε-OPIS (seed 000)"`
 	// TimeLoss times the loss alone after training (Result.Timing.Loss): its forward and
@@ -485,6 +490,9 @@ func (c *Config) Validate() error {
 		if k <= 0 {
 			return fmt.Errorf("eval.ks[%d]: %d: want > 0", i, k)
 		}
+	}
+	if c.Eval.RestoreBest && c.Data.ValClasses == 0 {
+		return fmt.Errorf("eval.restore_best: the best validation evaluation needs a validation split (data.val_classes > 0)")
 	}
 	if c.Eval.Patience > 0 && c.Data.ValClasses == 0 {
 		return fmt.Errorf("eval.patience: early stopping needs a validation split (data.val_classes > 0)")

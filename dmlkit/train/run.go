@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/dmlkit/dmlkit/dmlkit/atomicfile"
 	"github.com/dmlkit/dmlkit/dmlkit/backend"
 	"github.com/dmlkit/dmlkit/dmlkit/data"
 	"github.com/dmlkit/dmlkit/dmlkit/evaluate"
@@ -189,6 +190,8 @@ type Result struct {
 	// records them. A file listed in the SHA256SUMS beside it was checked against it before the
 	// run started.
 	Digests map[string]string
+	// BestStep is the step of the evaluation reported with eval.restore_best (0 otherwise).
+	BestStep int
 	// InitTrain holds the untrained model's training-split metrics ("train/R@1", ...) when
 	// [Options.InitTrain] asked for them; nil otherwise.
 	InitTrain map[string]float64
@@ -637,6 +640,11 @@ func (r *runner) evaluate() error {
 		}
 		if !r.st.HaveBest || v > r.st.BestVal {
 			r.st.BestVal, r.st.HaveBest, r.st.BadEvals = v, true, 0
+			if cfg.Eval.RestoreBest {
+				if err := r.saveBest(rec); err != nil {
+					return err
+				}
+			}
 		} else {
 			r.st.BadEvals++
 		}
@@ -783,6 +791,11 @@ func (r *runner) finish(lastLoss float64) error {
 			return fmt.Errorf("train: final test embeddings: %w", err)
 		}
 	}
+	if r.cfg.Eval.RestoreBest {
+		if err := r.restoreBest(); err != nil {
+			return err
+		}
+	}
 	emb, unc, d, du := r.test.emb, r.test.unc, r.test.d, r.test.du
 	n := len(emb) / max(d, 1)
 	if err := npy.Write(filepath.Join(r.out, "test_embeddings.npy"), emb, n, d); err != nil {
@@ -809,6 +822,66 @@ func (r *runner) finish(lastLoss float64) error {
 	}
 	r.res.Steps, r.res.FinalLoss = r.st.Step, lastLoss
 	return r.finishTiming()
+}
+
+// Files of the best validation evaluation (eval.restore_best), kept in the run directory so that a
+// resumed run still knows them: its test embeddings (and uncertainty embeddings) and its record.
+const (
+	bestTestFile = "best_test_embeddings.npy"
+	bestUncFile  = "best_test_uncertainty.npy"
+	bestEvalFile = "best_eval.json"
+)
+
+// saveBest keeps the test embeddings of the evaluation just made (r.test) and its record as the
+// best validation evaluation's.
+func (r *runner) saveBest(rec EvalRecord) error {
+	t := r.test
+	if t == nil || t.step != r.st.Step {
+		return fmt.Errorf("train: eval.restore_best: no test embeddings at step %d", r.st.Step)
+	}
+	n := len(t.emb) / max(t.d, 1)
+	if err := npy.Write(filepath.Join(r.out, bestTestFile), t.emb, n, t.d); err != nil {
+		return fmt.Errorf("train: %w", err)
+	}
+	if t.unc != nil {
+		if err := npy.Write(filepath.Join(r.out, bestUncFile), t.unc, n, t.du); err != nil {
+			return fmt.Errorf("train: %w", err)
+		}
+	}
+	b, err := json.Marshal(rec)
+	if err != nil {
+		return fmt.Errorf("train: %w", err)
+	}
+	return atomicfile.WriteFile(filepath.Join(r.out, bestEvalFile), b, 0o644)
+}
+
+// restoreBest makes the best validation evaluation's test embeddings and metrics the run's result
+// ([EvalConfig.RestoreBest]); Result.BestStep says which step it was.
+func (r *runner) restoreBest() error {
+	b, err := os.ReadFile(filepath.Join(r.out, bestEvalFile))
+	if err != nil {
+		return fmt.Errorf("train: eval.restore_best: %w", err)
+	}
+	var rec EvalRecord
+	if err := json.Unmarshal(b, &rec); err != nil {
+		return fmt.Errorf("train: eval.restore_best: %s: %w", bestEvalFile, err)
+	}
+	emb, dims, err := npy.ReadFloat32(filepath.Join(r.out, bestTestFile))
+	if err != nil || len(dims) != 2 {
+		return fmt.Errorf("train: eval.restore_best: %s: %v (dims %v)", bestTestFile, err, dims)
+	}
+	t := &testEmbeddings{step: rec.Step, emb: emb, d: dims[1]}
+	if r.eng.embDual != nil {
+		unc, udims, err := npy.ReadFloat32(filepath.Join(r.out, bestUncFile))
+		if err != nil || len(udims) != 2 {
+			return fmt.Errorf("train: eval.restore_best: %s: %v (dims %v)", bestUncFile, err, udims)
+		}
+		t.unc, t.du = unc, udims[1]
+	}
+	r.test = t
+	r.res.Metrics = rec.Metrics
+	r.res.BestStep = rec.Step
+	return nil
 }
 
 // finishTiming fills Result.Timing from the session's sums and, with eval.time_loss, times the loss.

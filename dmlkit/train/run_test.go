@@ -10,6 +10,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/dmlkit/dmlkit/dmlkit/npy"
 )
 
 // TestValidateNamesField: each broken field is reported by its path.
@@ -307,5 +309,56 @@ func TestMeasureOptionsDoNotChangeTraining(t *testing.T) {
 	want := resC.History[0].Metrics["train/R@1"]
 	if !ok || got != want || resC.History[0].Step != 0 {
 		t.Errorf("InitTrain R@1 %v (present %v), the initial evaluation's %v at step %d", got, ok, want, resC.History[0].Step)
+	}
+}
+
+// TestRestoreBest: with eval.restore_best the run reports the evaluation with the best validation
+// R@1 — its test metrics and step — and writes that evaluation's test embeddings: R@1 recomputed
+// from test_embeddings.npy equals the reported one, and it is the history's test R@1 at the step
+// of the best validation R@1 (the first of equals), found here by hand from the history.
+func TestRestoreBest(t *testing.T) {
+	cfg := testConfig()
+	cfg.Epochs, cfg.Eval.Every = 8, 1
+	cfg.Data.ValClasses = 0.25
+	cfg.Eval.RestoreBest = true
+	cfg.Optimizer.LR = 3e-1 // large enough that validation R@1 peaks before the end (0.75 at the 5th of 8 evaluations)
+	dir := t.TempDir()
+	res, err := Run(context.Background(), cfg, dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	best := 0
+	for i, h := range res.History {
+		if h.Metrics["val/R@1"] > res.History[best].Metrics["val/R@1"] {
+			best = i
+		}
+	}
+	if best == len(res.History)-1 {
+		t.Fatal("validation R@1 peaks at the last evaluation: the test would not tell restoring from not")
+	}
+	want := res.History[best]
+	if res.BestStep != want.Step || res.Metrics["test/R@1"] != want.Metrics["test/R@1"] {
+		t.Fatalf("best step %d, test R@1 %v; the history's best validation is at step %d with test R@1 %v",
+			res.BestStep, res.Metrics["test/R@1"], want.Step, want.Metrics["test/R@1"])
+	}
+	emb, dims, err := npy.ReadFloat32(filepath.Join(dir, "test_embeddings.npy"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	labels, _, err := npy.ReadInt64(filepath.Join(dir, "test_labels.npy"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := RetrievalEvaluator(cfg.Eval.Ks, false, 0)(emb, dims[0], dims[1], labels)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m["R@1"] != res.Metrics["test/R@1"] {
+		t.Errorf("R@1 of the written embeddings %v, reported %v", m["R@1"], res.Metrics["test/R@1"])
+	}
+	bad := cfg
+	bad.Data.ValClasses = 0
+	if err := bad.Validate(); err == nil || !strings.Contains(err.Error(), "eval.restore_best") {
+		t.Errorf("restore_best without a validation split: %v", err)
 	}
 }
