@@ -13,7 +13,9 @@
 // out, and so are records of runs the spec's current plan no longer produces ([DropSuperseded]).
 //
 // Each verdict carries the comparability of its arms (tuning, training budget, the training
-// floor: [ClaimVerdict.ComparabilityNote]) and the regime of its records ([RegimeOf],
+// floor — one per setting, the same for an arm in every claim, floor.go; "the method did not
+// train here" and failure-is-the-effect ablations as outcomes of their own:
+// [ClaimVerdict.ComparabilityNote], [CauseLabel]) and the regime of its records ([RegimeOf],
 // [ClaimVerdict.Regime]; [ClaimsReport.RegimePairs] pairs a claim with its re-test in another
 // regime). [CompareSettings] gives the seed-paired [Effect] of one key's two settings. A
 // [ClaimsReport] holds a paper's verdicts and

@@ -4,8 +4,9 @@
 //
 // It reads a spec (reproductions/<paper>/spec.yaml, with paper.yaml's references) and the results
 // store; it writes records (reproductions/<paper>/results/<scale>.jsonl, or the directory given),
-// the run working directories the registered runner fills, and emitted Kubernetes or SLURM job
-// files. It imports neither the judging package (judge) nor the presenting one (report); both
+// measurements that reruns add to stored records (<scale>.measurements beside them, [Remeasure]:
+// kept only when the rerun reproduces the record's metrics bit for bit), the run working
+// directories the registered runner fills, and emitted Kubernetes or SLURM job files. It imports neither the judging package (judge) nor the presenting one (report); both
 // read its Spec and Records.
 //
 // # Spec format
