@@ -126,7 +126,10 @@ func TestComparabilityRules(t *testing.T) {
 		return c
 	}
 	gHalf := func(c *judge.ClaimSpec) { c.Treatment.Where["loss.g"] = 0.5 }
-	noise := func(c *judge.ClaimSpec) { c.Base.Where["data.corrupt.label_noise"] = 0.2; c.Treatment.Where["data.corrupt.label_noise"] = 0.2 }
+	noise := func(c *judge.ClaimSpec) {
+		c.Base.Where["data.corrupt.label_noise"] = 0.2
+		c.Treatment.Where["data.corrupt.label_noise"] = 0.2
+	}
 	toy2 := func(c *judge.ClaimSpec) { c.Base.Where["data.name"] = "toy2"; c.Treatment.Where["data.name"] = "toy2" }
 	ablation := func(c *judge.ClaimSpec) {
 		c.Ablation, c.FailureIsEffect = "base", "The paper's Table 5 shows the ablated loss far below."

@@ -45,7 +45,7 @@ type LeaderboardEntry struct {
 	TrainR1 float64
 	// InitR1 is the mean training-split R@1 of its untrained models (step 0, "init/train/R@1")
 	// when every record has it; NaN otherwise.
-	InitR1 float64
+	InitR1  float64
 	Trained string // TrainedYes, TrainedNo, TrainedUnknown or TrainedNotRun
 	Failed  int    // its runs stored as failed (left out)
 }

@@ -206,8 +206,8 @@ type EvalConfig struct {
 	// protocols) — the best validation checkpoint evaluated on the test classes, as Musgrave et
 	// al.'s reality check does. Needs a validation split (data.val_classes > 0).
 	RestoreBest bool `yaml:"restore_best" doc:"report the test metrics and embeddings of the evaluation with the best validation metric, not the last"`
-	Initial  bool   `yaml:"initial" doc:"evaluate the untrained model at step 0"`
-	OPIS     bool   `yaml:"opis" doc:"also compute OPIS and ε-OPIS (seed 000)"`
+	Initial     bool `yaml:"initial" doc:"evaluate the untrained model at step 0"`
+	OPIS        bool `yaml:"opis" doc:"also compute OPIS and ε-OPIS (seed 000)"`
 	// TimeLoss times the loss alone after training (Result.Timing.Loss): its forward and
 	// backward pass on a batch of embeddings, for seed 000 Table 4's loss-vs-backbone split.
 	TimeLoss bool `yaml:"time_loss" doc:"after training, time the loss's forward+backward alone (seed 000 Table 4)"`
