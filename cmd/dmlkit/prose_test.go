@@ -20,7 +20,7 @@ import (
 //   - generated blocks: from a line holding "<!-- dmlkit:NAME:begin" to the line holding
 //     "<!-- dmlkit:NAME:end -->", both included (an unclosed block is itself an error);
 //   - fenced code: from a line starting with ``` or ~~~ (after up to 3 spaces) to the closing fence;
-//   - inline code spans (`…`, ``…``) and HTML comments.
+//   - inline code spans (`…`, “…“) and HTML comments.
 //
 // The rest fails, naming file:line, when it has
 //
@@ -96,6 +96,7 @@ var (
 	fenceLine  = regexp.MustCompile("^ {0,3}(```|~~~)")
 	codeSpan   = regexp.MustCompile("``[^`]+``|`[^`\n]+`")
 	htmlNote   = regexp.MustCompile(`(?s)<!--.*?-->`)
+	notNewline = regexp.MustCompile(`[^\n]`)
 	verdictRe  = regexp.MustCompile(`(?i)\b(held|contradict(?:s|ed|ing)?|inconclusive|did not train)\b`)
 	heldOutRe  = regexp.MustCompile(`(?i)^held(?:\s+|-)out\b`)
 	num        = `\d+(?:[.,]\d+)*`
@@ -146,9 +147,7 @@ func proseStrip(text string) (string, []proseProblem) {
 		probs = append(probs, proseProblem{len(lines), fmt.Sprintf("generated block %q is not closed", open)})
 	}
 	s := strings.Join(lines, "\n")
-	blank := func(m string) string {
-		return regexp.MustCompile(`[^\n]`).ReplaceAllString(m, " ")
-	}
+	blank := func(m string) string { return notNewline.ReplaceAllString(m, " ") }
 	s = htmlNote.ReplaceAllStringFunc(s, blank)
 	s = codeSpan.ReplaceAllStringFunc(s, blank)
 	return s, probs
