@@ -27,7 +27,10 @@
 // drawn per epoch and image ([AugmentedImages.FillEpoch], called by the training loop).
 package data
 
-import "fmt"
+import (
+	"fmt"
+	"strings"
+)
 
 // Images is an in-memory set of equally sized uint8 images with integer class labels.
 //
@@ -79,4 +82,18 @@ func (s *Images) NumClasses() int {
 // (class-disjoint) splits the classes of Train and Test do not overlap.
 type Split struct {
 	Train, Val, Test *Images
+}
+
+// String describes the split sizes, e.g. for `dmlkit data info`.
+func (s *Split) String() string {
+	var parts []string
+	for _, p := range []struct {
+		n string
+		s *Images
+	}{{"train", s.Train}, {"val", s.Val}, {"test", s.Test}} {
+		if p.s != nil {
+			parts = append(parts, fmt.Sprintf("%s %d images / %d classes (%dx%dx%d)", p.n, p.s.N, p.s.NumClasses(), p.s.H, p.s.W, p.s.C))
+		}
+	}
+	return strings.Join(parts, "; ")
 }

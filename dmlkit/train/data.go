@@ -10,6 +10,7 @@ import (
 
 	"github.com/dmlkit/dmlkit/dmlkit/config"
 	"github.com/dmlkit/dmlkit/dmlkit/data"
+	"github.com/dmlkit/dmlkit/dmlkit/data/datasets"
 )
 
 // DatasetFunc loads a dataset split from its options (data.options of the configuration).
@@ -17,8 +18,8 @@ import (
 type DatasetFunc func(opts map[string]any) (*data.Split, error)
 
 var (
-	datasetsMu sync.RWMutex
-	datasets   = map[string]DatasetFunc{}
+	datasetsMu   sync.RWMutex
+	imageLoaders = map[string]DatasetFunc{}
 )
 
 // RegisterDataset makes a loader available as data.name. Registering a name again replaces it
@@ -26,15 +27,15 @@ var (
 func RegisterDataset(name string, fn DatasetFunc) {
 	datasetsMu.Lock()
 	defer datasetsMu.Unlock()
-	datasets[name] = fn
+	imageLoaders[name] = fn
 }
 
 // Datasets returns the registered dataset names (image and feature datasets), sorted.
 func Datasets() []string {
 	datasetsMu.RLock()
 	defer datasetsMu.RUnlock()
-	out := make([]string, 0, len(datasets))
-	for n := range datasets {
+	out := make([]string, 0, len(imageLoaders))
+	for n := range imageLoaders {
 		out = append(out, n)
 	}
 	for n := range featureDatasets {
@@ -50,7 +51,7 @@ func Datasets() []string {
 func hasDataset(name string) bool {
 	datasetsMu.RLock()
 	defer datasetsMu.RUnlock()
-	_, a := datasets[name]
+	_, a := imageLoaders[name]
 	_, b := featureDatasets[name]
 	_, c := setDatasets[name]
 	return a || b || c
@@ -59,7 +60,7 @@ func hasDataset(name string) bool {
 func lookupDataset(name string) (DatasetFunc, bool) {
 	datasetsMu.RLock()
 	defer datasetsMu.RUnlock()
-	fn, ok := datasets[name]
+	fn, ok := imageLoaders[name]
 	return fn, ok
 }
 
@@ -99,7 +100,7 @@ func init() {
 		if err := config.SetAll(&o, opts); err != nil {
 			return nil, fmt.Errorf("data.options: %w", err)
 		}
-		s, err := data.MNIST(o.Dir)
+		s, err := datasets.MNIST(o.Dir)
 		if err != nil {
 			return nil, err
 		}
@@ -110,7 +111,7 @@ func init() {
 		if err := config.SetAll(&o, opts); err != nil {
 			return nil, fmt.Errorf("data.options: %w", err)
 		}
-		s, err := data.FashionMNIST(o.Dir)
+		s, err := datasets.FashionMNIST(o.Dir)
 		if err != nil {
 			return nil, err
 		}

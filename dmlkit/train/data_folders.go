@@ -5,14 +5,15 @@ import (
 
 	"github.com/dmlkit/dmlkit/dmlkit/config"
 	"github.com/dmlkit/dmlkit/dmlkit/data"
+	"github.com/dmlkit/dmlkit/dmlkit/data/datasets"
 )
 
-// cifar10Options are the data.options of the built-in "cifar10" dataset ([data.CIFAR10]): the
+// cifar10Options are the data.options of the built-in "cifar10" dataset ([datasets.CIFAR10]): the
 // class-disjoint split of ../shared/data/cifar10/README.md (airplane … deer train, dog … truck
 // test; closed: all ten on both sides), at side size (default 32, native; 96–128 for
 // ImageNet-pretrained backbones), plus the augmentation keys of [AugmentOptions].
 type cifar10Options struct {
-	Root     string `yaml:"root"`      // directory with the binary release or the JPEG archive (default: data.FindCIFAR10)
+	Root     string `yaml:"root"`      // directory with the binary release or the JPEG archive (default: datasets.FindCIFAR10)
 	Format   string `yaml:"format"`    // binary, jpeg or "" (binary when present)
 	Size     int    `yaml:"size"`      // image side (0: 32)
 	PerClass int    `yaml:"per_class"` // first n images per class and split (0: all), for smoke runs
@@ -21,8 +22,8 @@ type cifar10Options struct {
 }
 
 // imageFolderOptions are the data.options of the built-in "imagefolder" dataset
-// ([data.LoadImageFolder]): a user's <root>/{train,test}/<class>/ or <root>/<class>/ folder,
-// split class-disjointly as [data.ImageFolderOptions] states, every image resized to size×size
+// ([datasets.LoadImageFolder]): a user's <root>/{train,test}/<class>/ or <root>/<class>/ folder,
+// split class-disjointly as [datasets.ImageFolderOptions] states, every image resized to size×size
 // (default 64), plus the augmentation keys of [AugmentOptions].
 type imageFolderOptions struct {
 	Root         string   `yaml:"root"`
@@ -46,7 +47,7 @@ func init() {
 		if o.Size < 0 || o.PerClass < 0 || o.Workers < 0 {
 			return nil, fmt.Errorf("data.options: size %d, per_class %d, workers %d: want ≥ 0", o.Size, o.PerClass, o.Workers)
 		}
-		return data.CIFAR10(data.CIFAR10Options{Root: o.Root, Format: o.Format, Size: o.Size, PerClass: o.PerClass, Closed: o.Closed, Workers: o.Workers})
+		return datasets.CIFAR10(datasets.CIFAR10Options{Root: o.Root, Format: o.Format, Size: o.Size, PerClass: o.PerClass, Closed: o.Closed, Workers: o.Workers})
 	})
 	RegisterAugmentedDataset("imagefolder", func(opts map[string]any) (*data.Split, error) {
 		var o imageFolderOptions
@@ -64,7 +65,7 @@ func init() {
 		if err != nil {
 			return nil, err
 		}
-		return data.LoadImageFolder(o.Root, data.ImageFolderOptions{TrainClasses: o.TrainClasses, Split: o.Split,
+		return datasets.LoadImageFolder(o.Root, datasets.ImageFolderOptions{TrainClasses: o.TrainClasses, Split: o.Split,
 			TestFraction: o.TestFraction, SplitSeed: o.SplitSeed, Closed: o.Closed, PerClass: o.PerClass,
 			Check: lo.Check, Size: o.Size, Workers: o.Workers})
 	})

@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/dmlkit/dmlkit/dmlkit/data"
+	"github.com/dmlkit/dmlkit/dmlkit/data/datasets"
 )
 
 // gradientImages is a one-image set of side n whose pixel (x, y) is (4x+1, 4y+11, 2x+2y+1).
@@ -230,7 +231,7 @@ func TestAugmentOptionErrors(t *testing.T) {
 // images per class: the README's split (labels 0–4 train, 5–9 test) with class names, and the
 // flip augmentation on the training set only.
 func TestCIFAR10Dataset(t *testing.T) {
-	if _, err := data.FindCIFAR10(""); err != nil {
+	if _, err := datasets.FindCIFAR10(""); err != nil {
 		t.Skipf("CIFAR-10 not available: %v", err)
 	}
 	cfg := testConfig()

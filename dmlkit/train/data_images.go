@@ -14,6 +14,7 @@ import (
 
 	"github.com/dmlkit/dmlkit/dmlkit/config"
 	"github.com/dmlkit/dmlkit/dmlkit/data"
+	"github.com/dmlkit/dmlkit/dmlkit/data/datasets"
 	"github.com/dmlkit/dmlkit/dmlkit/data/pipeline"
 	"github.com/dmlkit/dmlkit/dmlkit/data/raster"
 )
@@ -86,9 +87,9 @@ func fillTrain(s Set, epoch int, idx []int, next [][]int, dst []float32) error {
 // pretrained weights expect. Inputs are [Size, Size, 3] float32, NHWC.
 type ImageOptions struct {
 	// Root is the dataset directory. Default: $DMLKIT_DATA/<source>, else the directory
-	// `dmlkit data fetch <source>` fills (data.DefaultRoot), where <source> is cub, cars196,
+	// `dmlkit data fetch <source>` fills (datasets.DefaultRoot), where <source> is cub, cars196,
 	// sop, inat2018, inshop or vehicleid; a root holding the extracted folder (e.g.
-	// CUB_200_2011/, data.Source.DataDir) is entered.
+	// CUB_200_2011/, datasets.Source.DataDir) is entered.
 	Root    string    `yaml:"root"`
 	Size    int       `yaml:"size"`    // crop side, default 224
 	Resize  int       `yaml:"resize"`  // short side before cropping, default 256; ≥ Size
@@ -176,25 +177,25 @@ func (o *ImageOptions) resolve() error {
 	return nil
 }
 
-func (o *ImageOptions) loadOptions() (data.LoadOptions, error) {
+func (o *ImageOptions) loadOptions() (datasets.LoadOptions, error) {
 	switch o.Check {
 	case "", "markers":
-		return data.LoadOptions{Check: data.CheckMarkers}, nil
+		return datasets.LoadOptions{Check: datasets.CheckMarkers}, nil
 	case "exists":
-		return data.LoadOptions{Check: data.CheckExists}, nil
+		return datasets.LoadOptions{Check: datasets.CheckExists}, nil
 	case "none":
-		return data.LoadOptions{Check: data.CheckNone}, nil
+		return datasets.LoadOptions{Check: datasets.CheckNone}, nil
 	case "decode":
-		return data.LoadOptions{Check: data.CheckDecode}, nil
+		return datasets.LoadOptions{Check: datasets.CheckDecode}, nil
 	}
-	return data.LoadOptions{}, fmt.Errorf("data.options.check: %q: want markers, exists, none or decode", o.Check)
+	return datasets.LoadOptions{}, fmt.Errorf("data.options.check: %q: want markers, exists, none or decode", o.Check)
 }
 
 // imageDataset describes one registered benchmark.
 type imageDataset struct {
-	name, source string // trainer name; data.Sources name (default root)
+	name, source string // trainer name; datasets.Sources name (default root)
 	// load reads the benchmark's lists; o is resolved.
-	load func(root string, o *ImageOptions, lo data.LoadOptions) (*data.FileSplit, error)
+	load func(root string, o *ImageOptions, lo datasets.LoadOptions) (*data.FileSplit, error)
 	// options lists the dataset-specific options it accepts besides the common ones.
 	options []string
 }
@@ -202,26 +203,26 @@ type imageDataset struct {
 // imageDatasets are the registered benchmarks and their protocols (seed 000 §5.1 / Table 1,
 // seed 003 §4.1 / Table 1):
 //
-//   - cub: CUB-200-2011 ([data.CUB]). split openset (default): classes 1–100 train (5,864
+//   - cub: CUB-200-2011 ([datasets.CUB]). split openset (default): classes 1–100 train (5,864
 //     images), 101–200 test (5,924), the DML protocol. split official: train_test_split.txt,
 //     5,994 / 5,794 images sharing all 200 classes — the setting of seed 000's main tables ("For
 //     CUB and Cars, we use shared train-test classes", Table 1).
-//   - cars: Cars196 ([data.Cars196]): classes 1–98 train (8,054 images), 99–196 test (8,131),
+//   - cars: Cars196 ([datasets.Cars196]): classes 1–98 train (8,054 images), 99–196 test (8,131),
 //     "the first half of the classes" (seed 003 §4.1); cars_annos.mat or the CSV pair.
-//   - sop: Stanford Online Products ([data.SOP]): Ebay_train.txt (11,318 classes, 59,551
+//   - sop: Stanford Online Products ([datasets.SOP]): Ebay_train.txt (11,318 classes, 59,551
 //     images) / Ebay_test.txt (11,316, 60,502), class-disjoint; Coarse = the 12 super-classes.
-//   - inat: iNaturalist-2018 with the Smooth-AP open-world split ([data.INaturalist2018]):
+//   - inat: iNaturalist-2018 with the Smooth-AP open-world split ([datasets.INaturalist2018]):
 //     Inaturalist_train_set1.txt (5,690 classes, 325,846 images) / Inaturalist_test_set1.txt
 //     (2,452 unseen classes, 136,093); Coarse = super-category.
-//   - inshop: In-Shop Clothes ([data.InShop]): train 3,997 items (25,882 images). The trainer's
+//   - inshop: In-Shop Clothes ([datasets.InShop]): train 3,997 items (25,882 images). The trainer's
 //     evaluation is leave-one-out retrieval within one set, so the test set is query (14,218) and
 //     gallery (12,612) pooled; its R@k is not the paper protocol's query→gallery R@k.
-//   - market1501: Market-1501 ([data.Market1501]): bounding_box_train (751 identities, 12,936
+//   - market1501: Market-1501 ([datasets.Market1501]): bounding_box_train (751 identities, 12,936
 //     images); the test set is query (3,368) and gallery pooled without junk and distractors, as
 //     inshop, so the trainer's evaluation is leave-one-out retrieval, not the Market-1501
 //     query→gallery protocol with same-camera junk (seed 001 Table 1): that protocol needs the
 //     query/gallery split and cameras at evaluation, which the trainer does not carry yet.
-//   - vehicleid: PKU VehicleID ([data.VehicleID]): train_list.txt (13,134 vehicles) / the
+//   - vehicleid: PKU VehicleID ([datasets.VehicleID]): train_list.txt (13,134 vehicles) / the
 //     test_list_<test_size>.txt list (800, 1600 or 2400 vehicles) as one retrieval set.
 //
 // Labels are renumbered densely: the training classes 0…K−1 in increasing order of the loader's
@@ -229,29 +230,29 @@ type imageDataset struct {
 // cars and sop, and gives proxy losses class indices below K.
 var imageDatasets = []imageDataset{
 	{name: "cub", source: "cub", options: []string{"split"},
-		load: func(root string, o *ImageOptions, lo data.LoadOptions) (*data.FileSplit, error) {
-			var sp data.CUBSplit
+		load: func(root string, o *ImageOptions, lo datasets.LoadOptions) (*data.FileSplit, error) {
+			var sp datasets.CUBSplit
 			switch o.Split {
 			case "", "openset":
-				sp = data.CUBOpenSet
+				sp = datasets.CUBOpenSet
 			case "official":
-				sp = data.CUBOfficial
+				sp = datasets.CUBOfficial
 			default:
 				return nil, fmt.Errorf("data.options.split: %q: want openset or official", o.Split)
 			}
-			return data.CUB(root, sp, lo)
+			return datasets.CUB(root, sp, lo)
 		}},
-	{name: "cars", source: "cars196", load: func(root string, _ *ImageOptions, lo data.LoadOptions) (*data.FileSplit, error) {
-		return data.Cars196(root, lo)
+	{name: "cars", source: "cars196", load: func(root string, _ *ImageOptions, lo datasets.LoadOptions) (*data.FileSplit, error) {
+		return datasets.Cars196(root, lo)
 	}},
-	{name: "sop", source: "sop", load: func(root string, _ *ImageOptions, lo data.LoadOptions) (*data.FileSplit, error) {
-		return data.SOP(root, lo)
+	{name: "sop", source: "sop", load: func(root string, _ *ImageOptions, lo datasets.LoadOptions) (*data.FileSplit, error) {
+		return datasets.SOP(root, lo)
 	}},
-	{name: "inat", source: "inat2018", load: func(root string, _ *ImageOptions, lo data.LoadOptions) (*data.FileSplit, error) {
-		return data.INaturalist2018(root, lo)
+	{name: "inat", source: "inat2018", load: func(root string, _ *ImageOptions, lo datasets.LoadOptions) (*data.FileSplit, error) {
+		return datasets.INaturalist2018(root, lo)
 	}},
-	{name: "inshop", source: "inshop", load: func(root string, _ *ImageOptions, lo data.LoadOptions) (*data.FileSplit, error) {
-		s, err := data.InShop(root, lo)
+	{name: "inshop", source: "inshop", load: func(root string, _ *ImageOptions, lo datasets.LoadOptions) (*data.FileSplit, error) {
+		s, err := datasets.InShop(root, lo)
 		if err != nil {
 			return nil, err
 		}
@@ -262,8 +263,8 @@ var imageDatasets = []imageDataset{
 		}
 		return &data.FileSplit{Train: s.Train, Test: test}, nil
 	}},
-	{name: "market1501", source: "market1501", load: func(root string, _ *ImageOptions, lo data.LoadOptions) (*data.FileSplit, error) {
-		s, err := data.Market1501(root, lo)
+	{name: "market1501", source: "market1501", load: func(root string, _ *ImageOptions, lo datasets.LoadOptions) (*data.FileSplit, error) {
+		s, err := datasets.Market1501(root, lo)
 		if err != nil {
 			return nil, err
 		}
@@ -281,7 +282,7 @@ var imageDatasets = []imageDataset{
 		return &data.FileSplit{Train: s.Train, Test: test}, nil
 	}},
 	{name: "vehicleid", source: "vehicleid", options: []string{"test_size"},
-		load: func(root string, o *ImageOptions, lo data.LoadOptions) (*data.FileSplit, error) {
+		load: func(root string, o *ImageOptions, lo datasets.LoadOptions) (*data.FileSplit, error) {
 			ts := o.TestSize
 			if ts == 0 {
 				ts = 800
@@ -289,7 +290,7 @@ var imageDatasets = []imageDataset{
 			if ts != 800 && ts != 1600 && ts != 2400 {
 				return nil, fmt.Errorf("data.options.test_size: %d: want 800, 1600 or 2400", ts)
 			}
-			return data.VehicleID(root, ts, lo)
+			return datasets.VehicleID(root, ts, lo)
 		}},
 }
 
@@ -362,7 +363,7 @@ func datasetRoot(d imageDataset, explicit string) (string, error) {
 		if e := os.Getenv("DMLKIT_DATA"); e != "" {
 			cands = append(cands, filepath.Join(e, d.source))
 		}
-		if r, err := data.DefaultRoot(d.source); err == nil {
+		if r, err := datasets.DefaultRoot(d.source); err == nil {
 			cands = append(cands, r)
 		}
 	}
@@ -370,7 +371,7 @@ func datasetRoot(d imageDataset, explicit string) (string, error) {
 		if !isDirectory(c) {
 			continue
 		}
-		if src, err := data.LookupSource(d.source); err == nil && src.DataDir != "" && isDirectory(filepath.Join(c, src.DataDir)) {
+		if src, err := datasets.LookupSource(d.source); err == nil && src.DataDir != "" && isDirectory(filepath.Join(c, src.DataDir)) {
 			return filepath.Join(c, src.DataDir), nil
 		}
 		return c, nil

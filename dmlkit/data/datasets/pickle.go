@@ -1,4 +1,4 @@
-package data
+package datasets
 
 import (
 	"encoding/binary"
@@ -7,6 +7,8 @@ import (
 	"math"
 	"strconv"
 	"strings"
+
+	"github.com/dmlkit/dmlkit/dmlkit/data"
 )
 
 // A minimal Python pickle decoder for the data files dmlkit reads (insightface .bin pair
@@ -60,7 +62,7 @@ func pickleReduce(g pickleGlobal, args pickleTuple) (any, error) {
 		out := make([]byte, 0, len(s))
 		for _, r := range s {
 			if r > 255 {
-				return nil, fmt.Errorf("%w: _codecs.encode: rune %U not latin-1", ErrFormat, r)
+				return nil, fmt.Errorf("%w: _codecs.encode: rune %U not latin-1", data.ErrFormat, r)
 			}
 			out = append(out, byte(r))
 		}
@@ -74,7 +76,7 @@ func pickleReduce(g pickleGlobal, args pickleTuple) (any, error) {
 	case "_reconstruct":
 		return &pickleArray{}, nil
 	}
-	return nil, fmt.Errorf("%w: unexpected call %s.%s%v", ErrFormat, g.module, g.name, args)
+	return nil, fmt.Errorf("%w: unexpected call %s.%s%v", data.ErrFormat, g.module, g.name, args)
 }
 
 // pickleBuild applies a BUILD state to a dtype or an array.
@@ -103,7 +105,7 @@ func pickleBuild(obj, state any) error {
 		for _, d := range shape {
 			n, ok := d.(int64)
 			if !ok || n < 0 {
-				return fmt.Errorf("%w: ndarray shape %v", ErrFormat, shape)
+				return fmt.Errorf("%w: ndarray shape %v", data.ErrFormat, shape)
 			}
 			o.shape = append(o.shape, int(n))
 		}
@@ -115,11 +117,11 @@ func pickleBuild(obj, state any) error {
 				o.data = append(o.data, byte(r))
 			}
 		default:
-			return fmt.Errorf("%w: ndarray data of type %T (object arrays are not supported)", ErrFormat, raw)
+			return fmt.Errorf("%w: ndarray data of type %T (object arrays are not supported)", data.ErrFormat, raw)
 		}
 		return nil
 	}
-	return fmt.Errorf("%w: unsupported BUILD of %T with %T", ErrFormat, obj, state)
+	return fmt.Errorf("%w: unsupported BUILD of %T with %T", data.ErrFormat, obj, state)
 }
 
 // bytesOf returns v as raw bytes: a bytes value or a 1-D uint8/int8 ndarray.
@@ -176,7 +178,7 @@ func unpickle(b []byte) (any, error) {
 	pos := 0
 	need := func(n int) ([]byte, error) {
 		if n < 0 || pos+n > len(b) {
-			return nil, fmt.Errorf("%w: pickle ends at byte %d, need %d more", ErrTruncated, len(b), pos+n-len(b))
+			return nil, fmt.Errorf("%w: pickle ends at byte %d, need %d more", data.ErrTruncated, len(b), pos+n-len(b))
 		}
 		s := b[pos : pos+n]
 		pos += n
@@ -185,7 +187,7 @@ func unpickle(b []byte) (any, error) {
 	line := func() (string, error) {
 		i := strings.IndexByte(string(b[pos:]), '\n')
 		if i < 0 {
-			return "", fmt.Errorf("%w: pickle text argument without newline", ErrTruncated)
+			return "", fmt.Errorf("%w: pickle text argument without newline", data.ErrTruncated)
 		}
 		s := string(b[pos : pos+i])
 		pos += i + 1
@@ -193,7 +195,7 @@ func unpickle(b []byte) (any, error) {
 	}
 	pop := func() (any, error) {
 		if len(stack) == 0 {
-			return nil, fmt.Errorf("%w: pickle stack underflow at byte %d", ErrFormat, pos)
+			return nil, fmt.Errorf("%w: pickle stack underflow at byte %d", data.ErrFormat, pos)
 		}
 		v := stack[len(stack)-1]
 		stack = stack[:len(stack)-1]
@@ -207,7 +209,7 @@ func unpickle(b []byte) (any, error) {
 				return items, nil
 			}
 		}
-		return nil, fmt.Errorf("%w: pickle MARK missing at byte %d", ErrFormat, pos)
+		return nil, fmt.Errorf("%w: pickle MARK missing at byte %d", data.ErrFormat, pos)
 	}
 	uint := func(n int) (int, error) {
 		s, err := need(n)
@@ -224,7 +226,7 @@ func unpickle(b []byte) (any, error) {
 		}
 		v := binary.LittleEndian.Uint64(s)
 		if v > math.MaxInt32 {
-			return 0, fmt.Errorf("%w: pickle length %d too large", ErrFormat, v)
+			return 0, fmt.Errorf("%w: pickle length %d too large", data.ErrFormat, v)
 		}
 		return int(v), nil
 	}
@@ -268,7 +270,7 @@ func unpickle(b []byte) (any, error) {
 		case 0x85, 0x86, 0x87: // TUPLE1..3
 			n := int(op - 0x84)
 			if len(stack) < n {
-				return nil, fmt.Errorf("%w: pickle stack underflow at byte %d", ErrFormat, pos)
+				return nil, fmt.Errorf("%w: pickle stack underflow at byte %d", data.ErrFormat, pos)
 			}
 			t := pickleTuple(append([]any(nil), stack[len(stack)-n:]...))
 			stack = append(stack[:len(stack)-n], t)
@@ -284,11 +286,11 @@ func unpickle(b []byte) (any, error) {
 				return nil, err
 			}
 			if len(stack) == 0 {
-				return nil, fmt.Errorf("%w: pickle APPEND without a list at byte %d", ErrFormat, pos)
+				return nil, fmt.Errorf("%w: pickle APPEND without a list at byte %d", data.ErrFormat, pos)
 			}
 			l, ok := stack[len(stack)-1].(*pickleList)
 			if !ok {
-				return nil, fmt.Errorf("%w: pickle APPEND to %T at byte %d", ErrFormat, stack[len(stack)-1], pos)
+				return nil, fmt.Errorf("%w: pickle APPEND to %T at byte %d", data.ErrFormat, stack[len(stack)-1], pos)
 			}
 			l.items = append(l.items, items...)
 		case 'C', 'B', 0x8e, 'U', 'T': // SHORT_BINBYTES, BINBYTES, BINBYTES8, SHORT_BINSTRING, BINSTRING
@@ -344,7 +346,7 @@ func unpickle(b []byte) (any, error) {
 			default:
 				v, err := strconv.ParseInt(s, 10, 64)
 				if err != nil {
-					return nil, fmt.Errorf("%w: pickle INT %q", ErrFormat, s)
+					return nil, fmt.Errorf("%w: pickle INT %q", data.ErrFormat, s)
 				}
 				stack = append(stack, v)
 			}
@@ -356,7 +358,7 @@ func unpickle(b []byte) (any, error) {
 			stack = append(stack, math.Float64frombits(binary.BigEndian.Uint64(s)))
 		case 'q', 'r', 'p', 0x94: // BINPUT, LONG_BINPUT, PUT, MEMOIZE
 			if len(stack) == 0 {
-				return nil, fmt.Errorf("%w: pickle memo store with empty stack", ErrFormat)
+				return nil, fmt.Errorf("%w: pickle memo store with empty stack", data.ErrFormat)
 			}
 			var k int
 			switch op {
@@ -394,7 +396,7 @@ func unpickle(b []byte) (any, error) {
 			}
 			v, ok := memo[k]
 			if !ok {
-				return nil, fmt.Errorf("%w: pickle memo key %d undefined", ErrFormat, k)
+				return nil, fmt.Errorf("%w: pickle memo key %d undefined", data.ErrFormat, k)
 			}
 			stack = append(stack, v)
 		case 'c', 0x93: // GLOBAL (text "module\nname\n"), STACK_GLOBAL
@@ -412,12 +414,12 @@ func unpickle(b []byte) (any, error) {
 				ns, ok1 := n.(string)
 				ms, ok2 := m.(string)
 				if err1 != nil || err2 != nil || !ok1 || !ok2 {
-					return nil, fmt.Errorf("%w: STACK_GLOBAL without module and name strings at byte %d", ErrFormat, pos)
+					return nil, fmt.Errorf("%w: STACK_GLOBAL without module and name strings at byte %d", data.ErrFormat, pos)
 				}
 				g = pickleGlobal{ms, ns}
 			}
 			if !pickleGlobals[g] {
-				return nil, fmt.Errorf("%w: %w: %s.%s (opcode %#x at byte %d)", ErrFormat, errPickleObject, g.module, g.name, op, pos-1)
+				return nil, fmt.Errorf("%w: %w: %s.%s (opcode %#x at byte %d)", data.ErrFormat, errPickleObject, g.module, g.name, op, pos-1)
 			}
 			stack = append(stack, g)
 		case 'R': // REDUCE
@@ -426,7 +428,7 @@ func unpickle(b []byte) (any, error) {
 			args, ok1 := a.(pickleTuple)
 			g, ok2 := f.(pickleGlobal)
 			if err1 != nil || err2 != nil || !ok1 || !ok2 {
-				return nil, fmt.Errorf("%w: REDUCE of %T at byte %d", ErrFormat, f, pos)
+				return nil, fmt.Errorf("%w: REDUCE of %T at byte %d", data.ErrFormat, f, pos)
 			}
 			v, err := pickleReduce(g, args)
 			if err != nil {
@@ -439,15 +441,15 @@ func unpickle(b []byte) (any, error) {
 				return nil, err
 			}
 			if len(stack) == 0 {
-				return nil, fmt.Errorf("%w: BUILD without an object at byte %d", ErrFormat, pos)
+				return nil, fmt.Errorf("%w: BUILD without an object at byte %d", data.ErrFormat, pos)
 			}
 			if err := pickleBuild(stack[len(stack)-1], st); err != nil {
 				return nil, err
 			}
 		case 0x81, 0x92, 'i', 'o': // NEWOBJ, NEWOBJ_EX, INST, OBJ
-			return nil, fmt.Errorf("%w: %w (opcode %#x at byte %d)", ErrFormat, errPickleObject, op, pos-1)
+			return nil, fmt.Errorf("%w: %w (opcode %#x at byte %d)", data.ErrFormat, errPickleObject, op, pos-1)
 		default:
-			return nil, fmt.Errorf("%w: unsupported pickle opcode %#x at byte %d", ErrFormat, op, pos-1)
+			return nil, fmt.Errorf("%w: unsupported pickle opcode %#x at byte %d", data.ErrFormat, op, pos-1)
 		}
 	}
 }

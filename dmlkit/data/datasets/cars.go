@@ -1,4 +1,4 @@
-package data
+package datasets
 
 import (
 	"errors"
@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/dmlkit/dmlkit/dmlkit/data"
 	"github.com/dmlkit/dmlkit/dmlkit/data/matv5"
 )
 
@@ -21,7 +22,7 @@ import (
 // "file,x1,y1,x2,y2,class", optional header), whose files live in cars_train/ and cars_test/
 // (or root when those folders are absent). Labels are class−1; class ids must be 1–196 (or
 // within class_names). BBoxes are kept.
-func Cars196(root string, opt LoadOptions) (*FileSplit, error) {
+func Cars196(root string, opt LoadOptions) (*data.FileSplit, error) {
 	const ds = "cars196"
 	if err := requireDir(ds, root); err != nil {
 		return nil, err
@@ -32,9 +33,9 @@ func Cars196(root string, opt LoadOptions) (*FileSplit, error) {
 	}
 	tr, te := filepath.Join(root, "anno_train.csv"), filepath.Join(root, "anno_test.csv")
 	if !isFile(tr) && !isFile(te) {
-		return nil, ferr(ds, root, 0, ErrMissing, "neither cars_annos.mat nor anno_train.csv/anno_test.csv found")
+		return nil, ferr(ds, root, 0, data.ErrMissing, "neither cars_annos.mat nor anno_train.csv/anno_test.csv found")
 	}
-	out := &FileSplit{Train: &Files{Name: "cars196/train"}, Test: &Files{Name: "cars196/test"}}
+	out := &data.FileSplit{Train: &data.Files{Name: "cars196/train"}, Test: &data.Files{Name: "cars196/test"}}
 	for _, c := range []struct{ csv, dir string }{{tr, "cars_train"}, {te, "cars_test"}} {
 		lines, err := readList(ds, c.csv, true)
 		if err != nil {
@@ -46,7 +47,7 @@ func Cars196(root string, opt LoadOptions) (*FileSplit, error) {
 		}
 		for k, l := range lines {
 			if len(l.fields) != 6 {
-				return nil, ferr(ds, c.csv, l.n, ErrFormat, "want \"file,x1,y1,x2,y2,class\", got %d fields", len(l.fields))
+				return nil, ferr(ds, c.csv, l.n, data.ErrFormat, "want \"file,x1,y1,x2,y2,class\", got %d fields", len(l.fields))
 			}
 			var v [5]int
 			bad := false
@@ -61,7 +62,7 @@ func Cars196(root string, opt LoadOptions) (*FileSplit, error) {
 				if k == 0 { // header line
 					continue
 				}
-				return nil, ferr(ds, c.csv, l.n, ErrFormat, "non-integer box or class in %q", strings.Join(l.fields, ","))
+				return nil, ferr(ds, c.csv, l.n, data.ErrFormat, "non-integer box or class in %q", strings.Join(l.fields, ","))
 			}
 			p, err := joinUnder(ds, c.csv, l.n, imDir, l.fields[0])
 			if err != nil {
@@ -80,12 +81,12 @@ func isDir(p string) bool {
 	return err == nil && st
 }
 
-func addCar(out *FileSplit, ds, list string, line int, path string, class int, box [4]int32, nClasses int, opt LoadOptions) error {
+func addCar(out *data.FileSplit, ds, list string, line int, path string, class int, box [4]int32, nClasses int, opt LoadOptions) error {
 	if class < 1 || class > nClasses {
-		return ferr(ds, list, line, ErrUnknownClass, "class id %d (want 1–%d)", class, nClasses)
+		return ferr(ds, list, line, data.ErrUnknownClass, "class id %d (want 1–%d)", class, nClasses)
 	}
 	if box[0] > box[2] || box[1] > box[3] {
-		return ferr(ds, list, line, ErrFormat, "bounding box %v has x1 > x2 or y1 > y2", box)
+		return ferr(ds, list, line, data.ErrFormat, "bounding box %v has x1 > x2 or y1 > y2", box)
 	}
 	if err := opt.check(ds, list, line, path); err != nil {
 		return err
@@ -102,7 +103,7 @@ func addCar(out *FileSplit, ds, list string, line int, path string, class int, b
 
 // cars196Mat reads cars_annos.mat with package matv5. "Line" in its errors is the 1-based
 // annotation index.
-func cars196Mat(root, matPath string, opt LoadOptions) (*FileSplit, error) {
+func cars196Mat(root, matPath string, opt LoadOptions) (*data.FileSplit, error) {
 	const ds = "cars196"
 	b, err := os.ReadFile(matPath)
 	if err != nil {
@@ -110,31 +111,31 @@ func cars196Mat(root, matPath string, opt LoadOptions) (*FileSplit, error) {
 	}
 	f, err := matv5.Decode(b)
 	if err != nil {
-		kind := ErrFormat
+		kind := data.ErrFormat
 		if errors.Is(err, io.ErrUnexpectedEOF) {
-			kind = ErrTruncated
+			kind = data.ErrTruncated
 		}
 		return nil, ferr(ds, matPath, 0, kind, "%v", err)
 	}
 	ann, err := f.Var("annotations")
 	if err != nil {
-		return nil, ferr(ds, matPath, 0, ErrFormat, "%v", err)
+		return nil, ferr(ds, matPath, 0, data.ErrFormat, "%v", err)
 	}
 	if ann.Class != matv5.Struct {
-		return nil, ferr(ds, matPath, 0, ErrFormat, "annotations is %s, want a struct array", ann.Class)
+		return nil, ferr(ds, matPath, 0, data.ErrFormat, "annotations is %s, want a struct array", ann.Class)
 	}
 	nClasses := 196
 	names := map[int32]string{}
 	if cn, err := f.Var("class_names"); err == nil {
 		if cn.Class != matv5.Cell {
-			return nil, ferr(ds, matPath, 0, ErrFormat, "class_names is %s, want a cell array", cn.Class)
+			return nil, ferr(ds, matPath, 0, data.ErrFormat, "class_names is %s, want a cell array", cn.Class)
 		}
 		nClasses = cn.Len()
 		for i, c := range cn.Cells {
 			names[int32(i)] = c.String()
 		}
 	}
-	out := &FileSplit{Train: &Files{Name: "cars196/train", ClassNames: names}, Test: &Files{Name: "cars196/test", ClassNames: names}}
+	out := &data.FileSplit{Train: &data.Files{Name: "cars196/train", ClassNames: names}, Test: &data.Files{Name: "cars196/test", ClassNames: names}}
 	for i := 0; i < ann.Len(); i++ {
 		num := func(field string) (int, error) {
 			a, err := ann.Field(i, field)
@@ -152,15 +153,15 @@ func cars196Mat(root, matPath string, opt LoadOptions) (*FileSplit, error) {
 		}
 		pa, err := ann.Field(i, "relative_im_path")
 		if err != nil {
-			return nil, ferr(ds, matPath, i+1, ErrFormat, "annotation %d: %v", i+1, err)
+			return nil, ferr(ds, matPath, i+1, data.ErrFormat, "annotation %d: %v", i+1, err)
 		}
 		if pa.Class != matv5.Char {
-			return nil, ferr(ds, matPath, i+1, ErrFormat, "annotation %d: relative_im_path is %s, want char", i+1, pa.Class)
+			return nil, ferr(ds, matPath, i+1, data.ErrFormat, "annotation %d: relative_im_path is %s, want char", i+1, pa.Class)
 		}
 		var v [5]int
 		for j, fld := range []string{"bbox_x1", "bbox_y1", "bbox_x2", "bbox_y2", "class"} {
 			if v[j], err = num(fld); err != nil {
-				return nil, ferr(ds, matPath, i+1, ErrFormat, "annotation %d: %v", i+1, err)
+				return nil, ferr(ds, matPath, i+1, data.ErrFormat, "annotation %d: %v", i+1, err)
 			}
 		}
 		p, err := joinUnder(ds, matPath, i+1, root, pa.String())

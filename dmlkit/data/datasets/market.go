@@ -1,4 +1,4 @@
-package data
+package datasets
 
 import (
 	"errors"
@@ -8,6 +8,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/dmlkit/dmlkit/dmlkit/data"
 )
 
 // Market-1501 special person ids.
@@ -23,15 +25,15 @@ const (
 // keeps them with labels −1 and 0 for the evaluator (same id and same camera as the query are
 // dropped there, as in layumi's evaluate_gpu.py). A query with pid ≤ 0 is an error. Files not
 // ending in .jpg are ignored; a .jpg with a malformed name is an error naming the file.
-func Market1501(root string, opt LoadOptions) (*FileSplit, error) {
+func Market1501(root string, opt LoadOptions) (*data.FileSplit, error) {
 	const ds = "market1501"
 	if err := requireDir(ds, root); err != nil {
 		return nil, err
 	}
-	out := &FileSplit{}
+	out := &data.FileSplit{}
 	for _, part := range []struct {
 		dir  string
-		dst  **Files
+		dst  **data.Files
 		keep func(pid int) bool
 	}{
 		{"bounding_box_train", &out.Train, func(pid int) bool { return pid > 0 }},
@@ -42,11 +44,11 @@ func Market1501(root string, opt LoadOptions) (*FileSplit, error) {
 		ents, err := os.ReadDir(dir)
 		if err != nil {
 			if errors.Is(err, fs.ErrNotExist) {
-				return nil, ferr(ds, dir, 0, ErrMissing, "folder does not exist")
+				return nil, ferr(ds, dir, 0, data.ErrMissing, "folder does not exist")
 			}
 			return nil, ferr(ds, dir, 0, nil, "%v", err)
 		}
-		f := &Files{Name: "market1501/" + part.dir}
+		f := &data.Files{Name: "market1501/" + part.dir}
 		var names []string
 		for _, e := range ents {
 			if !e.IsDir() && strings.HasSuffix(e.Name(), ".jpg") {
@@ -58,10 +60,10 @@ func Market1501(root string, opt LoadOptions) (*FileSplit, error) {
 			p := filepath.Join(dir, n)
 			pid, cam, err := parseMarketName(n)
 			if err != nil {
-				return nil, ferr(ds, p, 0, ErrFormat, "%v", err)
+				return nil, ferr(ds, p, 0, data.ErrFormat, "%v", err)
 			}
 			if part.keep == nil && pid <= 0 {
-				return nil, ferr(ds, p, 0, ErrUnknownClass, "query with person id %d (junk/distractor)", pid)
+				return nil, ferr(ds, p, 0, data.ErrUnknownClass, "query with person id %d (junk/distractor)", pid)
 			}
 			if part.keep != nil && !part.keep(pid) {
 				continue
@@ -74,7 +76,7 @@ func Market1501(root string, opt LoadOptions) (*FileSplit, error) {
 			f.Cams = append(f.Cams, int32(cam))
 		}
 		if len(f.Paths) == 0 {
-			return nil, ferr(ds, dir, 0, ErrMissing, "no images")
+			return nil, ferr(ds, dir, 0, data.ErrMissing, "no images")
 		}
 		*part.dst = f
 	}

@@ -1,4 +1,4 @@
-package data
+package datasets
 
 import (
 	"bufio"
@@ -12,6 +12,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+
+	"github.com/dmlkit/dmlkit/dmlkit/data"
 )
 
 // IDX file names shared by MNIST and Fashion-MNIST.
@@ -40,7 +42,7 @@ var FashionMNISTClasses = []string{"T-shirt/top", "Trouser", "Pullover", "Dress"
 // Test (10,000) as [N, 28, 28, 1] uint8 (255 = ink) with labels 0–9. An empty dir locates the
 // copy in the GoMNIST module with [FindMNIST]. For the open-set protocol (digits 0–4 train, 5–9
 // test) apply [OpenSet] with [DigitsLow].
-func MNIST(dir string) (*Split, error) {
+func MNIST(dir string) (*data.Split, error) {
 	if dir == "" {
 		d, err := FindMNIST()
 		if err != nil {
@@ -54,13 +56,13 @@ func MNIST(dir string) (*Split, error) {
 // FashionMNIST is [MNIST] for Fashion-MNIST (same IDX format; 255 = the brightest pixel);
 // an empty dir means $DMLKIT_DATA/fashion-mnist, ~/.cache/dmlkit/fashion-mnist, then Debian's
 // /usr/share/datasets/fashion-mnist. ClassNames are [FashionMNISTClasses].
-func FashionMNIST(dir string) (*Split, error) {
+func FashionMNIST(dir string) (*data.Split, error) {
 	if dir == "" {
 		var cands []string
 		if d := os.Getenv("DMLKIT_DATA"); d != "" {
 			cands = append(cands, filepath.Join(d, "fashion-mnist"))
 		}
-		if c, err := CacheDir(); err == nil {
+		if c, err := data.CacheDir(); err == nil {
 			cands = append(cands, filepath.Join(c, "fashion-mnist"))
 		}
 		cands = append(cands, FashionMNISTDebianDir)
@@ -72,7 +74,7 @@ func FashionMNIST(dir string) (*Split, error) {
 		}
 		if dir == "" {
 			return nil, fmt.Errorf("data: fashion-mnist: %w: no IDX files in %s (apt-get install dataset-fashion-mnist, or `dmlkit data fetch fashion-mnist`)",
-				ErrMissing, strings.Join(cands, ", "))
+				data.ErrMissing, strings.Join(cands, ", "))
 		}
 	}
 	return loadIDXSplit("fashion-mnist", dir, FashionMNISTClasses)
@@ -96,7 +98,7 @@ func FindMNIST() (string, error) {
 	if d := os.Getenv("DMLKIT_DATA"); d != "" {
 		cands = append(cands, filepath.Join(d, "mnist"))
 	}
-	if c, err := CacheDir(); err == nil {
+	if c, err := data.CacheDir(); err == nil {
 		cands = append(cands, filepath.Join(c, "mnist"))
 	}
 	rel := filepath.Join("github.com", "petar", "!go!m!n!i!s!t@"+GoMNISTVersion, "data")
@@ -135,10 +137,10 @@ func FindMNIST() (string, error) {
 		}
 	}
 	return "", fmt.Errorf("data: mnist: %w: IDX files not found in %s; run `go mod download %s@%s` or `dmlkit data fetch mnist`",
-		ErrMissing, strings.Join(cands, ", "), GoMNISTModule, GoMNISTVersion)
+		data.ErrMissing, strings.Join(cands, ", "), GoMNISTModule, GoMNISTVersion)
 }
 
-func loadIDXSplit(name, dir string, classes []string) (*Split, error) {
+func loadIDXSplit(name, dir string, classes []string) (*data.Split, error) {
 	train, err := LoadIDX(name, filepath.Join(dir, idxTrainImages), filepath.Join(dir, idxTrainLabels))
 	if err != nil {
 		return nil, err
@@ -149,14 +151,14 @@ func loadIDXSplit(name, dir string, classes []string) (*Split, error) {
 	}
 	train.Name, test.Name = name+"/train", name+"/test"
 	train.ClassNames, test.ClassNames = classes, classes
-	return &Split{Train: train, Test: test}, nil
+	return &data.Split{Train: train, Test: test}, nil
 }
 
 // LoadIDX reads an IDX image file (magic 0x803, [N, rows, cols] uint8) and its label file
 // (magic 0x801, [N] uint8), gzipped or not (by a .gz suffix), into [N, rows, cols, 1] with the
 // label bytes as labels. The two counts must agree; a short payload is ErrTruncated; a file with a
 // PATH.sha256 beside it must match it ([VerifySidecar]).
-func LoadIDX(dataset, imagesPath, labelsPath string) (*Images, error) {
+func LoadIDX(dataset, imagesPath, labelsPath string) (*data.Images, error) {
 	ims, h, w, err := readIDX(dataset, imagesPath, 0x803)
 	if err != nil {
 		return nil, err
@@ -167,9 +169,9 @@ func LoadIDX(dataset, imagesPath, labelsPath string) (*Images, error) {
 	}
 	n := len(ims) / (h * w)
 	if len(labs) != n {
-		return nil, ferr(dataset, labelsPath, 0, ErrFormat, "%d labels for the %d images of %s", len(labs), n, imagesPath)
+		return nil, ferr(dataset, labelsPath, 0, data.ErrFormat, "%d labels for the %d images of %s", len(labs), n, imagesPath)
 	}
-	out := &Images{Name: dataset, N: n, H: h, W: w, C: 1, Pix: ims, Labels: make([]int32, n)}
+	out := &data.Images{Name: dataset, N: n, H: h, W: w, C: 1, Pix: ims, Labels: make([]int32, n)}
 	for i, l := range labs {
 		out.Labels[i] = int32(l)
 	}
@@ -179,13 +181,13 @@ func LoadIDX(dataset, imagesPath, labelsPath string) (*Images, error) {
 // readIDX returns the payload of an IDX file with the given magic and, for images, its rows and
 // cols (1, 1 for labels).
 func readIDX(dataset, path string, magic uint32) ([]byte, int, int, error) {
-	if err := VerifySidecar(dataset, path); err != nil {
+	if err := data.VerifySidecar(dataset, path); err != nil {
 		return nil, 0, 0, err
 	}
 	f, err := os.Open(path)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
-			return nil, 0, 0, ferr(dataset, path, 0, ErrMissing, "%v", err)
+			return nil, 0, 0, ferr(dataset, path, 0, data.ErrMissing, "%v", err)
 		}
 		return nil, 0, 0, ferr(dataset, path, 0, nil, "%v", err)
 	}
@@ -194,7 +196,7 @@ func readIDX(dataset, path string, magic uint32) ([]byte, int, int, error) {
 	if strings.HasSuffix(path, ".gz") {
 		z, err := gzip.NewReader(r)
 		if err != nil {
-			return nil, 0, 0, ferr(dataset, path, 0, ErrFormat, "gzip: %v", err)
+			return nil, 0, 0, ferr(dataset, path, 0, data.ErrFormat, "gzip: %v", err)
 		}
 		r = z
 	}
@@ -204,46 +206,32 @@ func readIDX(dataset, path string, magic uint32) ([]byte, int, int, error) {
 	}
 	hdr := make([]byte, 4+4*ndim)
 	if _, err := io.ReadFull(r, hdr[:4]); err != nil {
-		return nil, 0, 0, ferr(dataset, path, 0, ErrTruncated, "IDX magic: %v", err)
+		return nil, 0, 0, ferr(dataset, path, 0, data.ErrTruncated, "IDX magic: %v", err)
 	}
 	if m := binary.BigEndian.Uint32(hdr); m != magic {
-		return nil, 0, 0, ferr(dataset, path, 0, ErrFormat, "IDX magic %#x, want %#x", m, magic)
+		return nil, 0, 0, ferr(dataset, path, 0, data.ErrFormat, "IDX magic %#x, want %#x", m, magic)
 	}
 	if _, err := io.ReadFull(r, hdr[4:]); err != nil {
-		return nil, 0, 0, ferr(dataset, path, 0, ErrTruncated, "IDX header: %v", err)
+		return nil, 0, 0, ferr(dataset, path, 0, data.ErrTruncated, "IDX header: %v", err)
 	}
 	dims := make([]int, ndim)
 	total := 1
 	for i := range dims {
 		dims[i] = int(binary.BigEndian.Uint32(hdr[4+4*i:]))
 		if dims[i] <= 0 || dims[i] > 1<<24 {
-			return nil, 0, 0, ferr(dataset, path, 0, ErrFormat, "IDX dimension %d = %d", i, dims[i])
+			return nil, 0, 0, ferr(dataset, path, 0, data.ErrFormat, "IDX dimension %d = %d", i, dims[i])
 		}
 		total *= dims[i]
 	}
 	if total > 1<<31 {
-		return nil, 0, 0, ferr(dataset, path, 0, ErrFormat, "IDX shape %v too large", dims)
+		return nil, 0, 0, ferr(dataset, path, 0, data.ErrFormat, "IDX shape %v too large", dims)
 	}
 	buf := make([]byte, total)
 	if n, err := io.ReadFull(r, buf); err != nil {
-		return nil, 0, 0, ferr(dataset, path, 0, ErrTruncated, "IDX payload: read %d of %d bytes (shape %v): %v", n, total, dims, err)
+		return nil, 0, 0, ferr(dataset, path, 0, data.ErrTruncated, "IDX payload: read %d of %d bytes (shape %v): %v", n, total, dims, err)
 	}
 	if ndim == 3 {
 		return buf, dims[1], dims[2], nil
 	}
 	return buf, 1, 1, nil
-}
-
-// String describes the split sizes, e.g. for `dmlkit data info`.
-func (s *Split) String() string {
-	var parts []string
-	for _, p := range []struct {
-		n string
-		s *Images
-	}{{"train", s.Train}, {"val", s.Val}, {"test", s.Test}} {
-		if p.s != nil {
-			parts = append(parts, fmt.Sprintf("%s %d images / %d classes (%dx%dx%d)", p.n, p.s.N, p.s.NumClasses(), p.s.H, p.s.W, p.s.C))
-		}
-	}
-	return strings.Join(parts, "; ")
 }

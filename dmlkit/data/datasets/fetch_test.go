@@ -1,4 +1,4 @@
-package data
+package datasets
 
 import (
 	"archive/tar"

@@ -1,4 +1,4 @@
-package data
+package datasets
 
 import (
 	"errors"
@@ -10,6 +10,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/dmlkit/dmlkit/dmlkit/data"
 )
 
 // writeTwoTonePNG writes a w×h PNG whose left half is (a, a, a) and right half (b, 0, 255−b).
@@ -49,7 +51,7 @@ func makeFolder(t *testing.T, files ...string) string {
 }
 
 // classesOfFiles returns the class names of f's images, one per image.
-func classesOfFiles(f *Files) []string {
+func classesOfFiles(f *data.Files) []string {
 	var out []string
 	for _, l := range f.Labels {
 		out = append(out, f.ClassNames[l])
@@ -157,8 +159,8 @@ func TestListImageFolderValClasses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want, _ := ValClassSplit([]int32{0, 1}, 0.5, 7)
-	if val == nil || len(distinct(val.Labels)) != 1 || !want[val.Labels[0]] || len(distinct(s.Train.Labels)) != 1 || want[s.Train.Labels[0]] {
+	want, _ := data.ValClassSplit([]int32{0, 1}, 0.5, 7)
+	if val == nil || len(data.Distinct(val.Labels)) != 1 || !want[val.Labels[0]] || len(data.Distinct(s.Train.Labels)) != 1 || want[s.Train.Labels[0]] {
 		t.Fatalf("train %v val %v; ValClassSplit holds out %v", s.Train.Labels, val, want)
 	}
 }
@@ -207,21 +209,21 @@ func TestImageFolderErrorsNameTheFile(t *testing.T) {
 	root := makeFolder(t, "train/a/1.png", "test/b/1.png")
 	stray := filepath.Join(root, "train", "a", "notes.txt")
 	os.WriteFile(stray, []byte("x"), 0o644)
-	if _, _, err := ListImageFolder(root, ImageFolderOptions{}); err == nil || !strings.Contains(err.Error(), stray) || !errors.Is(err, ErrFormat) {
+	if _, _, err := ListImageFolder(root, ImageFolderOptions{}); err == nil || !strings.Contains(err.Error(), stray) || !errors.Is(err, data.ErrFormat) {
 		t.Errorf("stray file: %v", err)
 	}
 	os.Remove(stray)
 	bad := filepath.Join(root, "test", "b", "1.png")
 	os.WriteFile(bad, []byte("\x89PNG\r\n\x1a\nbroken"), 0o644)
-	if _, _, err := ListImageFolder(root, ImageFolderOptions{}); err == nil || !strings.Contains(err.Error(), bad) || !errors.Is(err, ErrTruncated) {
+	if _, _, err := ListImageFolder(root, ImageFolderOptions{}); err == nil || !strings.Contains(err.Error(), bad) || !errors.Is(err, data.ErrTruncated) {
 		t.Errorf("truncated PNG: %v", err)
 	}
 	// With the marker check off the listing passes and the decode names the file.
-	if _, err := LoadImageFolder(root, ImageFolderOptions{Check: CheckNone}); err == nil || !strings.Contains(err.Error(), bad) || !errors.Is(err, ErrFormat) {
+	if _, err := LoadImageFolder(root, ImageFolderOptions{Check: CheckNone}); err == nil || !strings.Contains(err.Error(), bad) || !errors.Is(err, data.ErrFormat) {
 		t.Errorf("undecodable PNG: %v", err)
 	}
 	only := makeFolder(t, "train/a/1.png")
-	if _, _, err := ListImageFolder(only, ImageFolderOptions{}); err == nil || !errors.Is(err, ErrMissing) {
+	if _, _, err := ListImageFolder(only, ImageFolderOptions{}); err == nil || !errors.Is(err, data.ErrMissing) {
 		t.Errorf("train/ without test/: %v", err)
 	}
 }

@@ -1,4 +1,4 @@
-package data
+package datasets
 
 import (
 	"archive/tar"
@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/dmlkit/dmlkit/dmlkit/data"
 )
 
 // tarMember is one entry of a synthetic archive: a regular file with data, or (typ set) a
@@ -122,7 +124,7 @@ func TestCIFAR10ArchiveLinks(t *testing.T) {
 			if err == nil {
 				t.Fatalf("the archive with %s loaded", tc.bad.name)
 			}
-			if !errors.Is(err, ErrFormat) {
+			if !errors.Is(err, data.ErrFormat) {
 				t.Errorf("error %q is not ErrFormat", err)
 			}
 			for _, s := range tc.want {

@@ -1,4 +1,4 @@
-package data
+package datasets
 
 import (
 	"path"
@@ -6,6 +6,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/dmlkit/dmlkit/dmlkit/data"
 )
 
 // INaturalist2018 loads iNaturalist-2018 with the Smooth-AP open-set split from root: the list
@@ -15,7 +17,7 @@ import (
 // is the category id (the second-to-last path component); Coarse is the super-category (the
 // component before it), numbered in sorted name order. Train 5,690 classes / 325,846 images,
 // test 2,452 unseen classes / 136,093; a class in both lists is an error.
-func INaturalist2018(root string, opt LoadOptions) (*FileSplit, error) {
+func INaturalist2018(root string, opt LoadOptions) (*data.FileSplit, error) {
 	const ds = "inat2018"
 	if err := requireDir(ds, root); err != nil {
 		return nil, err
@@ -40,22 +42,22 @@ func INaturalist2018(root string, opt LoadOptions) (*FileSplit, error) {
 			return nil, err
 		}
 		if len(lines) == 0 {
-			return nil, ferr(ds, lp, 0, ErrFormat, "empty list")
+			return nil, ferr(ds, lp, 0, data.ErrFormat, "empty list")
 		}
 		for _, l := range lines {
 			if len(l.fields) != 1 {
-				return nil, ferr(ds, lp, l.n, ErrFormat, "want one path per line, got %d fields", len(l.fields))
+				return nil, ferr(ds, lp, l.n, data.ErrFormat, "want one path per line, got %d fields", len(l.fields))
 			}
 			parts := strings.Split(path.Clean(l.fields[0]), "/")
 			if len(parts) < 3 {
-				return nil, ferr(ds, lp, l.n, ErrFormat, "path %q lacks <super-category>/<category>/<file>", l.fields[0])
+				return nil, ferr(ds, lp, l.n, data.ErrFormat, "path %q lacks <super-category>/<category>/<file>", l.fields[0])
 			}
 			cat, err := strconv.Atoi(parts[len(parts)-2])
 			if err != nil || cat < 0 {
-				return nil, ferr(ds, lp, l.n, ErrUnknownClass, "category %q in %q is not a non-negative integer", parts[len(parts)-2], l.fields[0])
+				return nil, ferr(ds, lp, l.n, data.ErrUnknownClass, "category %q in %q is not a non-negative integer", parts[len(parts)-2], l.fields[0])
 			}
 			if prev, ok := classList[cat]; ok && prev != li {
-				return nil, ferr(ds, lp, l.n, ErrFormat, "category %d appears in both %s and %s; the split must be class-disjoint", cat, filepath.Base(lists[0]), filepath.Base(lists[1]))
+				return nil, ferr(ds, lp, l.n, data.ErrFormat, "category %d appears in both %s and %s; the split must be class-disjoint", cat, filepath.Base(lists[0]), filepath.Base(lists[1]))
 			}
 			classList[cat] = li
 			p, err := joinUnder(ds, lp, l.n, root, l.fields[0])
@@ -75,8 +77,8 @@ func INaturalist2018(root string, opt LoadOptions) (*FileSplit, error) {
 	for i, s := range names {
 		supers[s] = int32(i)
 	}
-	out := &FileSplit{Train: &Files{Name: "inat2018/train"}, Test: &Files{Name: "inat2018/test"}}
-	for li, dst := range []*Files{out.Train, out.Test} {
+	out := &data.FileSplit{Train: &data.Files{Name: "inat2018/train"}, Test: &data.Files{Name: "inat2018/test"}}
+	for li, dst := range []*data.Files{out.Train, out.Test} {
 		for _, e := range entries[li] {
 			if err := opt.check(ds, lists[li], e.line, e.p); err != nil {
 				return nil, err

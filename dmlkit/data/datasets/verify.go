@@ -1,4 +1,4 @@
-package data
+package datasets
 
 import (
 	"errors"
@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+
+	"github.com/dmlkit/dmlkit/dmlkit/data"
 )
 
 // Pairs is a face-verification pair list: pair i compares A[i] with B[i], Same[i] says whether
@@ -34,7 +36,7 @@ func LFWPairs(pairsFile, imageRoot string, opt LoadOptions) (*Pairs, error) {
 		return nil, err
 	}
 	if len(lines) == 0 {
-		return nil, ferr(ds, pairsFile, 0, ErrFormat, "empty file")
+		return nil, ferr(ds, pairsFile, 0, data.ErrFormat, "empty file")
 	}
 	folds, per := 1, 0
 	h := lines[0].fields
@@ -50,17 +52,17 @@ func LFWPairs(pairsFile, imageRoot string, opt LoadOptions) (*Pairs, error) {
 		err = errors.New("bad header")
 	}
 	if err != nil || folds < 1 || per < 1 {
-		return nil, ferr(ds, pairsFile, lines[0].n, ErrFormat, "want the header \"<folds> <pairs per class per fold>\", got %q", h)
+		return nil, ferr(ds, pairsFile, lines[0].n, data.ErrFormat, "want the header \"<folds> <pairs per class per fold>\", got %q", h)
 	}
 	rows := lines[1:]
 	if len(rows) != 2*folds*per {
-		return nil, ferr(ds, pairsFile, 0, ErrTruncated, "header announces %d folds × 2 × %d = %d pairs, file has %d rows", folds, per, 2*folds*per, len(rows))
+		return nil, ferr(ds, pairsFile, 0, data.ErrTruncated, "header announces %d folds × 2 × %d = %d pairs, file has %d rows", folds, per, 2*folds*per, len(rows))
 	}
 	p := &Pairs{Name: ds, Folds: folds}
 	path := func(l listLine, name, idx string) (string, error) {
 		k, err := strconv.Atoi(idx)
 		if err != nil || k < 1 {
-			return "", ferr(ds, pairsFile, l.n, ErrFormat, "image number %q", idx)
+			return "", ferr(ds, pairsFile, l.n, data.ErrFormat, "image number %q", idx)
 		}
 		q, err := joinUnder(ds, pairsFile, l.n, imageRoot, filepath.Join(name, fmt.Sprintf("%s_%04d.jpg", name, k)))
 		if err != nil {
@@ -85,7 +87,7 @@ func LFWPairs(pairsFile, imageRoot string, opt LoadOptions) (*Pairs, error) {
 			if same {
 				kind, want = "same-person", "name i j"
 			}
-			return nil, ferr(ds, pairsFile, l.n, ErrFormat, "fold %d row %d should be a %s pair \"%s\", got %d fields", fold+1, r%(2*per)+1, kind, want, len(l.fields))
+			return nil, ferr(ds, pairsFile, l.n, data.ErrFormat, "fold %d row %d should be a %s pair \"%s\", got %d fields", fold+1, r%(2*per)+1, kind, want, len(l.fields))
 		}
 		if err != nil {
 			return nil, err
@@ -115,7 +117,7 @@ func LoadInsightfaceBin(path string, opt LoadOptions) (*BinPairs, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
-			return nil, ferr(ds, path, 0, ErrMissing, "file does not exist")
+			return nil, ferr(ds, path, 0, data.ErrMissing, "file does not exist")
 		}
 		return nil, ferr(ds, path, 0, nil, "%v", err)
 	}
@@ -125,24 +127,24 @@ func LoadInsightfaceBin(path string, opt LoadOptions) (*BinPairs, error) {
 	}
 	t, ok := v.(pickleTuple)
 	if !ok || len(t) != 2 {
-		return nil, ferr(ds, path, 0, ErrFormat, "pickle holds %T, want the tuple (bins, issame_list)", v)
+		return nil, ferr(ds, path, 0, data.ErrFormat, "pickle holds %T, want the tuple (bins, issame_list)", v)
 	}
 	bins, ok := t[0].(*pickleList)
 	if !ok {
-		return nil, ferr(ds, path, 0, ErrFormat, "bins is %T, want a list", t[0])
+		return nil, ferr(ds, path, 0, data.ErrFormat, "bins is %T, want a list", t[0])
 	}
 	same, err := boolsOf(t[1])
 	if err != nil {
-		return nil, ferr(ds, path, 0, ErrFormat, "issame_list: %v", err)
+		return nil, ferr(ds, path, 0, data.ErrFormat, "issame_list: %v", err)
 	}
 	out := &BinPairs{Name: filepath.Base(path), Same: same}
 	if len(bins.items) != 2*len(same) {
-		return nil, ferr(ds, path, 0, ErrFormat, "%d images for %d pairs, want 2 per pair", len(bins.items), len(same))
+		return nil, ferr(ds, path, 0, data.ErrFormat, "%d images for %d pairs, want 2 per pair", len(bins.items), len(same))
 	}
 	for i, x := range bins.items {
 		im, ok := bytesOf(x)
 		if !ok {
-			return nil, ferr(ds, path, 0, ErrFormat, "bins[%d] is %T, want bytes or a 1-D uint8 array", i, x)
+			return nil, ferr(ds, path, 0, data.ErrFormat, "bins[%d] is %T, want bytes or a 1-D uint8 array", i, x)
 		}
 		if opt.Check != CheckNone && opt.Check != CheckExists {
 			if err := checkImageBytes(im[:min(len(im), 8)], im[max(0, len(im)-64):]); err != nil {
@@ -150,7 +152,7 @@ func LoadInsightfaceBin(path string, opt LoadOptions) (*BinPairs, error) {
 			}
 			if opt.Check == CheckDecode {
 				if _, err := decodeBytes(im); err != nil {
-					return nil, ferr(ds, path, 0, ErrFormat, "bins[%d]: %v", i, err)
+					return nil, ferr(ds, path, 0, data.ErrFormat, "bins[%d]: %v", i, err)
 				}
 			}
 		}

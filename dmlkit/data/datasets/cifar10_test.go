@@ -1,4 +1,4 @@
-package data
+package datasets
 
 import (
 	"archive/tar"
@@ -17,6 +17,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/dmlkit/dmlkit/dmlkit/data"
 )
 
 // readmeClasses are the class folder names ../shared/data/cifar10/README.md lists, in its order.
@@ -98,7 +100,7 @@ func TestCIFAR10FetchBinary(t *testing.T) {
 			}
 		}
 	}
-	check := func(name string, im *Images, want []rec) {
+	check := func(name string, im *data.Images, want []rec) {
 		t.Helper()
 		if im.N != len(want) || im.H != 32 || im.W != 32 || im.C != 3 || !reflect.DeepEqual(im.ClassNames, readmeClasses) {
 			t.Fatalf("%s: %d×%d×%d×%d, classes %v; want %d×32×32×3", name, im.N, im.H, im.W, im.C, im.ClassNames, len(want))
@@ -134,7 +136,7 @@ func TestCIFAR10FetchBinary(t *testing.T) {
 	if s, err = CIFAR10(CIFAR10Options{Root: dir, Source: &src, Size: 64}); err != nil || s.Train.H != 64 || s.Train.W != 64 || len(s.Train.Pix) != len(openTrain)*64*64*3 {
 		t.Errorf("size 64: %v", err)
 	}
-	if _, err := CIFAR10(CIFAR10Options{Root: dir}); !errors.Is(err, ErrChecksum) {
+	if _, err := CIFAR10(CIFAR10Options{Root: dir}); !errors.Is(err, data.ErrChecksum) {
 		t.Errorf("synthetic archive against the published md5: %v, want a checksum error", err)
 	}
 	rep, err := Verify(&src, dir)
@@ -215,11 +217,11 @@ func TestCIFAR10JPEGShared(t *testing.T) {
 	bad := t.TempDir()
 	raw[len(raw)/2] ^= 1
 	os.WriteFile(filepath.Join(bad, CIFAR10JPEGFile), raw, 0o644)
-	if _, err := CIFAR10(CIFAR10Options{Root: bad, PerClass: 1}); !errors.Is(err, ErrChecksum) || !strings.Contains(err.Error(), CIFAR10JPEGFile) {
+	if _, err := CIFAR10(CIFAR10Options{Root: bad, PerClass: 1}); !errors.Is(err, data.ErrChecksum) || !strings.Contains(err.Error(), CIFAR10JPEGFile) {
 		t.Errorf("damaged copy: %v", err)
 	}
 	os.WriteFile(filepath.Join(bad, "SHA256SUMS"), sums, 0o644)
-	if _, err := CIFAR10(CIFAR10Options{Root: bad, PerClass: 1}); !errors.Is(err, ErrChecksum) {
+	if _, err := CIFAR10(CIFAR10Options{Root: bad, PerClass: 1}); !errors.Is(err, data.ErrChecksum) {
 		t.Errorf("damaged copy beside SHA256SUMS: %v", err)
 	}
 }
@@ -270,7 +272,7 @@ func TestCIFAR10JPEGSharedCounts(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, side := range []struct {
-		im   *Images
+		im   *data.Images
 		want int
 	}{{s.Train, 5000}, {s.Test, 1000}} {
 		count := make([]int, 10)

@@ -1,4 +1,4 @@
-package data
+package datasets
 
 import (
 	"fmt"
@@ -6,13 +6,14 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/dmlkit/dmlkit/dmlkit/data"
 	"github.com/dmlkit/dmlkit/dmlkit/data/raster"
 )
 
 // decodeImages decodes n encoded JPEG/PNG images into an [Images] of size×size×3 (RGB): read(i)
 // returns the bytes of image i and where(i) names it in errors (see [loadImages]).
 func decodeImages(ds, name string, n, size, workers int, where func(int) string, read func(int) ([]byte, error),
-	labels []int32, classNames []string, progress func(done, total int)) (*Images, error) {
+	labels []int32, classNames []string, progress func(done, total int)) (*data.Images, error) {
 	get := func(i int) (*raster.RGB, error) {
 		b, err := read(i)
 		if err != nil {
@@ -20,7 +21,7 @@ func decodeImages(ds, name string, n, size, workers int, where func(int) string,
 		}
 		im, err := raster.DecodeBytes(b)
 		if err != nil {
-			return nil, ferr(ds, where(i), 0, ErrFormat, "decode: %v", err)
+			return nil, ferr(ds, where(i), 0, data.ErrFormat, "decode: %v", err)
 		}
 		return im, nil
 	}
@@ -34,7 +35,7 @@ func decodeImages(ds, name string, n, size, workers int, where func(int) string,
 // does not depend on the number of workers. The first failure stops the work and is returned
 // as a *FileError naming the image.
 func loadImages(ds, name string, n, size, workers int, where func(int) string, get func(int) (*raster.RGB, error),
-	labels []int32, classNames []string, progress func(done, total int)) (*Images, error) {
+	labels []int32, classNames []string, progress func(done, total int)) (*data.Images, error) {
 	if size < 1 {
 		return nil, fmt.Errorf("data: %s: size %d: want ≥ 1", ds, size)
 	}
@@ -44,7 +45,7 @@ func loadImages(ds, name string, n, size, workers int, where func(int) string, g
 	if workers <= 0 {
 		workers = runtime.GOMAXPROCS(0)
 	}
-	out := &Images{Name: name, N: n, H: size, W: size, C: 3, Pix: make([]uint8, n*size*size*3),
+	out := &data.Images{Name: name, N: n, H: size, W: size, C: 3, Pix: make([]uint8, n*size*size*3),
 		Labels: append([]int32(nil), labels...), ClassNames: classNames}
 	var next, done atomic.Int64
 	var failed atomic.Bool
@@ -67,7 +68,7 @@ func loadImages(ds, name string, n, size, workers int, where func(int) string, g
 				}
 				im, err := get(i)
 				if err != nil {
-					if _, ok := err.(*FileError); !ok {
+					if _, ok := err.(*data.FileError); !ok {
 						err = ferr(ds, where(i), 0, nil, "%v", err)
 					}
 					fail(err)

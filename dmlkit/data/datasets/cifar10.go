@@ -1,4 +1,4 @@
-package data
+package datasets
 
 import (
 	"archive/tar"
@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/dmlkit/dmlkit/dmlkit/data"
 	"github.com/dmlkit/dmlkit/dmlkit/data/raster"
 )
 
@@ -94,7 +95,7 @@ type CIFAR10Options struct {
 // is not hashed again in this process while its size and modification time stay the same. The
 // extracted binary folder has no checksum: its record counts and labels are checked. Any
 // mismatch, missing member, unexpected class or count is an error naming the file.
-func CIFAR10(opt CIFAR10Options) (*Split, error) {
+func CIFAR10(opt CIFAR10Options) (*data.Split, error) {
 	s, _, err := loadCIFAR10(opt)
 	return s, err
 }
@@ -120,7 +121,7 @@ func FindCIFAR10(explicit string) (string, error) {
 				}
 			}
 		}
-		if c, err := CacheDir(); err == nil {
+		if c, err := data.CacheDir(); err == nil {
 			cands = append(cands, filepath.Join(c, "cifar10"))
 		}
 	}
@@ -130,15 +131,15 @@ func FindCIFAR10(explicit string) (string, error) {
 		}
 	}
 	if explicit != "" {
-		return "", ferr("cifar10", explicit, 0, ErrMissing, "directory holds none of %s, %s/, %s", CIFAR10BinaryFile, CIFAR10BatchesDir, CIFAR10JPEGFile)
+		return "", ferr("cifar10", explicit, 0, data.ErrMissing, "directory holds none of %s, %s/, %s", CIFAR10BinaryFile, CIFAR10BatchesDir, CIFAR10JPEGFile)
 	}
 	return "", fmt.Errorf("data: cifar10: %w: no directory with %s, %s/ or %s found (tried $DMLKIT_DATA, ../shared/data/cifar10, ~/.cache/dmlkit/cifar10); run `dmlkit data fetch cifar10`",
-		ErrMissing, CIFAR10BinaryFile, CIFAR10BatchesDir, CIFAR10JPEGFile)
+		data.ErrMissing, CIFAR10BinaryFile, CIFAR10BatchesDir, CIFAR10JPEGFile)
 }
 
 // loadCIFAR10 is [CIFAR10]; it also returns a note saying which copy was read and how it was
 // checked (for `dmlkit data verify`).
-func loadCIFAR10(opt CIFAR10Options) (*Split, string, error) {
+func loadCIFAR10(opt CIFAR10Options) (*data.Split, string, error) {
 	const ds = "cifar10"
 	root, err := FindCIFAR10(opt.Root)
 	if err != nil {
@@ -155,12 +156,12 @@ func loadCIFAR10(opt CIFAR10Options) (*Split, string, error) {
 	switch {
 	case opt.Format == "binary" || (opt.Format == "" && hasBin):
 		if !hasBin {
-			return nil, "", ferr(ds, root, 0, ErrMissing, "format binary: neither %s nor %s/", CIFAR10BinaryFile, CIFAR10BatchesDir)
+			return nil, "", ferr(ds, root, 0, data.ErrMissing, "format binary: neither %s nor %s/", CIFAR10BinaryFile, CIFAR10BatchesDir)
 		}
 		return loadCIFAR10Binary(root, opt)
 	case opt.Format == "jpeg" || opt.Format == "":
 		if !isFile(jpg) {
-			return nil, "", ferr(ds, jpg, 0, ErrMissing, "file does not exist")
+			return nil, "", ferr(ds, jpg, 0, data.ErrMissing, "file does not exist")
 		}
 		note, err := verifyArchive(ds, jpg, "sha256", CIFAR10JPEGSHA256)
 		if err != nil {
@@ -176,11 +177,11 @@ func loadCIFAR10(opt CIFAR10Options) (*Split, string, error) {
 // (algo, want); it returns a note naming the check.
 func verifyArchive(ds, p, algo, want string) (string, error) {
 	sums := filepath.Join(filepath.Dir(p), "SHA256SUMS")
-	if d, ok, err := sumsEntry(ds, sums, filepath.Base(p)); err != nil {
+	if d, ok, err := data.SumsEntry(ds, sums, filepath.Base(p)); err != nil {
 		return "", err
 	} else if ok {
 		algo, want = "sha256", d
-		if err := VerifyDigest(ds, p, algo, want); err != nil {
+		if err := data.VerifyDigest(ds, p, algo, want); err != nil {
 			return "", err
 		}
 		return fmt.Sprintf("%s: sha256 OK (SHA256SUMS)", filepath.Base(p)), nil
@@ -188,25 +189,25 @@ func verifyArchive(ds, p, algo, want string) (string, error) {
 	if want == "" {
 		return filepath.Base(p) + ": no checksum known (unverified)", nil
 	}
-	if err := VerifyDigest(ds, p, algo, want); err != nil {
+	if err := data.VerifyDigest(ds, p, algo, want); err != nil {
 		return "", err
 	}
 	return fmt.Sprintf("%s: %s OK", filepath.Base(p), algo), nil
 }
 
 // loadCIFAR10JPEG reads the JPEG archive as an image folder (see [ListImageFolder]).
-func loadCIFAR10JPEG(archive string, opt CIFAR10Options) (*Split, error) {
+func loadCIFAR10JPEG(archive string, opt CIFAR10Options) (*data.Split, error) {
 	const ds = "cifar10"
 	members := map[string][]byte{}
 	var entries []folderEntry
 	err := readTarGz(archive, func(name string, r io.Reader) error {
 		parts := strings.Split(path.Clean(name), "/")
 		if len(parts) != 4 || parts[0] != "cifar10" || (parts[1] != "train" && parts[1] != "test") || !isImageName(parts[3]) {
-			return ferr(ds, archive, 0, ErrFormat, "member %s is not cifar10/{train,test}/<class>/<image>", name)
+			return ferr(ds, archive, 0, data.ErrFormat, "member %s is not cifar10/{train,test}/<class>/<image>", name)
 		}
 		b, err := io.ReadAll(r)
 		if err != nil {
-			return ferr(ds, archive, 0, ErrTruncated, "member %s: %v", name, err)
+			return ferr(ds, archive, 0, data.ErrTruncated, "member %s: %v", name, err)
 		}
 		members[name] = b
 		entries = append(entries, folderEntry{parts[1], parts[2], name})
@@ -221,7 +222,7 @@ func loadCIFAR10JPEG(archive string, opt CIFAR10Options) (*Split, error) {
 	}
 	for _, e := range entries {
 		if !known[e.class] {
-			return nil, ferr(ds, archive, 0, ErrUnknownClass, "member %s: class %q is not a CIFAR-10 class", e.path, e.class)
+			return nil, ferr(ds, archive, 0, data.ErrUnknownClass, "member %s: class %q is not a CIFAR-10 class", e.path, e.class)
 		}
 	}
 	o := ImageFolderOptions{Name: ds, Closed: opt.Closed, PerClass: opt.PerClass, ValClasses: opt.ValClasses, ValSeed: opt.ValSeed}
@@ -232,17 +233,17 @@ func loadCIFAR10JPEG(archive string, opt CIFAR10Options) (*Split, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", archive, err)
 	}
-	out := &Split{}
+	out := &data.Split{}
 	for _, p := range []struct {
-		f   *Files
-		dst **Images
+		f   *data.Files
+		dst **data.Images
 	}{{lst.Train, &out.Train}, {val, &out.Val}, {lst.Test, &out.Test}} {
 		if p.f == nil {
 			continue
 		}
 		for _, l := range p.f.Labels { // labels are the class indices in name order: check they are CIFAR-10's
 			if p.f.ClassNames[l] != CIFAR10Classes[l] {
-				return nil, ferr(ds, archive, 0, ErrFormat, "label %d is class %q, want %q (a class folder is missing)", l, p.f.ClassNames[l], CIFAR10Classes[l])
+				return nil, ferr(ds, archive, 0, data.ErrFormat, "label %d is class %q, want %q (a class folder is missing)", l, p.f.ClassNames[l], CIFAR10Classes[l])
 			}
 		}
 		f := p.f
@@ -267,14 +268,14 @@ func readTarGz(archive string, fn func(name string, r io.Reader) error) error {
 	f, err := os.Open(archive)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
-			return ferr("cifar10", archive, 0, ErrMissing, "%v", err)
+			return ferr("cifar10", archive, 0, data.ErrMissing, "%v", err)
 		}
 		return ferr("cifar10", archive, 0, nil, "%v", err)
 	}
 	defer f.Close()
 	z, err := gzip.NewReader(f)
 	if err != nil {
-		return ferr("cifar10", archive, 0, ErrFormat, "not a gzip file: %v", err)
+		return ferr("cifar10", archive, 0, data.ErrFormat, "not a gzip file: %v", err)
 	}
 	tr := tar.NewReader(z)
 	for {
@@ -283,7 +284,7 @@ func readTarGz(archive string, fn func(name string, r io.Reader) error) error {
 			return nil
 		}
 		if err != nil {
-			return ferr("cifar10", archive, 0, ErrTruncated, "%v", err)
+			return ferr("cifar10", archive, 0, data.ErrTruncated, "%v", err)
 		}
 		switch h.Typeflag {
 		case tar.TypeReg: // (the reader reports the old TypeRegA as TypeReg)
@@ -294,9 +295,9 @@ func readTarGz(archive string, fn func(name string, r io.Reader) error) error {
 			if h.Typeflag == tar.TypeLink {
 				kind = "a hard link"
 			}
-			return ferr("cifar10", archive, 0, ErrFormat, "member %s is %s (to %s), not a regular file: links are not followed; rebuild the archive with the files themselves (tar --dereference)", h.Name, kind, h.Linkname)
+			return ferr("cifar10", archive, 0, data.ErrFormat, "member %s is %s (to %s), not a regular file: links are not followed; rebuild the archive with the files themselves (tar --dereference)", h.Name, kind, h.Linkname)
 		default:
-			return ferr("cifar10", archive, 0, ErrFormat, "member %s has tar type %q, not a regular file or a directory", h.Name, h.Typeflag)
+			return ferr("cifar10", archive, 0, data.ErrFormat, "member %s has tar type %q, not a regular file or a directory", h.Name, h.Typeflag)
 		}
 		if err := fn(h.Name, tr); err != nil {
 			return err
@@ -309,7 +310,7 @@ var cifarBatchFiles = []string{"data_batch_1.bin", "data_batch_2.bin", "data_bat
 
 // loadCIFAR10Binary reads the binary release from its archive (checked first) or from the
 // extracted folder.
-func loadCIFAR10Binary(root string, opt CIFAR10Options) (*Split, string, error) {
+func loadCIFAR10Binary(root string, opt CIFAR10Options) (*data.Split, string, error) {
 	const ds = "cifar10"
 	batches := map[string][]byte{}
 	var meta []byte
@@ -342,7 +343,7 @@ func loadCIFAR10Binary(root string, opt CIFAR10Options) (*Split, string, error) 
 			if base == "batches.meta.txt" || strings.HasSuffix(base, ".bin") {
 				b, err := io.ReadAll(r)
 				if err != nil {
-					return ferr(ds, archive, 0, ErrTruncated, "member %s: %v", name, err)
+					return ferr(ds, archive, 0, data.ErrTruncated, "member %s: %v", name, err)
 				}
 				if base == "batches.meta.txt" {
 					meta = b
@@ -363,7 +364,7 @@ func loadCIFAR10Binary(root string, opt CIFAR10Options) (*Split, string, error) 
 			b, err := os.ReadFile(filepath.Join(dir, f))
 			if err != nil {
 				if errors.Is(err, fs.ErrNotExist) {
-					return nil, "", ferr(ds, filepath.Join(dir, f), 0, ErrMissing, "%v", err)
+					return nil, "", ferr(ds, filepath.Join(dir, f), 0, data.ErrMissing, "%v", err)
 				}
 				return nil, "", ferr(ds, filepath.Join(dir, f), 0, nil, "%v", err)
 			}
@@ -379,7 +380,7 @@ func loadCIFAR10Binary(root string, opt CIFAR10Options) (*Split, string, error) 
 			}
 		}
 		if strings.Join(names, ",") != strings.Join(CIFAR10Classes, ",") {
-			return nil, "", ferr(ds, where+"batches.meta.txt", 0, ErrFormat, "class names %v, want %v", names, CIFAR10Classes)
+			return nil, "", ferr(ds, where+"batches.meta.txt", 0, data.ErrFormat, "class names %v, want %v", names, CIFAR10Classes)
 		}
 	}
 	// Records kept per side, in file order.
@@ -393,18 +394,18 @@ func loadCIFAR10Binary(root string, opt CIFAR10Options) (*Split, string, error) 
 	for k, f := range cifarBatchFiles {
 		b, ok := batches[f]
 		if !ok {
-			return nil, "", ferr(ds, where+f, 0, ErrMissing, "batch file missing")
+			return nil, "", ferr(ds, where+f, 0, data.ErrMissing, "batch file missing")
 		}
 		// The release has 10,000 records per file (Verify checks the totals); any whole number
 		// of records is read, so that tests can serve small archives.
 		if len(b) == 0 || len(b)%cifarRecord != 0 {
-			return nil, "", ferr(ds, where+f, 0, ErrTruncated, "%d bytes, not a whole number of %d-byte records (the release has %d records, %d bytes)", len(b), cifarRecord, cifarPerFile, cifarPerFile*cifarRecord)
+			return nil, "", ferr(ds, where+f, 0, data.ErrTruncated, "%d bytes, not a whole number of %d-byte records (the release has %d records, %d bytes)", len(b), cifarRecord, cifarPerFile, cifarPerFile*cifarRecord)
 		}
 		isTest := k == len(cifarBatchFiles)-1
 		for i := 0; i < len(b)/cifarRecord; i++ {
 			l := b[i*cifarRecord]
 			if l >= 10 {
-				return nil, "", ferr(ds, where+f, 0, ErrFormat, "record %d has label %d, want 0–9", i, l)
+				return nil, "", ferr(ds, where+f, 0, data.ErrFormat, "record %d has label %d, want 0–9", i, l)
 			}
 			trainClass := int(l) < CIFAR10TrainClasses
 			switch {
@@ -431,7 +432,7 @@ func loadCIFAR10Binary(root string, opt CIFAR10Options) (*Split, string, error) 
 	var val []rec
 	var valL []int32
 	if opt.ValClasses > 0 {
-		vc, err := ValClassSplit(distinct(trainL), opt.ValClasses, opt.ValSeed)
+		vc, err := data.ValClassSplit(data.Distinct(trainL), opt.ValClasses, opt.ValSeed)
 		if err != nil {
 			return nil, "", fmt.Errorf("data: cifar10: %w", err)
 		}
@@ -446,7 +447,7 @@ func loadCIFAR10Binary(root string, opt CIFAR10Options) (*Split, string, error) 
 		}
 		train, trainL = tr, trL
 	}
-	build := func(name string, rs []rec, labels []int32) (*Images, error) {
+	build := func(name string, rs []rec, labels []int32) (*data.Images, error) {
 		get := func(i int) (*raster.RGB, error) {
 			r := batches[rs[i].file][rs[i].i*cifarRecord+1 : (rs[i].i+1)*cifarRecord]
 			im := raster.NewRGB(cifarSide, cifarSide)
@@ -459,7 +460,7 @@ func loadCIFAR10Binary(root string, opt CIFAR10Options) (*Split, string, error) 
 		return loadImages(ds, name, len(rs), opt.Size, opt.Workers,
 			func(i int) string { return fmt.Sprintf("%s%s record %d", where, rs[i].file, rs[i].i) }, get, labels, CIFAR10Classes, opt.Progress)
 	}
-	out := &Split{}
+	out := &data.Split{}
 	var err error
 	if out.Train, err = build("cifar10/train", train, trainL); err != nil {
 		return nil, "", err

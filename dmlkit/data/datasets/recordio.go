@@ -1,4 +1,4 @@
-package data
+package datasets
 
 import (
 	"encoding/binary"
@@ -11,6 +11,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/dmlkit/dmlkit/dmlkit/data"
 )
 
 // recordMagic is the dmlc/MXNet RecordIO record magic.
@@ -39,7 +41,7 @@ func OpenRecordIO(recPath, idxPath string) (*RecordIO, error) {
 	f, err := os.Open(recPath)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
-			return nil, ferr(ds, recPath, 0, ErrMissing, "file does not exist")
+			return nil, ferr(ds, recPath, 0, data.ErrMissing, "file does not exist")
 		}
 		return nil, ferr(ds, recPath, 0, nil, "%v", err)
 	}
@@ -52,21 +54,21 @@ func OpenRecordIO(recPath, idxPath string) (*RecordIO, error) {
 	for _, l := range lines {
 		if len(l.fields) != 2 {
 			f.Close()
-			return nil, ferr(ds, idxPath, l.n, ErrFormat, "want \"key<TAB>offset\", got %d fields", len(l.fields))
+			return nil, ferr(ds, idxPath, l.n, data.ErrFormat, "want \"key<TAB>offset\", got %d fields", len(l.fields))
 		}
 		k, err1 := strconv.Atoi(l.fields[0])
 		o, err2 := strconv.ParseInt(l.fields[1], 10, 64)
 		if err1 != nil || err2 != nil || o < 0 {
 			f.Close()
-			return nil, ferr(ds, idxPath, l.n, ErrFormat, "bad key or offset %q", l.fields)
+			return nil, ferr(ds, idxPath, l.n, data.ErrFormat, "bad key or offset %q", l.fields)
 		}
 		if o+8 > r.size {
 			f.Close()
-			return nil, ferr(ds, idxPath, l.n, ErrTruncated, "offset %d of key %d is beyond the end of %s (%d bytes)", o, k, recPath, r.size)
+			return nil, ferr(ds, idxPath, l.n, data.ErrTruncated, "offset %d of key %d is beyond the end of %s (%d bytes)", o, k, recPath, r.size)
 		}
 		if _, dup := r.off[k]; dup {
 			f.Close()
-			return nil, ferr(ds, idxPath, l.n, ErrFormat, "key %d repeated", k)
+			return nil, ferr(ds, idxPath, l.n, data.ErrFormat, "key %d repeated", k)
 		}
 		r.off[k] = o
 		r.keys = append(r.keys, k)
@@ -85,25 +87,25 @@ func (r *RecordIO) Keys() []int { return r.keys }
 func (r *RecordIO) Read(key int) ([]byte, error) {
 	off, ok := r.off[key]
 	if !ok {
-		return nil, ferr("recordio", r.path, 0, ErrMissing, "no record with key %d in the index", key)
+		return nil, ferr("recordio", r.path, 0, data.ErrMissing, "no record with key %d in the index", key)
 	}
 	var out []byte
 	for part := 0; ; part++ {
 		hdr := make([]byte, 8)
 		if _, err := r.f.ReadAt(hdr, off); err != nil {
-			return nil, ferr("recordio", r.path, 0, ErrTruncated, "record %d at byte %d: header: %v", key, off, err)
+			return nil, ferr("recordio", r.path, 0, data.ErrTruncated, "record %d at byte %d: header: %v", key, off, err)
 		}
 		if m := binary.LittleEndian.Uint32(hdr); m != recordMagic {
-			return nil, ferr("recordio", r.path, 0, ErrFormat, "record %d at byte %d: magic %#x, want %#x", key, off, m, recordMagic)
+			return nil, ferr("recordio", r.path, 0, data.ErrFormat, "record %d at byte %d: magic %#x, want %#x", key, off, m, recordMagic)
 		}
 		lr := binary.LittleEndian.Uint32(hdr[4:])
 		cflag, n := lr>>29, int64(lr&(1<<29-1))
 		if off+8+n > r.size {
-			return nil, ferr("recordio", r.path, 0, ErrTruncated, "record %d at byte %d: %d-byte payload runs past the end (%d bytes)", key, off, n, r.size)
+			return nil, ferr("recordio", r.path, 0, data.ErrTruncated, "record %d at byte %d: %d-byte payload runs past the end (%d bytes)", key, off, n, r.size)
 		}
 		buf := make([]byte, n)
 		if _, err := r.f.ReadAt(buf, off+8); err != nil {
-			return nil, ferr("recordio", r.path, 0, ErrTruncated, "record %d: %v", key, err)
+			return nil, ferr("recordio", r.path, 0, data.ErrTruncated, "record %d: %v", key, err)
 		}
 		switch {
 		case part == 0 && cflag == 0:
@@ -112,7 +114,7 @@ func (r *RecordIO) Read(key int) ([]byte, error) {
 		case part > 0 && cflag == 3:
 			return append(append(out, magicBytes()...), buf...), nil
 		default:
-			return nil, ferr("recordio", r.path, 0, ErrFormat, "record %d at byte %d: continuation flag %d out of sequence", key, off, cflag)
+			return nil, ferr("recordio", r.path, 0, data.ErrFormat, "record %d at byte %d: continuation flag %d out of sequence", key, off, cflag)
 		}
 		if part > 0 {
 			out = append(out, magicBytes()...)
@@ -138,7 +140,7 @@ type IRHeader struct {
 func ParseImageRecord(p []byte) (IRHeader, []byte, error) {
 	var h IRHeader
 	if len(p) < 24 {
-		return h, nil, fmt.Errorf("%w: image record of %d bytes, shorter than its 24-byte header", ErrTruncated, len(p))
+		return h, nil, fmt.Errorf("%w: image record of %d bytes, shorter than its 24-byte header", data.ErrTruncated, len(p))
 	}
 	h.Flag = binary.LittleEndian.Uint32(p)
 	h.Label = math.Float32frombits(binary.LittleEndian.Uint32(p[4:]))
@@ -147,7 +149,7 @@ func ParseImageRecord(p []byte) (IRHeader, []byte, error) {
 	rest := p[24:]
 	if h.Flag > 0 {
 		if uint64(len(rest)) < 4*uint64(h.Flag) {
-			return h, nil, fmt.Errorf("%w: image record announces %d labels but has %d bytes", ErrTruncated, h.Flag, len(rest))
+			return h, nil, fmt.Errorf("%w: image record announces %d labels but has %d bytes", data.ErrTruncated, h.Flag, len(rest))
 		}
 		for i := 0; i < int(h.Flag); i++ {
 			h.Labels = append(h.Labels, math.Float32frombits(binary.LittleEndian.Uint32(rest[4*i:])))
@@ -189,7 +191,7 @@ func CASIAWebFace(root string, opt LoadOptions) (*FaceRecords, error) {
 		f := strings.Split(strings.TrimSpace(string(b)), ",")
 		n, err := strconv.Atoi(f[0])
 		if err != nil || n < 1 {
-			return fail(ferr(ds, propPath, 1, ErrFormat, "want \"num_classes,height,width\", got %q", strings.TrimSpace(string(b))))
+			return fail(ferr(ds, propPath, 1, data.ErrFormat, "want \"num_classes,height,width\", got %q", strings.TrimSpace(string(b))))
 		}
 		fr.NumClasses = n
 	}
@@ -208,7 +210,7 @@ func CASIAWebFace(root string, opt LoadOptions) (*FaceRecords, error) {
 			keys = nil
 			for k := 1; k < end; k++ {
 				if _, ok := rec.off[k]; !ok {
-					return fail(ferr(ds, idxPath, 0, ErrMissing, "record 0 announces images 1..%d but key %d is not indexed", end-1, k))
+					return fail(ferr(ds, idxPath, 0, data.ErrMissing, "record 0 announces images 1..%d but key %d is not indexed", end-1, k))
 				}
 				keys = append(keys, k)
 			}
@@ -229,7 +231,7 @@ func CASIAWebFace(root string, opt LoadOptions) (*FaceRecords, error) {
 			lab = h.Labels[0]
 		}
 		if lab < 0 || lab != float32(math.Trunc(float64(lab))) || fr.NumClasses > 0 && int(lab) >= fr.NumClasses {
-			return fail(ferr(ds, recPath, 0, ErrUnknownClass, "record %d: label %g (num_classes %d)", k, lab, fr.NumClasses))
+			return fail(ferr(ds, recPath, 0, data.ErrUnknownClass, "record %d: label %g (num_classes %d)", k, lab, fr.NumClasses))
 		}
 		if opt.Check == CheckMarkers || opt.Check == CheckDecode {
 			if err := checkImageBytes(img[:min(8, len(img))], img[max(0, len(img)-64):]); err != nil {

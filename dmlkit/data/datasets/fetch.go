@@ -1,4 +1,4 @@
-package data
+package datasets
 
 import (
 	"archive/tar"
@@ -19,6 +19,7 @@ import (
 	"strings"
 
 	"github.com/dmlkit/dmlkit/dmlkit/atomicfile"
+	"github.com/dmlkit/dmlkit/dmlkit/data"
 )
 
 // Remote is one downloadable file of a dataset.
@@ -53,8 +54,8 @@ type Source struct {
 var Sources = map[string]*Source{
 	"omniglot": {Name: "omniglot", About: "Omniglot (Lake et al. 2015), 964 background / 659 evaluation characters × 20 drawings, .npz from bitsandscraps/omniglot (MIT)",
 		Remotes: []Remote{
-			{URL: "https://raw.githubusercontent.com/bitsandscraps/omniglot/9514cfd6780ed78e96a4d88bae8c85f3ee31359e/images_background.npz", File: OmniglotBackgroundFile, SHA256: "8bf84167413cd00beacdce3fe582f780ab538d8dbef043a6d688f2527bbce199"},
-			{URL: "https://raw.githubusercontent.com/bitsandscraps/omniglot/9514cfd6780ed78e96a4d88bae8c85f3ee31359e/images_evaluation.npz", File: OmniglotEvaluationFile, SHA256: "0b84c7ffd94c4841c0040e529c86a82eaaccb986d8eadad5673f7991b7475276"},
+			{URL: "https://raw.githubusercontent.com/bitsandscraps/omniglot/9514cfd6780ed78e96a4d88bae8c85f3ee31359e/images_background.npz", File: data.OmniglotBackgroundFile, SHA256: "8bf84167413cd00beacdce3fe582f780ab538d8dbef043a6d688f2527bbce199"},
+			{URL: "https://raw.githubusercontent.com/bitsandscraps/omniglot/9514cfd6780ed78e96a4d88bae8c85f3ee31359e/images_evaluation.npz", File: data.OmniglotEvaluationFile, SHA256: "0b84c7ffd94c4841c0040e529c86a82eaaccb986d8eadad5673f7991b7475276"},
 		},
 		Standard: map[string]int{"train": 19280, "test": 13180}},
 	"mnist": {Name: "mnist", About: "MNIST digits, 60,000 train / 10,000 test IDX files (also in the Go module " + GoMNISTModule + ")",
@@ -123,7 +124,7 @@ func LookupSource(name string) (*Source, error) {
 
 // DefaultRoot is where fetch puts a dataset: CacheDir()/name.
 func DefaultRoot(name string) (string, error) {
-	c, err := CacheDir()
+	c, err := data.CacheDir()
 	if err != nil {
 		return "", err
 	}
@@ -398,13 +399,13 @@ func Verify(src *Source, root string) (*VerifyReport, error) {
 	var err error
 	switch src.Name {
 	case "omniglot":
-		var s *Split
-		if s, err = Omniglot(OmniglotOptions{Root: dataRoot}); err == nil {
+		var s *data.Split
+		if s, err = data.Omniglot(data.OmniglotOptions{Root: dataRoot}); err == nil {
 			put("train", s.Train.N)
 			put("test", s.Test.N)
 		}
 	case "cifar10":
-		var s *Split
+		var s *data.Split
 		var note string
 		if s, note, err = loadCIFAR10(CIFAR10Options{Root: dataRoot, Closed: true, Source: src}); err == nil {
 			rep.Notes = append(rep.Notes, note)
@@ -412,7 +413,7 @@ func Verify(src *Source, root string) (*VerifyReport, error) {
 			put("test", s.Test.N)
 		}
 	case "mnist", "fashion-mnist":
-		var s *Split
+		var s *data.Split
 		if src.Name == "mnist" {
 			s, err = MNIST(dataRoot)
 		} else {
@@ -423,7 +424,7 @@ func Verify(src *Source, root string) (*VerifyReport, error) {
 			put("test", s.Test.N)
 		}
 	default:
-		var fs *FileSplit
+		var fs *data.FileSplit
 		switch src.Name {
 		case "cub":
 			fs, err = CUB(dataRoot, CUBOpenSet, opt)
@@ -443,7 +444,7 @@ func Verify(src *Source, root string) (*VerifyReport, error) {
 			err = fmt.Errorf("data: verify: no loader for %s", src.Name)
 		}
 		if err == nil {
-			for name, f := range map[string]*Files{"train": fs.Train, "test": fs.Test, "query": fs.Query, "gallery": fs.Gallery} {
+			for name, f := range map[string]*data.Files{"train": fs.Train, "test": fs.Test, "query": fs.Query, "gallery": fs.Gallery} {
 				if f != nil {
 					put(name, f.Len())
 				}

@@ -1,4 +1,4 @@
-package data
+package datasets
 
 import (
 	"bytes"
@@ -15,6 +15,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/dmlkit/dmlkit/dmlkit/data"
 	"github.com/dmlkit/dmlkit/dmlkit/data/matv5"
 )
 
@@ -71,7 +72,7 @@ func wantErr(t *testing.T, what string, err error, kind error, file string, line
 		return
 	}
 	t.Logf("%s: %v", what, err)
-	var fe *FileError
+	var fe *data.FileError
 	if !errors.Is(err, kind) || !errors.As(err, &fe) {
 		t.Errorf("%s: got %v, want a FileError wrapping %v", what, err, kind)
 		return
@@ -101,11 +102,11 @@ func TestImageMarkers(t *testing.T) {
 	}
 	truncate(t, good)
 	truncate(t, gp)
-	wantErr(t, "truncated jpeg", o.check("x", "l", 3, good), ErrTruncated, "l", 3)
-	wantErr(t, "truncated png", o.check("x", "l", 4, gp), ErrTruncated, "l", 4)
+	wantErr(t, "truncated jpeg", o.check("x", "l", 3, good), data.ErrTruncated, "l", 3)
+	wantErr(t, "truncated png", o.check("x", "l", 4, gp), data.ErrTruncated, "l", 4)
 	txt := filepath.Join(dir, "t.jpg")
 	put(t, txt, []byte("hello, this is not an image"))
-	wantErr(t, "text", o.check("x", "l", 5, txt), ErrFormat, "l", 5)
+	wantErr(t, "text", o.check("x", "l", 5, txt), data.ErrFormat, "l", 5)
 	if err := (LoadOptions{Check: CheckExists}).check("x", "l", 5, txt); err != nil {
 		t.Errorf("CheckExists looked at the contents: %v", err)
 	}
@@ -159,30 +160,30 @@ func TestCUB(t *testing.T) {
 	r := cubFixture(t)
 	os.Remove(filepath.Join(r, "images", "002.Bird_2", "img_4.jpg"))
 	_, err = CUB(r, CUBOpenSet, LoadOptions{})
-	wantErr(t, "missing image", err, ErrMissing, "images.txt", 4)
+	wantErr(t, "missing image", err, data.ErrMissing, "images.txt", 4)
 
 	r = cubFixture(t)
 	truncate(t, filepath.Join(r, "images", "101.Bird_101", "img_5.jpg"))
 	_, err = CUB(r, CUBOpenSet, LoadOptions{})
-	wantErr(t, "truncated image", err, ErrTruncated, "images.txt", 5)
+	wantErr(t, "truncated image", err, data.ErrTruncated, "images.txt", 5)
 
 	r = cubFixture(t)
 	putText(t, filepath.Join(r, "image_class_labels.txt"), "1 1", "2 1", "3 2", "4 2", "5 101", "6 150", "7 102", "8 102")
 	_, err = CUB(r, CUBOpenSet, LoadOptions{})
-	wantErr(t, "unknown class", err, ErrUnknownClass, "image_class_labels.txt", 6)
+	wantErr(t, "unknown class", err, data.ErrUnknownClass, "image_class_labels.txt", 6)
 
 	r = cubFixture(t)
 	putText(t, filepath.Join(r, "train_test_split.txt"), "1 1", "2 0", "3 1", "99 0")
 	_, err = CUB(r, CUBOfficial, LoadOptions{})
-	wantErr(t, "split names absent image", err, ErrMissing, "train_test_split.txt", 4)
+	wantErr(t, "split names absent image", err, data.ErrMissing, "train_test_split.txt", 4)
 
 	r = cubFixture(t)
 	os.Remove(filepath.Join(r, "images.txt"))
 	_, err = CUB(r, CUBOpenSet, LoadOptions{})
-	wantErr(t, "missing list", err, ErrMissing, "images.txt", 0)
+	wantErr(t, "missing list", err, data.ErrMissing, "images.txt", 0)
 
 	_, err = CUB(filepath.Join(r, "nope"), CUBOpenSet, LoadOptions{})
-	wantErr(t, "missing root", err, ErrMissing, "nope", 0)
+	wantErr(t, "missing root", err, data.ErrMissing, "nope", 0)
 }
 
 // carsFixture writes 4 car images (classes 1, 98, 99, 196) with a compressed cars_annos.mat.
@@ -226,24 +227,24 @@ func TestCars196Mat(t *testing.T) {
 	r := carsFixture(t)
 	truncate(t, filepath.Join(r, "cars_annos.mat"))
 	_, err = Cars196(r, LoadOptions{})
-	wantErr(t, "truncated mat", err, ErrTruncated, "cars_annos.mat", 0)
+	wantErr(t, "truncated mat", err, data.ErrTruncated, "cars_annos.mat", 0)
 
 	r = carsFixture(t)
 	os.Remove(filepath.Join(r, "car_ims", "000003.jpg"))
 	_, err = Cars196(r, LoadOptions{})
-	wantErr(t, "missing image", err, ErrMissing, "cars_annos.mat", 3) // line = annotation number
+	wantErr(t, "missing image", err, data.ErrMissing, "cars_annos.mat", 3) // line = annotation number
 
 	r = carsFixture(t)
 	truncate(t, filepath.Join(r, "car_ims", "000004.jpg"))
 	_, err = Cars196(r, LoadOptions{})
-	wantErr(t, "truncated image", err, ErrTruncated, "cars_annos.mat", 4)
+	wantErr(t, "truncated image", err, data.ErrTruncated, "cars_annos.mat", 4)
 
 	r = t.TempDir()
 	put(t, filepath.Join(r, "car_ims/000001.jpg"), jpegBytes(1))
 	writeMat(t, filepath.Join(r, "cars_annos.mat"), matv5.NewStructArray("annotations", []string{"relative_im_path", "bbox_x1", "bbox_y1", "bbox_x2", "bbox_y2", "class", "test"},
 		[][]*matv5.Array{{matv5.NewString("car_ims/000001.jpg"), matv5.NewScalar(1), matv5.NewScalar(1), matv5.NewScalar(2), matv5.NewScalar(2), matv5.NewScalar(197), matv5.NewScalar(0)}}))
 	_, err = Cars196(r, LoadOptions{})
-	wantErr(t, "unknown class", err, ErrUnknownClass, "cars_annos.mat", 1)
+	wantErr(t, "unknown class", err, data.ErrUnknownClass, "cars_annos.mat", 1)
 }
 
 func TestCars196CSV(t *testing.T) {
@@ -262,10 +263,10 @@ func TestCars196CSV(t *testing.T) {
 	}
 	putText(t, filepath.Join(root, "anno_test.csv"), "00001.jpg,30,52,246,147,181", "00001.jpg,30,52,246,147,0")
 	_, err = Cars196(root, LoadOptions{})
-	wantErr(t, "class 0", err, ErrUnknownClass, "anno_test.csv", 2)
+	wantErr(t, "class 0", err, data.ErrUnknownClass, "anno_test.csv", 2)
 	putText(t, filepath.Join(root, "anno_test.csv"), "00009.jpg,30,52,246,147,181")
 	_, err = Cars196(root, LoadOptions{})
-	wantErr(t, "absent image", err, ErrMissing, "anno_test.csv", 1)
+	wantErr(t, "absent image", err, data.ErrMissing, "anno_test.csv", 1)
 }
 
 func sopFixture(t *testing.T) string {
@@ -290,17 +291,17 @@ func TestSOP(t *testing.T) {
 	}
 	putText(t, filepath.Join(root, "Ebay_test.txt"), "image_id class_id super_class_id path", "1 3 13 chair_final/3_0.JPG")
 	_, err = SOP(root, LoadOptions{})
-	wantErr(t, "super-class 13", err, ErrUnknownClass, "Ebay_test.txt", 2)
+	wantErr(t, "super-class 13", err, data.ErrUnknownClass, "Ebay_test.txt", 2)
 	put(t, filepath.Join(root, "chair_final/4_0.JPG"), jpegBytes(9)[:100])
 	putText(t, filepath.Join(root, "Ebay_test.txt"), "image_id class_id super_class_id path", "1 3 5 chair_final/3_0.JPG", "2 4 5 chair_final/4_0.JPG")
 	_, err = SOP(root, LoadOptions{})
-	wantErr(t, "truncated image", err, ErrTruncated, "Ebay_test.txt", 3)
+	wantErr(t, "truncated image", err, data.ErrTruncated, "Ebay_test.txt", 3)
 	putText(t, filepath.Join(root, "Ebay_test.txt"), "image_id class_id super_class_id path", "1 3 5 chair_final/3_0.JPG", "2 1 1 bicycle_final/1_0.JPG")
 	_, err = SOP(root, LoadOptions{})
-	wantErr(t, "class in both", err, ErrFormat, "Ebay_test.txt", 3)
+	wantErr(t, "class in both", err, data.ErrFormat, "Ebay_test.txt", 3)
 	putText(t, filepath.Join(root, "Ebay_test.txt"), "image_id class_id super_class_id path", "1 3 5 chair_final/9_0.JPG")
 	_, err = SOP(root, LoadOptions{})
-	wantErr(t, "absent image", err, ErrMissing, "Ebay_test.txt", 2)
+	wantErr(t, "absent image", err, data.ErrMissing, "Ebay_test.txt", 2)
 }
 
 func TestInShop(t *testing.T) {
@@ -323,20 +324,20 @@ func TestInShop(t *testing.T) {
 	}
 	putText(t, list, append([]string{"5", "image_name item_id evaluation_status"}, rows...)...)
 	_, err = InShop(root, LoadOptions{})
-	wantErr(t, "count mismatch", err, ErrTruncated, "list_eval_partition.txt", 0)
+	wantErr(t, "count mismatch", err, data.ErrTruncated, "list_eval_partition.txt", 0)
 	putText(t, list, "2", "image_name item_id evaluation_status", rows[0], "img/x.jpg id_00000003 validation")
 	_, err = InShop(root, LoadOptions{})
-	wantErr(t, "bad status", err, ErrFormat, "list_eval_partition.txt", 4)
+	wantErr(t, "bad status", err, data.ErrFormat, "list_eval_partition.txt", 4)
 	putText(t, list, "1", "image_name item_id evaluation_status", "img/x.jpg item3 train")
 	_, err = InShop(root, LoadOptions{})
-	wantErr(t, "bad item id", err, ErrUnknownClass, "list_eval_partition.txt", 3)
+	wantErr(t, "bad item id", err, data.ErrUnknownClass, "list_eval_partition.txt", 3)
 	put(t, filepath.Join(root, "img/y.jpg"), jpegBytes(3)[:90])
 	putText(t, list, "2", "image_name item_id evaluation_status", rows[0], "img/y.jpg id_00000003 gallery")
 	_, err = InShop(root, LoadOptions{})
-	wantErr(t, "truncated image", err, ErrTruncated, "list_eval_partition.txt", 4)
+	wantErr(t, "truncated image", err, data.ErrTruncated, "list_eval_partition.txt", 4)
 	putText(t, list, "1", "image_name item_id evaluation_status", "img/x.jpg id_00000003 train")
 	_, err = InShop(root, LoadOptions{})
-	wantErr(t, "absent image", err, ErrMissing, "list_eval_partition.txt", 3)
+	wantErr(t, "absent image", err, data.ErrMissing, "list_eval_partition.txt", 3)
 }
 
 func TestINaturalist(t *testing.T) {
@@ -359,17 +360,17 @@ func TestINaturalist(t *testing.T) {
 	}
 	putText(t, filepath.Join(dir, "Inaturalist_test_set1.txt"), te[0], "train_val2018/Aves/3001/c.jpg")
 	_, err = INaturalist2018(root, LoadOptions{})
-	wantErr(t, "class in both", err, ErrFormat, "Inaturalist_test_set1.txt", 2)
+	wantErr(t, "class in both", err, data.ErrFormat, "Inaturalist_test_set1.txt", 2)
 	putText(t, filepath.Join(dir, "Inaturalist_test_set1.txt"), "train_val2018/Aves/x12/c.jpg")
 	_, err = INaturalist2018(root, LoadOptions{})
-	wantErr(t, "bad category", err, ErrUnknownClass, "Inaturalist_test_set1.txt", 1)
+	wantErr(t, "bad category", err, data.ErrUnknownClass, "Inaturalist_test_set1.txt", 1)
 	put(t, filepath.Join(root, "train_val2018/Aves/12/t.jpg"), jpegBytes(3)[:90])
 	putText(t, filepath.Join(dir, "Inaturalist_test_set1.txt"), te[0], "train_val2018/Aves/12/t.jpg")
 	_, err = INaturalist2018(root, LoadOptions{})
-	wantErr(t, "truncated image", err, ErrTruncated, "Inaturalist_test_set1.txt", 2)
+	wantErr(t, "truncated image", err, data.ErrTruncated, "Inaturalist_test_set1.txt", 2)
 	putText(t, filepath.Join(dir, "Inaturalist_test_set1.txt"), "train_val2018/Aves/12/zz.jpg")
 	_, err = INaturalist2018(root, LoadOptions{})
-	wantErr(t, "absent image", err, ErrMissing, "Inaturalist_test_set1.txt", 1)
+	wantErr(t, "absent image", err, data.ErrMissing, "Inaturalist_test_set1.txt", 1)
 }
 
 func TestVehicleID(t *testing.T) {
@@ -387,7 +388,7 @@ func TestVehicleID(t *testing.T) {
 	if s.Train.Len() != 3 || s.Train.NumClasses() != 2 || s.Test.Labels[0] != 11 {
 		t.Errorf("%v", s)
 	}
-	if _, err := VehicleID(root, 1600, LoadOptions{}); !errors.Is(err, ErrMissing) {
+	if _, err := VehicleID(root, 1600, LoadOptions{}); !errors.Is(err, data.ErrMissing) {
 		t.Errorf("missing test_list_1600: %v", err)
 	}
 	if _, err := VehicleID(root, 999, LoadOptions{}); err == nil {
@@ -395,14 +396,14 @@ func TestVehicleID(t *testing.T) {
 	}
 	putText(t, filepath.Join(sp, "test_list_800.txt"), "0000004 11", "0000003 9")
 	_, err = VehicleID(root, 800, LoadOptions{})
-	wantErr(t, "vehicle in both", err, ErrFormat, "test_list_800.txt", 2)
+	wantErr(t, "vehicle in both", err, data.ErrFormat, "test_list_800.txt", 2)
 	put(t, filepath.Join(root, "image", "0000009.jpg"), pngBytes()[:20])
 	putText(t, filepath.Join(sp, "test_list_800.txt"), "0000004 11", "0000009 12")
 	_, err = VehicleID(root, 800, LoadOptions{})
-	wantErr(t, "truncated image", err, ErrTruncated, "test_list_800.txt", 2)
+	wantErr(t, "truncated image", err, data.ErrTruncated, "test_list_800.txt", 2)
 	putText(t, filepath.Join(sp, "test_list_800.txt"), "0000005 11")
 	_, err = VehicleID(root, 800, LoadOptions{})
-	wantErr(t, "absent image", err, ErrMissing, "test_list_800.txt", 1)
+	wantErr(t, "absent image", err, data.ErrMissing, "test_list_800.txt", 1)
 }
 
 func TestMarket1501(t *testing.T) {
@@ -432,18 +433,18 @@ func TestMarket1501(t *testing.T) {
 	}
 	put(t, filepath.Join(root, "query", "0003_x1_000.jpg"), jpegBytes(1))
 	_, err = Market1501(root, LoadOptions{})
-	wantErr(t, "bad name", err, ErrFormat, "0003_x1_000.jpg", 0)
+	wantErr(t, "bad name", err, data.ErrFormat, "0003_x1_000.jpg", 0)
 	os.Remove(filepath.Join(root, "query", "0003_x1_000.jpg"))
 	put(t, filepath.Join(root, "query", "-1_c1s1_000001_01.jpg"), jpegBytes(1))
 	_, err = Market1501(root, LoadOptions{})
-	wantErr(t, "junk query", err, ErrUnknownClass, "-1_c1s1_000001_01.jpg", 0)
+	wantErr(t, "junk query", err, data.ErrUnknownClass, "-1_c1s1_000001_01.jpg", 0)
 	os.Remove(filepath.Join(root, "query", "-1_c1s1_000001_01.jpg"))
 	truncate(t, filepath.Join(root, "bounding_box_test", "0009_c5s2_123456_02.jpg"))
 	_, err = Market1501(root, LoadOptions{})
-	wantErr(t, "truncated", err, ErrTruncated, "bounding_box_test", 0)
+	wantErr(t, "truncated", err, data.ErrTruncated, "bounding_box_test", 0)
 	os.RemoveAll(filepath.Join(root, "query"))
 	_, err = Market1501(root, LoadOptions{})
-	wantErr(t, "missing folder", err, ErrMissing, "query", 0)
+	wantErr(t, "missing folder", err, data.ErrMissing, "query", 0)
 }
 
 func TestLFWPairs(t *testing.T) {
@@ -462,17 +463,17 @@ func TestLFWPairs(t *testing.T) {
 	}
 	putText(t, pairs, "2\t1", "Abel_Pacheco\t1\t4", "Abel_Pacheco\t1\t4", "Bo_X 1 1", "Ann_V 2 Bo_X 1")
 	_, err = LFWPairs(pairs, filepath.Join(root, "lfw"), LoadOptions{})
-	wantErr(t, "same row where different expected", err, ErrFormat, "pairs.txt", 3)
+	wantErr(t, "same row where different expected", err, data.ErrFormat, "pairs.txt", 3)
 	putText(t, pairs, "2\t1", "Abel_Pacheco\t1\t4", "Abel_Pacheco\t1\tAnn_V\t3", "Bo_X 1 1", "Ann_V 2 Bo_X 1")
 	_, err = LFWPairs(pairs, filepath.Join(root, "lfw"), LoadOptions{})
-	wantErr(t, "absent image", err, ErrMissing, "pairs.txt", 3)
+	wantErr(t, "absent image", err, data.ErrMissing, "pairs.txt", 3)
 	put(t, filepath.Join(root, "lfw", "Ann_V", "Ann_V_0003.jpg"), jpegBytes(1)[:50])
 	putText(t, pairs, "2\t1", "Abel_Pacheco\t1\t4", "Abel_Pacheco\t1\tAnn_V\t2", "Ann_V 2 3", "Ann_V 2 Bo_X 1")
 	_, err = LFWPairs(pairs, filepath.Join(root, "lfw"), LoadOptions{})
-	wantErr(t, "truncated image", err, ErrTruncated, "pairs.txt", 4)
+	wantErr(t, "truncated image", err, data.ErrTruncated, "pairs.txt", 4)
 	putText(t, pairs, "2\t1", "Abel_Pacheco\t1\t4")
 	_, err = LFWPairs(pairs, filepath.Join(root, "lfw"), LoadOptions{})
-	wantErr(t, "short file", err, ErrTruncated, "pairs.txt", 0)
+	wantErr(t, "short file", err, data.ErrTruncated, "pairs.txt", 0)
 }
 
 // pickleBin builds an insightface .bin pickle by hand. py3 uses protocol 4 (FRAME, MEMOIZE,
@@ -544,15 +545,15 @@ func TestInsightfaceBin(t *testing.T) {
 	bad := filepath.Join(dir, "bad.bin")
 	put(t, bad, pickleBin(imgs[:3], []bool{true, false}, true))
 	_, err := LoadInsightfaceBin(bad, LoadOptions{})
-	wantErr(t, "3 images for 2 pairs", err, ErrFormat, "bad.bin", 0)
+	wantErr(t, "3 images for 2 pairs", err, data.ErrFormat, "bad.bin", 0)
 	full := pickleBin(imgs, []bool{true, false}, true)
 	put(t, bad, full[:len(full)/2])
 	_, err = LoadInsightfaceBin(bad, LoadOptions{})
-	wantErr(t, "truncated pickle", err, ErrTruncated, "bad.bin", 0)
+	wantErr(t, "truncated pickle", err, data.ErrTruncated, "bad.bin", 0)
 	cut := [][]byte{imgs[0], imgs[1][:len(imgs[1])/2]}
 	put(t, bad, pickleBin(cut, []bool{true}, true))
 	_, err = LoadInsightfaceBin(bad, LoadOptions{})
-	wantErr(t, "truncated JPEG inside", err, ErrTruncated, "bad.bin", 0)
+	wantErr(t, "truncated JPEG inside", err, data.ErrTruncated, "bad.bin", 0)
 	// Any global other than the NumPy array machinery is refused, not executed.
 	put(t, bad, []byte("\x80\x02cos\nsystem\nq\x00X\x02\x00\x00\x00ls\x85R."))
 	_, err = LoadInsightfaceBin(bad, LoadOptions{})
@@ -560,7 +561,7 @@ func TestInsightfaceBin(t *testing.T) {
 		t.Errorf("os.system pickle: %v", err)
 	}
 	_, err = LoadInsightfaceBin(filepath.Join(dir, "none.bin"), LoadOptions{})
-	wantErr(t, "missing", err, ErrMissing, "none.bin", 0)
+	wantErr(t, "missing", err, data.ErrMissing, "none.bin", 0)
 }
 
 // writeRec writes an indexed RecordIO pair. Payloads are split at 4-byte-aligned occurrences of
@@ -638,12 +639,12 @@ func TestCASIARecordIO(t *testing.T) {
 	// A label beyond num_classes.
 	put(t, filepath.Join(dir, "property"), []byte("2,112,112\n"))
 	_, err = CASIAWebFace(dir, LoadOptions{})
-	wantErr(t, "label ≥ num_classes", err, ErrUnknownClass, "train.rec", 0)
+	wantErr(t, "label ≥ num_classes", err, data.ErrUnknownClass, "train.rec", 0)
 	// Truncated .rec: the index points past the end.
 	put(t, filepath.Join(dir, "property"), []byte("3,112,112\n"))
 	truncate(t, filepath.Join(dir, "train.rec"))
 	_, err = CASIAWebFace(dir, LoadOptions{})
-	wantErr(t, "truncated rec", err, ErrTruncated, "", -1)
+	wantErr(t, "truncated rec", err, data.ErrTruncated, "", -1)
 }
 
 // TestInsightfaceBinPython decodes pickles written by CPython 3.11's pickle module (protocols
@@ -672,11 +673,11 @@ func TestInsightfaceBinPython(t *testing.T) {
 	}
 }
 
-// TestCars196SciPyMat loads a cars_annos.mat-shaped file written by SciPy (matv5/testdata),
+// TestCars196SciPyMat loads a cars_annos.mat-shaped file written by SciPy (../matv5/testdata),
 // whose numbers are uint8/uint16 arrays as in the real file.
 func TestCars196SciPyMat(t *testing.T) {
 	root := t.TempDir()
-	b, err := os.ReadFile(filepath.Join("matv5", "testdata", "cars_annos_scipy.mat"))
+	b, err := os.ReadFile(filepath.Join("..", "matv5", "testdata", "cars_annos_scipy.mat"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,9 +1,11 @@
-package data
+package datasets
 
 import (
 	"fmt"
 	"path/filepath"
 	"strconv"
+
+	"github.com/dmlkit/dmlkit/dmlkit/data"
 )
 
 // CUBSplit selects the CUB-200-2011 split.
@@ -22,7 +24,7 @@ const (
 // only for CUBOfficial), classes.txt ("class name"; optional, gives ClassNames and then also the
 // set of valid class ids) and images/<relpath>. Labels are class−1 (0–199). Every image id must
 // appear exactly once in images.txt and image_class_labels.txt; errors name the file and line.
-func CUB(root string, split CUBSplit, opt LoadOptions) (*FileSplit, error) {
+func CUB(root string, split CUBSplit, opt LoadOptions) (*data.FileSplit, error) {
 	const ds = "cub"
 	if err := requireDir(ds, root); err != nil {
 		return nil, err
@@ -38,11 +40,11 @@ func CUB(root string, split CUBSplit, opt LoadOptions) (*FileSplit, error) {
 		known := map[int]bool{}
 		for _, l := range lines {
 			if len(l.fields) != 2 {
-				return nil, ferr(ds, classesPath, l.n, ErrFormat, "want \"class_id name\", got %d fields", len(l.fields))
+				return nil, ferr(ds, classesPath, l.n, data.ErrFormat, "want \"class_id name\", got %d fields", len(l.fields))
 			}
 			c, err := strconv.Atoi(l.fields[0])
 			if err != nil || c < 1 {
-				return nil, ferr(ds, classesPath, l.n, ErrFormat, "bad class id %q", l.fields[0])
+				return nil, ferr(ds, classesPath, l.n, data.ErrFormat, "bad class id %q", l.fields[0])
 			}
 			known[c] = true
 			names[int32(c-1)] = l.fields[1]
@@ -65,14 +67,14 @@ func CUB(root string, split CUBSplit, opt LoadOptions) (*FileSplit, error) {
 	var order []int
 	for _, l := range lines {
 		if len(l.fields) != 2 {
-			return nil, ferr(ds, imPath, l.n, ErrFormat, "want \"image_id relative_path\", got %d fields", len(l.fields))
+			return nil, ferr(ds, imPath, l.n, data.ErrFormat, "want \"image_id relative_path\", got %d fields", len(l.fields))
 		}
 		id, err := strconv.Atoi(l.fields[0])
 		if err != nil {
-			return nil, ferr(ds, imPath, l.n, ErrFormat, "bad image id %q", l.fields[0])
+			return nil, ferr(ds, imPath, l.n, data.ErrFormat, "bad image id %q", l.fields[0])
 		}
 		if recs[id] != nil {
-			return nil, ferr(ds, imPath, l.n, ErrFormat, "image id %d repeated (first on line %d)", id, recs[id].line)
+			return nil, ferr(ds, imPath, l.n, data.ErrFormat, "image id %d repeated (first on line %d)", id, recs[id].line)
 		}
 		p, err := joinUnder(ds, imPath, l.n, filepath.Join(root, "images"), l.fields[1])
 		if err != nil {
@@ -89,17 +91,17 @@ func CUB(root string, split CUBSplit, opt LoadOptions) (*FileSplit, error) {
 	for _, l := range lines {
 		id, c, err := twoInts(l)
 		if err != nil {
-			return nil, ferr(ds, clPath, l.n, ErrFormat, "%v", err)
+			return nil, ferr(ds, clPath, l.n, data.ErrFormat, "%v", err)
 		}
 		r := recs[id]
 		if r == nil {
-			return nil, ferr(ds, clPath, l.n, ErrMissing, "image id %d is not in images.txt", id)
+			return nil, ferr(ds, clPath, l.n, data.ErrMissing, "image id %d is not in images.txt", id)
 		}
 		if r.class != 0 {
-			return nil, ferr(ds, clPath, l.n, ErrFormat, "image id %d labelled twice", id)
+			return nil, ferr(ds, clPath, l.n, data.ErrFormat, "image id %d labelled twice", id)
 		}
 		if !validClass(c) {
-			return nil, ferr(ds, clPath, l.n, ErrUnknownClass, "class id %d (want 1–200 / a class of classes.txt)", c)
+			return nil, ferr(ds, clPath, l.n, data.ErrUnknownClass, "class id %d (want 1–200 / a class of classes.txt)", c)
 		}
 		r.class = c
 	}
@@ -111,29 +113,29 @@ func CUB(root string, split CUBSplit, opt LoadOptions) (*FileSplit, error) {
 		for _, l := range lines {
 			id, tr, err := twoInts(l)
 			if err != nil || tr < 0 || tr > 1 {
-				return nil, ferr(ds, spPath, l.n, ErrFormat, "want \"image_id 0|1\"")
+				return nil, ferr(ds, spPath, l.n, data.ErrFormat, "want \"image_id 0|1\"")
 			}
 			r := recs[id]
 			if r == nil {
-				return nil, ferr(ds, spPath, l.n, ErrMissing, "image id %d is not in images.txt", id)
+				return nil, ferr(ds, spPath, l.n, data.ErrMissing, "image id %d is not in images.txt", id)
 			}
 			if r.seen {
-				return nil, ferr(ds, spPath, l.n, ErrFormat, "image id %d listed twice", id)
+				return nil, ferr(ds, spPath, l.n, data.ErrFormat, "image id %d listed twice", id)
 			}
 			r.train, r.seen = tr == 1, true
 		}
 	}
-	train := &Files{Name: "cub/train", ClassNames: names}
-	test := &Files{Name: "cub/test", ClassNames: names}
+	train := &data.Files{Name: "cub/train", ClassNames: names}
+	test := &data.Files{Name: "cub/test", ClassNames: names}
 	for _, id := range order {
 		r := recs[id]
 		if r.class == 0 {
-			return nil, ferr(ds, clPath, 0, ErrFormat, "image id %d (images.txt line %d) has no class", id, r.line)
+			return nil, ferr(ds, clPath, 0, data.ErrFormat, "image id %d (images.txt line %d) has no class", id, r.line)
 		}
 		isTrain := r.class <= 100
 		if split == CUBOfficial {
 			if !r.seen {
-				return nil, ferr(ds, filepath.Join(root, "train_test_split.txt"), 0, ErrFormat, "image id %d (images.txt line %d) is not in the split file", id, r.line)
+				return nil, ferr(ds, filepath.Join(root, "train_test_split.txt"), 0, data.ErrFormat, "image id %d (images.txt line %d) is not in the split file", id, r.line)
 			}
 			isTrain = r.train
 		}
@@ -147,7 +149,7 @@ func CUB(root string, split CUBSplit, opt LoadOptions) (*FileSplit, error) {
 		dst.Paths = append(dst.Paths, r.path)
 		dst.Labels = append(dst.Labels, int32(r.class-1))
 	}
-	return &FileSplit{Train: train, Test: test}, nil
+	return &data.FileSplit{Train: train, Test: test}, nil
 }
 
 func twoInts(l listLine) (int, int, error) {
