@@ -61,7 +61,7 @@ func (f *Features) Fill(idx []int, d []float32) {
 type FeatureSplit struct{ Train, Val, Test *Features }
 
 // SetSplit is the train/val/test partition of a dataset whose sets are arbitrary [Set]s (e.g.
-// the trainer's file sets, decoded on demand). Val may be nil.
+// prepare.FileSet, decoded on demand). Val may be nil.
 type SetSplit struct{ Train, Val, Test Set }
 
 // EpochFiller is implemented by training sets whose inputs change from epoch to epoch (random

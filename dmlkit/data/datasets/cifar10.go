@@ -71,10 +71,10 @@ type CIFAR10Options struct {
 	PerClass int
 	// Closed keeps all ten classes on both sides (the standard classification split, 50,000 /
 	// 10,000). By default the split is class-disjoint: Train = the 25,000 training images of
-	// classes 0–4, Test = the 5,000 test images of classes 5–9 (as [OpenSet] with [DigitsLow]);
+	// classes 0–4, Test = the 5,000 test images of classes 5–9 (as [data.OpenSet] with [data.DigitsLow]);
 	// the images of the other side's classes are not decoded.
 	Closed bool
-	// ValClasses, when > 0, moves ⌈ValClasses·K⌉ training classes ([ValClassSplit] with ValSeed)
+	// ValClasses, when > 0, moves ⌈ValClasses·K⌉ training classes ([data.ValClassSplit] with ValSeed)
 	// from Train to Val.
 	ValClasses float64
 	ValSeed    uint64

@@ -54,7 +54,7 @@ type ImageFolderOptions struct {
 	//   - split folders whose class sets are already disjoint are used as they are;
 	//   - otherwise (e.g. CIFAR-10, the same ten classes in train/ and test/) Train keeps the
 	//     train/ images of the training classes and Test the test/ images of the test classes,
-	//     as the MNIST-style open-set split ([OpenSet]) does;
+	//     as the MNIST-style open-set split ([data.OpenSet]) does;
 	//   - class folders only: Train holds every image of the training classes, Test every image
 	//     of the test classes.
 	Closed bool
@@ -62,7 +62,7 @@ type ImageFolderOptions struct {
 	// For smoke tests.
 	PerClass int
 	// ValClasses, when > 0, moves ⌈ValClasses·K⌉ of the K training classes, chosen by
-	// [ValClassSplit] with ValSeed, from Train to Val (the held-out classes tuning uses; the
+	// [data.ValClassSplit] with ValSeed, from Train to Val (the held-out classes tuning uses; the
 	// trainer does this itself with data.val_classes).
 	ValClasses float64
 	ValSeed    uint64
@@ -103,7 +103,7 @@ func isImageName(name string) bool {
 }
 
 // ListImageFolder lists the images under root (see the layouts above) and splits them as o
-// says. Train and Test are [Files] with dense labels (the classes in name order), ClassNames
+// says. Train and Test are [data.Files] with dense labels (the classes in name order), ClassNames
 // maps every label to its folder name; with o.ValClasses the held-out training classes are
 // returned as the third value (nil otherwise). Errors name the offending file or folder.
 func ListImageFolder(root string, o ImageFolderOptions) (*data.FileSplit, *data.Files, error) {

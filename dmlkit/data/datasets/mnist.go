@@ -41,7 +41,7 @@ var FashionMNISTClasses = []string{"T-shirt/top", "Trouser", "Pullover", "Dress"
 // t10k-images-idx3-ubyte.gz, t10k-labels-idx1-ubyte.gz) from dir and returns Train (60,000) and
 // Test (10,000) as [N, 28, 28, 1] uint8 (255 = ink) with labels 0–9. An empty dir locates the
 // copy in the GoMNIST module with [FindMNIST]. For the open-set protocol (digits 0–4 train, 5–9
-// test) apply [OpenSet] with [DigitsLow].
+// test) apply [data.OpenSet] with [data.DigitsLow].
 func MNIST(dir string) (*data.Split, error) {
 	if dir == "" {
 		d, err := FindMNIST()
@@ -157,7 +157,7 @@ func loadIDXSplit(name, dir string, classes []string) (*data.Split, error) {
 // LoadIDX reads an IDX image file (magic 0x803, [N, rows, cols] uint8) and its label file
 // (magic 0x801, [N] uint8), gzipped or not (by a .gz suffix), into [N, rows, cols, 1] with the
 // label bytes as labels. The two counts must agree; a short payload is ErrTruncated; a file with a
-// PATH.sha256 beside it must match it ([VerifySidecar]).
+// PATH.sha256 beside it must match it ([data.VerifySidecar]).
 func LoadIDX(dataset, imagesPath, labelsPath string) (*data.Images, error) {
 	ims, h, w, err := readIDX(dataset, imagesPath, 0x803)
 	if err != nil {

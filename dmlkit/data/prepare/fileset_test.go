@@ -1,8 +1,7 @@
-package train
+package prepare
 
 import (
 	"bytes"
-	"context"
 	"fmt"
 	"image"
 	"image/jpeg"
@@ -19,7 +18,6 @@ import (
 	"time"
 
 	"github.com/dmlkit/dmlkit/dmlkit/data"
-	"github.com/dmlkit/dmlkit/dmlkit/npy"
 )
 
 // The fixture writers of package data live in its _test files and cannot be imported, so the
@@ -239,7 +237,7 @@ func vehicleTree(t *testing.T, root string, train, test []int, per int) {
 }
 
 // loadSets loads a registered set dataset.
-func loadSets(t *testing.T, name string, opts map[string]any) *SetSplit {
+func loadSets(t *testing.T, name string, opts map[string]any) *data.SetSplit {
 	t.Helper()
 	fn, ok := lookupSetDataset(name)
 	if !ok {
@@ -258,22 +256,6 @@ func labelCounts(ls []int32) map[int32]int {
 		m[l]++
 	}
 	return m
-}
-
-// TestImageDatasetsRegistered: the benchmark names are trainer datasets and a config naming them
-// validates without the data being present.
-func TestImageDatasetsRegistered(t *testing.T) {
-	names := Datasets()
-	for _, n := range []string{"cub", "cars", "sop", "inat", "inshop", "market1501", "vehicleid"} {
-		if !slices.Contains(names, n) {
-			t.Errorf("%s not in Datasets() = %v", n, names)
-		}
-		c := testConfig()
-		c.Data.Name = n
-		if err := c.Validate(); err != nil {
-			t.Errorf("config with data.name %s: %v", n, err)
-		}
-	}
 }
 
 // TestImageDatasetSplits loads each benchmark layout and checks the class split of its protocol:
@@ -403,22 +385,11 @@ func TestImageDatasetOptionErrors(t *testing.T) {
 			t.Errorf("default root: %v; want %q", err, w)
 		}
 	}
-	// The same through train.Run: the error reaches the caller.
-	cfg := testConfig()
-	cfg.Data = DataConfig{Name: "cub", Options: map[string]any{"root": missing}}
-	if _, err := Run(context.Background(), cfg, t.TempDir(), nil); err == nil || !strings.Contains(err.Error(), missing) || !strings.Contains(err.Error(), "data.options.root") {
-		t.Errorf("Run with a missing root: %v", err)
-	}
 	// $DMLKIT_DATA/cub holding the extracted CUB_200_2011/ is found and entered.
 	cubTree(t, filepath.Join(dd, "cub", "CUB_200_2011"), []int{1, 101}, 2)
 	s := loadSets(t, "cub", map[string]any{"size": 8, "resize": 10})
 	if s.Train.Len() != 2 || s.Test.Len() != 2 || !strings.HasPrefix(s.Test.(*FileSet).Path(0), filepath.Join(dd, "cub", "CUB_200_2011", "images")) {
 		t.Errorf("default root: %d / %d images, first test file %s", s.Train.Len(), s.Test.Len(), s.Test.(*FileSet).Path(0))
-	}
-	// data.corrupt does not apply to on-demand datasets.
-	cfg.Data = DataConfig{Name: "cub", Options: map[string]any{"root": cub}, Corrupt: CorruptConfig{LabelNoise: 0.1}}
-	if _, err := Run(context.Background(), cfg, t.TempDir(), nil); err == nil || !strings.Contains(err.Error(), "data.corrupt") {
-		t.Errorf("corruption of cub: %v", err)
 	}
 }
 
@@ -721,48 +692,4 @@ func TestDecodeCache(t *testing.T) {
 		}()
 		fs.Fill([]int{1}, dst)
 	}()
-}
-
-// TestImageDatasetTrainRun trains 2 steps of the small CNN on a CUB-layout fixture through
-// train.Run, with a validation split (so the training batches pass through the class subset),
-// and checks the run directory: the test embeddings are [N, dim] and the test labels are the
-// renumbered test classes.
-func TestImageDatasetTrainRun(t *testing.T) {
-	root := t.TempDir()
-	cubTree(t, root, []int{1, 2, 3, 4, 101, 102, 103}, 4)
-	cfg := testConfig()
-	cfg.Data = DataConfig{Name: "cub", Options: map[string]any{"root": root, "size": 16, "resize": 18, "workers": 2}, ValClasses: 0.25}
-	cfg.Model.Channels = []int{4}
-	cfg.Sampler = SamplerConfig{Name: "m_per_class", BatchSize: 8, M: 4}
-	cfg.Epochs, cfg.Steps = 0, 2
-	out := t.TempDir()
-	res, err := Run(context.Background(), cfg, out, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if res.Steps != 2 || math.IsNaN(res.FinalLoss) {
-		t.Errorf("%d steps, final loss %v", res.Steps, res.FinalLoss)
-	}
-	for _, f := range []string{"config.resolved.yaml", "env.json", "metrics.jsonl", "test_embeddings.npy", "test_labels.npy"} {
-		if st, err := os.Stat(filepath.Join(out, f)); err != nil || st.Size() == 0 {
-			t.Errorf("%s: %v", f, err)
-		}
-	}
-	if _, ok := res.Metrics["val/R@1"]; !ok {
-		t.Errorf("no validation metrics: %v", res.Metrics)
-	}
-	emb, shape, err := npy.ReadFloat32(filepath.Join(out, "test_embeddings.npy"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	labels, _, err := npy.ReadInt64(filepath.Join(out, "test_labels.npy"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !reflect.DeepEqual(shape, []int{12, cfg.Model.Dim}) || len(emb) != 12*cfg.Model.Dim {
-		t.Errorf("test embeddings %v", shape)
-	}
-	if want := []int64{4, 4, 4, 4, 5, 5, 5, 5, 6, 6, 6, 6}; !slices.Equal(labels, want) {
-		t.Errorf("test labels %v, want %v", labels, want)
-	}
 }

@@ -1,4 +1,4 @@
-package train
+package prepare
 
 import (
 	"fmt"
@@ -10,8 +10,8 @@ import (
 var augmentedDatasets = map[string]bool{}
 
 // RegisterAugmentedDataset registers an in-memory image dataset ([RegisterDataset]) that takes
-// the augmentation keys of [AugmentOptions] in data.options: they are removed before fn sees
-// the options, and the training set is wrapped in an [AugmentedImages] with the run seed.
+// the augmentation keys of [data.AugmentOptions] in data.options: they are removed before fn sees
+// the options, and the training set is wrapped in an [data.AugmentedImages] with the run seed.
 func RegisterAugmentedDataset(name string, fn DatasetFunc) {
 	RegisterDataset(name, fn)
 	datasetsMu.Lock()
@@ -21,7 +21,7 @@ func RegisterAugmentedDataset(name string, fn DatasetFunc) {
 
 // splitAugmentOptions separates the augmentation keys of a dataset registered with
 // [RegisterAugmentedDataset] from its loader's options (nil augmentation for other datasets).
-func splitAugmentOptions(name string, opts map[string]any) (map[string]any, *AugmentOptions, error) {
+func splitAugmentOptions(name string, opts map[string]any) (map[string]any, *data.AugmentOptions, error) {
 	datasetsMu.RLock()
 	ok := augmentedDatasets[name]
 	datasetsMu.RUnlock()
@@ -37,7 +37,7 @@ func splitAugmentOptions(name string, opts map[string]any) (map[string]any, *Aug
 			rest[k] = v
 		}
 	}
-	var o AugmentOptions
+	var o data.AugmentOptions
 	if err := config.SetAll(&o, aug); err != nil {
 		return nil, nil, fmt.Errorf("data.options: %w", err)
 	}

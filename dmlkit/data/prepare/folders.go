@@ -1,4 +1,4 @@
-package train
+package prepare
 
 import (
 	"fmt"
@@ -11,7 +11,7 @@ import (
 // cifar10Options are the data.options of the built-in "cifar10" dataset ([datasets.CIFAR10]): the
 // class-disjoint split of ../shared/data/cifar10/README.md (airplane … deer train, dog … truck
 // test; closed: all ten on both sides), at side size (default 32, native; 96–128 for
-// ImageNet-pretrained backbones), plus the augmentation keys of [AugmentOptions].
+// ImageNet-pretrained backbones), plus the augmentation keys of [data.AugmentOptions].
 type cifar10Options struct {
 	Root     string `yaml:"root"`      // directory with the binary release or the JPEG archive (default: datasets.FindCIFAR10)
 	Format   string `yaml:"format"`    // binary, jpeg or "" (binary when present)
@@ -24,7 +24,7 @@ type cifar10Options struct {
 // imageFolderOptions are the data.options of the built-in "imagefolder" dataset
 // ([datasets.LoadImageFolder]): a user's <root>/{train,test}/<class>/ or <root>/<class>/ folder,
 // split class-disjointly as [datasets.ImageFolderOptions] states, every image resized to size×size
-// (default 64), plus the augmentation keys of [AugmentOptions].
+// (default 64), plus the augmentation keys of [data.AugmentOptions].
 type imageFolderOptions struct {
 	Root         string   `yaml:"root"`
 	Size         int      `yaml:"size"`

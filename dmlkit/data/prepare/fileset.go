@@ -1,4 +1,4 @@
-package train
+package prepare
 
 import (
 	"container/list"
@@ -20,14 +20,15 @@ import (
 )
 
 // This file registers the full-scale image benchmarks (CUB-200-2011, Cars196, Stanford Online
-// Products, iNaturalist-2018, In-Shop, VehicleID) as trainer datasets. They are too large to hold
-// decoded in memory (iNaturalist's 325,846 training images at 256×256×3 would take ~64 GB), so a
-// [FileSet] keeps only the file paths and decodes each batch on demand with worker goroutines,
-// behind a bounded least-recently-used cache of decoded images and a prefetch of the next batches.
+// Products, iNaturalist-2018, In-Shop, Market-1501, VehicleID) as datasets (data.name). They are
+// too large to hold decoded in memory (iNaturalist's 325,846 training images at 256×256×3 would
+// take ~64 GB), so a [FileSet] keeps only the file paths and decodes each batch on demand with
+// worker goroutines, behind a bounded least-recently-used cache of decoded images and a prefetch
+// of the next batches.
 
-// SetDatasetFunc loads a [SetSplit] from data.options; seed is the run seed (training
+// SetDatasetFunc loads a [data.SetSplit] from data.options; seed is the run seed (training
 // augmentations are drawn from it). Errors name the option at fault.
-type SetDatasetFunc func(opts map[string]any, seed int64) (*SetSplit, error)
+type SetDatasetFunc func(opts map[string]any, seed int64) (*data.SetSplit, error)
 
 var setDatasets = map[string]SetDatasetFunc{}
 
@@ -48,24 +49,15 @@ func lookupSetDataset(name string) (SetDatasetFunc, bool) {
 
 // loadSetDataset runs a set loader (corruption is refused before loading: the sets are decoded
 // from files on demand).
-func loadSetDataset(cfg *Config, fn SetDatasetFunc) (*SetSplit, error) {
-	if k := cfg.Data.Corrupt; k.LabelNoise > 0 || k.ImageNoise > 0 {
-		return nil, fmt.Errorf("data.corrupt: corruption applies to in-memory image datasets, not %s (decoded from files on demand)", cfg.Data.Name)
+func loadSetDataset(c *Config, seed int64, fn SetDatasetFunc) (*data.SetSplit, error) {
+	if k := c.Corrupt; k.LabelNoise > 0 || k.ImageNoise > 0 {
+		return nil, fmt.Errorf("data.corrupt: corruption applies to in-memory image datasets, not %s (decoded from files on demand)", c.Name)
 	}
-	s, err := fn(cfg.Data.Options, cfg.Seed)
+	s, err := fn(c.Options, seed)
 	if err != nil {
-		return nil, fmt.Errorf("data %s: %w", cfg.Data.Name, err)
+		return nil, fmt.Errorf("data %s: %w", c.Name, err)
 	}
 	return s, nil
-}
-
-// fillTrain fills the training batch idx of epoch, through [EpochFiller] when s has it.
-func fillTrain(s Set, epoch int, idx []int, next [][]int, dst []float32) error {
-	if f, ok := s.(EpochFiller); ok {
-		return f.FillEpoch(epoch, idx, next, dst)
-	}
-	s.Fill(idx, dst)
-	return nil
 }
 
 // ImageOptions are the data.options of the full-scale image datasets (cub, cars, sop, inat,
@@ -168,8 +160,8 @@ func (o *ImageOptions) resolve() error {
 	if o.CacheMB == 0 {
 		o.CacheMB = 4096
 	}
-	if o.Prefetch < 0 || o.Prefetch > maxLookahead {
-		return fmt.Errorf(p+"prefetch: %d: want 0–%d batches", o.Prefetch, maxLookahead)
+	if o.Prefetch < 0 || o.Prefetch > data.MaxLookahead {
+		return fmt.Errorf(p+"prefetch: %d: want 0–%d batches", o.Prefetch, data.MaxLookahead)
 	}
 	if o.Prefetch == 0 {
 		o.Prefetch = 2
@@ -296,14 +288,14 @@ var imageDatasets = []imageDataset{
 
 func init() {
 	for _, d := range imageDatasets {
-		RegisterSetDataset(d.name, func(opts map[string]any, seed int64) (*SetSplit, error) {
+		RegisterSetDataset(d.name, func(opts map[string]any, seed int64) (*data.SetSplit, error) {
 			return loadImageDataset(d, opts, seed)
 		})
 	}
 }
 
 // loadImageDataset parses the options, finds the root, reads the lists and builds the sets.
-func loadImageDataset(d imageDataset, opts map[string]any, seed int64) (*SetSplit, error) {
+func loadImageDataset(d imageDataset, opts map[string]any, seed int64) (*data.SetSplit, error) {
 	var o ImageOptions
 	if err := config.SetAll(&o, opts); err != nil {
 		return nil, fmt.Errorf("data.options: %w", err)
@@ -341,7 +333,7 @@ func loadImageDataset(d imageDataset, opts map[string]any, seed int64) (*SetSpli
 	if err != nil {
 		return nil, err
 	}
-	return &SetSplit{Train: train, Test: test}, nil
+	return &data.SetSplit{Train: train, Test: test}, nil
 }
 
 func contains(list []string, s string) bool {
@@ -415,7 +407,7 @@ func denseLabels(parts ...[]int32) [][]int32 {
 	return out
 }
 
-// FileSet is a labelled set of image files decoded on demand ([Set] and [EpochFiller]). Fill
+// FileSet is a labelled set of image files decoded on demand ([data.Set] and [data.EpochFiller]). Fill
 // gives the test-time view (short side resized to Resize, centre crop); FillEpoch gives the
 // training view (the configured augmentation, drawn from the seed, the epoch and the image). Both
 // decode through a shared [DecodeCache] with up to Workers concurrent decodes; inputs are
