@@ -33,11 +33,11 @@ const FeatureCacheEnv = "DMLKIT_FEATURE_CACHE"
 const featureCacheVersion = 3
 
 // featureSource is this package's part of the path from an input to its cached features: the
-// loading of the data (sets.go) and degrade.go, the loading of the backbone's weights (init.go),
-// the extractor (frozen.go) and the variables' mode (engine.go). The file sets' decoding and the
-// dataset registry are dmlkit/data/prepare's (prepare.Source), the pixels' conversion to floats,
-// the class views and the batching of the extraction dmlkit/data's (data.SetSource); both are in
-// the fingerprint too.
+// loading of the data (sets.go), eval.degrade (degrade.go), the loading of the backbone's weights
+// (init.go), the extractor (frozen.go) and the variables' mode (engine.go). The file sets' decoding and the
+// dataset registry are dmlkit/data/prepare's (prepare.Source); the pixels' conversion to floats,
+// the class views, the degraded sets and the batching of the extraction dmlkit/data's
+// (data.SetSource); both are in the fingerprint too.
 //
 //go:embed frozen.go sets.go degrade.go init.go engine.go
 var featureSource embed.FS
