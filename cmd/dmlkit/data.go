@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/dmlkit/dmlkit/dmlkit/data"
+	"github.com/dmlkit/dmlkit/dmlkit/data/datasets"
 	"github.com/dmlkit/dmlkit/dmlkit/data/pipeline"
 )
 
@@ -44,8 +45,8 @@ func runData(args []string, stdout, stderr io.Writer) error {
 	}
 	switch args[0] {
 	case "list":
-		for _, n := range data.SourceNames() {
-			fmt.Fprintf(stdout, "%-14s %s\n", n, data.Sources[n].About)
+		for _, n := range datasets.SourceNames() {
+			fmt.Fprintf(stdout, "%-14s %s\n", n, datasets.Sources[n].About)
 		}
 		return nil
 	case "info", "fetch", "verify":
@@ -80,23 +81,23 @@ func dataLocalRoot(name string) (string, error) {
 	case "omniglot":
 		return data.FindOmniglot("")
 	case "cifar10":
-		return data.FindCIFAR10("")
+		return datasets.FindCIFAR10("")
 	case "mnist":
-		return data.FindMNIST()
+		return datasets.FindMNIST()
 	case "fashion-mnist":
-		if d, err := data.DefaultRoot(name); err == nil {
+		if d, err := datasets.DefaultRoot(name); err == nil {
 			if _, err := os.Stat(filepath.Join(d, "train-images-idx3-ubyte.gz")); err == nil {
 				return d, nil
 			}
 		}
-		return data.FashionMNISTDebianDir, nil
+		return datasets.FashionMNISTDebianDir, nil
 	}
 	if d := os.Getenv("DMLKIT_DATA"); d != "" {
 		if st, err := os.Stat(filepath.Join(d, name)); err == nil && st.IsDir() {
 			return filepath.Join(d, name), nil
 		}
 	}
-	return data.DefaultRoot(name)
+	return datasets.DefaultRoot(name)
 }
 
 func dataNamed(action string, args []string, stdout, stderr io.Writer) error {
@@ -112,7 +113,7 @@ func dataNamed(action string, args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stderr, "dmlkit data %s: want exactly one dataset name (see `dmlkit data list`)\n", action)
 		return errUsage
 	}
-	src, err := data.LookupSource(pos[0])
+	src, err := datasets.LookupSource(pos[0])
 	if err != nil {
 		return err
 	}
@@ -153,14 +154,14 @@ func dataNamed(action string, args []string, stdout, stderr io.Writer) error {
 	case "fetch":
 		dir := *root
 		if dir == "" {
-			if dir, err = data.DefaultRoot(src.Name); err != nil {
+			if dir, err = datasets.DefaultRoot(src.Name); err != nil {
 				return err
 			}
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 		defer cancel()
 		last := time.Now()
-		notes, err := data.Fetch(ctx, src, dir, nil, func(file string, done, total int64) {
+		notes, err := datasets.Fetch(ctx, src, dir, nil, func(file string, done, total int64) {
 			if time.Since(last) > 2*time.Second {
 				last = time.Now()
 				if total > 0 {
@@ -185,7 +186,7 @@ func dataNamed(action string, args []string, stdout, stderr io.Writer) error {
 				return err
 			}
 		}
-		rep, err := data.Verify(src, dir)
+		rep, err := datasets.Verify(src, dir)
 		if rep != nil {
 			for _, n := range rep.Notes {
 				fmt.Fprintln(stdout, "  "+n)

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/dmlkit/dmlkit/dmlkit/data"
+	"github.com/dmlkit/dmlkit/dmlkit/data/datasets"
 	"github.com/dmlkit/dmlkit/dmlkit/judge"
 	"github.com/dmlkit/dmlkit/dmlkit/reproduce"
 	"github.com/dmlkit/dmlkit/dmlkit/sweep"
@@ -306,7 +306,7 @@ func idmlClaimWheres(c judge.ClaimSpec) []map[string]any {
 // its two test classes (scored against all ten class weights).
 // Then the spec's tables render.
 func TestIDMLSmokeEndToEnd(t *testing.T) {
-	if _, err := data.FashionMNIST(""); err != nil {
+	if _, err := datasets.FashionMNIST(""); err != nil {
 		t.Skipf("Fashion-MNIST not available: %v", err)
 	}
 	tmp, recs := runSmokeSweep(t, idmlSpecPath, 3)

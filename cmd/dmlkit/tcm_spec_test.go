@@ -186,7 +186,7 @@ func TestTCMSpecPlans(t *testing.T) {
 		t.Errorf("small with tuning records: %d runs, %d pending; want 387, 0", len(p.Runs), len(p.Pending))
 	}
 	// The full scale (31 paper configurations, one seed) validates: its datasets inat, sop, cub and
-	// cars are registered with the trainer (dmlkit/train/data_images.go). Only validation: the
+	// cars are registered with the trainer (dmlkit/data/prepare/fileset.go). Only validation: the
 	// data are not present, so nothing is loaded.
 	p, err := s.Plan("full")
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/dmlkit/dmlkit/dmlkit/config"
+	"github.com/dmlkit/dmlkit/dmlkit/data/prepare"
 	"github.com/dmlkit/dmlkit/dmlkit/train"
 )
 
@@ -40,7 +41,7 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "usage: dmlkit train --config run.yaml [--set key=value ...] --out DIR\n\n")
 		fs.PrintDefaults()
-		fmt.Fprintf(stderr, "\nregistered datasets: %s\n", strings.Join(train.Datasets(), ", "))
+		fmt.Fprintf(stderr, "\nregistered datasets: %s\n", strings.Join(prepare.Datasets(), ", "))
 	}
 	if err := fs.Parse(args); err != nil {
 		return errUsage

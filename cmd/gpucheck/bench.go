@@ -9,6 +9,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/dmlkit/dmlkit/dmlkit/data/prepare"
 	"github.com/dmlkit/dmlkit/dmlkit/models"
 	"github.com/dmlkit/dmlkit/dmlkit/train"
 )
@@ -16,10 +17,10 @@ import (
 func init() {
 	register("bench", "time training steps of one case (smallcnn, resnet50, vit_b16, rsk_multistage, idml_pa) through train.RunWithOptions", runBench)
 	register("torchargs", "print the scripts/gpucheck_torch.py arguments of the same case", runTorchArgs)
-	train.RegisterSetDataset(synthName, synthDataset)
+	prepare.RegisterSetDataset(synthName, synthDataset)
 }
 
-// synthName is the synthetic image dataset this command registers with dmlkit/train: random
+// synthName is the synthetic image dataset this command registers with dmlkit/data/prepare: random
 // pixels (a fixed random pool, sliced per image, so filling a batch is a memory copy), classes of
 // per_class images, any size. It stands in for the image datasets, which a GPU machine lacks.
 const synthName = "gpucheck-synthetic"

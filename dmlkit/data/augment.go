@@ -9,8 +9,8 @@ import (
 )
 
 // Training augmentations of in-memory image datasets (cifar10, imagefolder). They take the keys
-// and meanings of the trainer's file-backed benchmarks (ImageOptions) — data.options.augment, scale and
-// ratio — and the same per-image random stream ([ViewRand]), so there is one augmentation
+// and meanings of the file-backed benchmarks (prepare.ImageOptions) — data.options.augment, scale
+// and ratio — and the same per-image random stream ([ViewRand]), so there is one augmentation
 // mechanism: the [EpochFiller] the training loop already calls. Evaluation (validation and test
 // sets, and Fill of the training set) always sees the stored images.
 
@@ -163,8 +163,8 @@ func (s *AugmentedImages) view(dst []float32, i int, r *rand.Rand) {
 }
 
 // ViewRand is the random stream of one training view: a function of the run seed, the epoch,
-// the image and how many times the image appeared earlier in the batch (shared by the trainer's file sets and
-// [AugmentedImages]).
+// the image and how many times the image appeared earlier in the batch (shared by the file sets
+// of package prepare and [AugmentedImages]).
 func ViewRand(seed int64, epoch, occ, i int) *rand.Rand {
 	return rand.New(rand.NewPCG(uint64(seed)^0x6a09e667f3bcc909, uint64(epoch)<<40|uint64(occ&0xff)<<32|uint64(i)))
 }

@@ -118,10 +118,10 @@ func verifyCached(dataset, path, algo string, h hash.Hash, want string, mismatch
 	return nil
 }
 
-// sumsEntry returns the sha256 that the sha256sum-format file sums ("<64 hex digits>  <name>"
+// SumsEntry returns the sha256 that the sha256sum-format file sums ("<64 hex digits>  <name>"
 // per line, "*" marking binary mode) lists for name; ok is false when sums does not exist or
 // does not list name. A malformed line is an error naming it.
-func sumsEntry(dataset, sums, name string) (digest string, ok bool, err error) {
+func SumsEntry(dataset, sums, name string) (digest string, ok bool, err error) {
 	b, err := os.ReadFile(sums)
 	if errors.Is(err, fs.ErrNotExist) {
 		return "", false, nil

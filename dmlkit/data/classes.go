@@ -48,7 +48,7 @@ type ClassSplit struct {
 // (ValClasses). It is the one class-selection function of every dataset kind. Errors name the
 // option.
 func SelectClassSplit(trainLabels, testLabels []int32, o ClassOptions) (*ClassSplit, error) {
-	all := distinct(trainLabels)
+	all := Distinct(trainLabels)
 	kept := all
 	if o.TrainClasses != nil || o.TrainClassList != nil {
 		sel, err := SelectClasses(all, o.TrainClasses, o.TrainClassList)
@@ -89,7 +89,7 @@ func SelectClassSplit(trainLabels, testLabels []int32, o ClassOptions) (*ClassSp
 	}
 	out.Kept = kept
 	out.TrainLimited = len(kept) < len(all)
-	out.Test = distinct(testLabels)
+	out.Test = Distinct(testLabels)
 	if n := o.MaxTestClasses; n > 0 && n < len(out.Test) {
 		out.Test = out.Test[:n:n]
 		out.TestLimited = true

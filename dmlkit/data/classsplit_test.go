@@ -100,7 +100,7 @@ func oldPrepare(s *Split, o PrepareOptions) (*Prepared, error) {
 }
 
 // oldSetPath is the class selection train applied to feature and file-backed datasets before
-// SelectClassSplit (dmlkit/train/data.go, loadData's !out.prepared branch), on index lists: it
+// SelectClassSplit (then dmlkit/train/data.go, loadData's !out.prepared branch), on index lists: it
 // returns the input indices of the train, val and test views (val nil without ValClasses).
 func oldSetPath(trainLabels, testLabels []int32, o PrepareOptions) (train, val, test []int, err error) {
 	all := func(n int) []int {

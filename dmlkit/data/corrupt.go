@@ -146,7 +146,7 @@ func labelNoise(labels []int32, frac float64, seed uint64, other bool) ([]int32,
 	if err != nil {
 		return nil, nil, err
 	}
-	classes := distinct(labels)
+	classes := Distinct(labels)
 	if k > 0 && len(classes) < 2 {
 		return nil, nil, fmt.Errorf("data: label noise: needs at least 2 classes, have %d", len(classes))
 	}

@@ -1,33 +1,9 @@
-// Package data loads the datasets dmlkit trains and evaluates on: the benchmark loaders
-// (CUB-200-2011, Cars196, SOP, In-Shop, iNaturalist-2018, VehicleID, Market-1501, verification
-// pairs) for users who bring the data, the small-scale sets this project ships or can reach
-// (Omniglot, MNIST, Fashion-MNIST, CIFAR-10), users' own image folders, synthetic generators, the
-// image pipeline and the corruption harness. It knows nothing of GoMLX, losses or training.
-//
-// It also turns a loaded dataset into the sets a run trains and is evaluated on, in one pass
-// for every dataset kind ([PrepareSets]): the classes are chosen once ([SelectClassSplit]: class
-// selection, class limits, validation classes), in-memory training images are corrupted
-// ([Prepare]) and the training augmentation is attached ([AugmentedImages]); with a fixed
-// backbone part, [FrozenStage] then replaces the inputs by their cached features
-// ([FeatureCache]; the trainer supplies the extractor). The sets ([Set]: [ImageSet], [Features],
-// [ClassSubset], [CutMaps]) are what the trainer consumes.
-//
-// Natural images held in memory ([Images], [N, H, W, 3] uint8) come from two loaders that share
-// one decoder and one resize (package raster: the pipeline's antialiased bilinear filter applied
-// to each whole image, 3·S² bytes per image at side S):
-//   - [LoadImageFolder] reads <root>/{train,test}/<class>/*.{jpg,jpeg,png} or <root>/<class>/*,
-//     with class names from the folders, labels in name order and a class-disjoint split by a
-//     stated rule ([ImageFolderOptions]); [ListImageFolder] lists it without decoding;
-//   - [CIFAR10] reads CIFAR-10 straight from its archive, checksum-verified first: the binary
-//     release `dmlkit data fetch cifar10` downloads, or the JPEG copy in ../shared/data/cifar10
-//     ([FindCIFAR10]), with that copy's class-disjoint split (classes 0–4 train, 5–9 test).
-//
-// Both decode with a bounded number of goroutines; their class-disjoint validation classes come
-// from [ValClassSplit], as [Prepare]'s do. Training augmentations (random resized crop, flip) are
-// drawn per epoch and image ([AugmentedImages.FillEpoch], called by the training loop).
 package data
 
-import "fmt"
+import (
+	"fmt"
+	"strings"
+)
 
 // Images is an in-memory set of equally sized uint8 images with integer class labels.
 //
@@ -79,4 +55,18 @@ func (s *Images) NumClasses() int {
 // (class-disjoint) splits the classes of Train and Test do not overlap.
 type Split struct {
 	Train, Val, Test *Images
+}
+
+// String describes the split sizes, e.g. for `dmlkit data info`.
+func (s *Split) String() string {
+	var parts []string
+	for _, p := range []struct {
+		n string
+		s *Images
+	}{{"train", s.Train}, {"val", s.Val}, {"test", s.Test}} {
+		if p.s != nil {
+			parts = append(parts, fmt.Sprintf("%s %d images / %d classes (%dx%dx%d)", p.n, p.s.N, p.s.NumClasses(), p.s.H, p.s.W, p.s.C))
+		}
+	}
+	return strings.Join(parts, "; ")
 }

@@ -113,3 +113,24 @@ func GaussianBlur(img []float32, h, w, c int, sigma float64) {
 		}
 	}
 }
+
+// Degraded returns s with its inputs degraded by d as Fill writes them (the test set of
+// eval.degrade); the noise of input i is seeded by (seed, i), so it does not depend on the batch
+// the input is embedded in.
+func Degraded(s Set, d Degradation, seed uint64) Set { return degradedSet{Set: s, d: d, seed: seed} }
+
+// degradedSet is the set [Degraded] returns.
+type degradedSet struct {
+	Set
+	d    Degradation
+	seed uint64
+}
+
+func (s degradedSet) Fill(idx []int, dst []float32) {
+	s.Set.Fill(idx, dst)
+	h, w, c := s.Dims()
+	sz := h * w * c
+	for k, i := range idx {
+		s.d.Apply(dst[k*sz:(k+1)*sz], h, w, c, i, s.seed)
+	}
+}

@@ -46,10 +46,11 @@ func (s *Images) FilterClasses(keep func(label int32) bool) *Images {
 
 // Classes returns the distinct labels of s in increasing order.
 func (s *Images) Classes() []int32 {
-	return distinct(s.Labels)
+	return Distinct(s.Labels)
 }
 
-func distinct(labels []int32) []int32 {
+// Distinct returns the distinct labels in increasing order.
+func Distinct(labels []int32) []int32 {
 	seen := map[int32]struct{}{}
 	var out []int32
 	for _, l := range labels {

@@ -11,9 +11,10 @@ import (
 
 // SetSource is the source of this package's part of the path from a stored input to the floats a
 // model sees and to its cached features (the pixels' conversion, the class views, the batching of
-// [FrozenStage]), for the trainer's feature-cache code fingerprint.
+// [FrozenStage], the degraded test sets of [Degraded]), for the trainer's feature-cache code
+// fingerprint.
 //
-//go:embed sets.go frozen.go
+//go:embed sets.go frozen.go degrade.go
 var SetSource embed.FS
 
 // Set is a labelled set of equally shaped float inputs: images (from [Images], pixels
@@ -61,7 +62,7 @@ func (f *Features) Fill(idx []int, d []float32) {
 type FeatureSplit struct{ Train, Val, Test *Features }
 
 // SetSplit is the train/val/test partition of a dataset whose sets are arbitrary [Set]s (e.g.
-// the trainer's file sets, decoded on demand). Val may be nil.
+// prepare.FileSet, decoded on demand). Val may be nil.
 type SetSplit struct{ Train, Val, Test Set }
 
 // EpochFiller is implemented by training sets whose inputs change from epoch to epoch (random

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/dmlkit/dmlkit/dmlkit/data"
+	"github.com/dmlkit/dmlkit/dmlkit/data/datasets"
 	"github.com/dmlkit/dmlkit/dmlkit/metrics"
 	"github.com/dmlkit/dmlkit/dmlkit/pca"
 	"github.com/dmlkit/dmlkit/dmlkit/train"
@@ -83,7 +84,7 @@ func (o *Options) progress(stage string, done, total int) {
 func Run(ctx context.Context, opt Options) (*Report, error) {
 	opt.defaults()
 	opt.progress("load MNIST", 0, 1)
-	full, err := data.MNIST(opt.MNISTDir)
+	full, err := datasets.MNIST(opt.MNISTDir)
 	if err != nil {
 		return nil, err
 	}

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/dmlkit/dmlkit/dmlkit/data"
+	"github.com/dmlkit/dmlkit/dmlkit/data/datasets"
 	"github.com/dmlkit/dmlkit/dmlkit/metrics"
 	"github.com/dmlkit/dmlkit/dmlkit/npy"
 )
@@ -22,7 +23,7 @@ func TestDemoRawPixelsR1(t *testing.T) {
 	if rep.TestImages != n || len(rep.Rows) != 2 {
 		t.Fatalf("report: %d test images, %d rows", rep.TestImages, len(rep.Rows))
 	}
-	full, err := data.MNIST("")
+	full, err := datasets.MNIST("")
 	if err != nil {
 		t.Fatal(err)
 	}

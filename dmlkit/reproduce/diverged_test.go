@@ -9,8 +9,8 @@ import (
 	"testing"
 
 	"github.com/dmlkit/dmlkit/dmlkit/data"
+	"github.com/dmlkit/dmlkit/dmlkit/data/prepare"
 	"github.com/dmlkit/dmlkit/dmlkit/sweep"
-	"github.com/dmlkit/dmlkit/dmlkit/train"
 )
 
 // synthImages: nClasses classes of perClass 12×12 grey images, each class a random 4×4 binary
@@ -45,7 +45,7 @@ func synthImages(seed uint64, nClasses, perClass int, offset int32) *data.Images
 }
 
 func init() {
-	train.RegisterDataset("synth-reproduce-test", func(map[string]any) (*data.Split, error) {
+	prepare.RegisterDataset("synth-reproduce-test", func(map[string]any) (*data.Split, error) {
 		return &data.Split{Train: synthImages(1, 16, 8, 0), Test: synthImages(2, 10, 6, 100)}, nil
 	})
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/dmlkit/dmlkit/dmlkit/data"
+	"github.com/dmlkit/dmlkit/dmlkit/data/prepare"
 	"github.com/dmlkit/dmlkit/dmlkit/npy"
 	"github.com/gomlx/gomlx/core/tensors"
 	"github.com/gomlx/gomlx/ml/model"
@@ -17,7 +18,7 @@ import (
 func init() {
 	// A closed split: 6 classes × 12 images, the first 8 of each class for training and the last 4
 	// for testing (the same classes, as data.options.closed on fashion-mnist).
-	RegisterDataset("synth-closed-test", func(map[string]any) (*data.Split, error) {
+	prepare.RegisterDataset("synth-closed-test", func(map[string]any) (*data.Split, error) {
 		all := synthImages(5, 6, 12, 12, 0)
 		var tr, te []int
 		for i := 0; i < all.N; i++ {

@@ -9,11 +9,12 @@ import (
 	"testing"
 
 	"github.com/dmlkit/dmlkit/dmlkit/data"
+	"github.com/dmlkit/dmlkit/dmlkit/data/prepare"
 )
 
 func init() {
 	// An out-of-distribution pool of a different size (24×24), resized to the 12×12 training images.
-	RegisterDataset("synth-pool", func(opts map[string]any) (*data.Split, error) {
+	prepare.RegisterDataset("synth-pool", func(opts map[string]any) (*data.Split, error) {
 		return &data.Split{Train: synthImages(9, 4, 10, 24, 0), Test: synthImages(10, 2, 2, 24, 0)}, nil
 	})
 }

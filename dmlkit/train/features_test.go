@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/dmlkit/dmlkit/dmlkit/data/prepare"
 	"github.com/dmlkit/dmlkit/dmlkit/models"
 	"github.com/gomlx/gomlx/core/tensors"
 	"github.com/gomlx/gomlx/ml/model"
@@ -102,7 +103,7 @@ func TestFeatureMode(t *testing.T) {
 	if err := ExtractFeatures(cfg, "", dir); err != nil {
 		t.Fatal(err)
 	}
-	tr, err := ReadFeatures(filepath.Join(dir, "train_features.npy"), filepath.Join(dir, "train_labels.npy"))
+	tr, err := prepare.ReadFeatures(filepath.Join(dir, "train_features.npy"), filepath.Join(dir, "train_labels.npy"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,6 +15,7 @@ import (
 	"sync"
 
 	"github.com/dmlkit/dmlkit/dmlkit/data"
+	"github.com/dmlkit/dmlkit/dmlkit/data/prepare"
 	"github.com/dmlkit/dmlkit/dmlkit/models"
 	"github.com/gomlx/compute"
 	. "github.com/gomlx/gomlx/core/graph"
@@ -32,23 +33,25 @@ const FeatureCacheEnv = "DMLKIT_FEATURE_CACHE"
 const featureCacheVersion = 3
 
 // featureSource is this package's part of the path from an input to its cached features: the
-// file sets' decoding (data_images.go) and degrade.go, the loading of the backbone's weights
-// (init.go), the extractor (frozen.go) and the variables' mode (engine.go). The pixels'
-// conversion to floats, the class views and the batching of the extraction are dmlkit/data's
-// (data.SetSource, also in the fingerprint).
+// loading of the data (sets.go), eval.degrade (degrade.go), the loading of the backbone's weights
+// (init.go), the extractor (frozen.go) and the variables' mode (engine.go). The file sets' decoding and the
+// dataset registry are dmlkit/data/prepare's (prepare.Source); the pixels' conversion to floats,
+// the class views, the degraded sets and the batching of the extraction dmlkit/data's
+// (data.SetSource); both are in the fingerprint too.
 //
-//go:embed frozen.go data.go data_images.go degrade.go init.go engine.go
+//go:embed frozen.go sets.go degrade.go init.go engine.go
 var featureSource embed.FS
 
 // featureCode fingerprints the code that computes a backbone's features, for the cache key
 // ([backboneKey]): the SHA-256 of dmlkit/models' Go source ([models.SourceDigest]), of the
-// files of featureSource, and the versions of the GoMLX modules that build and run the graph
-// (from the binary's build information). Editing any of those files, or moving to another
+// files of featureSource, prepare.Source and data.SetSource, and the versions of the GoMLX
+// modules that build and run the graph (from the binary's build information). Editing any of those files, or moving to another
 // GoMLX, starts a new cache instead of reusing features the old code computed; it is a
 // variable so that tests can stand in another build.
 var featureCode = sync.OnceValue(func() string {
 	h := sha256.New()
-	fmt.Fprintf(h, "models %s\ntrain %s\ndata %s\n", models.SourceDigest(), models.EmbeddedDigest(featureSource), models.EmbeddedDigest(data.SetSource))
+	fmt.Fprintf(h, "models %s\ntrain %s\nprepare %s\ndata %s\n", models.SourceDigest(), models.EmbeddedDigest(featureSource),
+		models.EmbeddedDigest(prepare.Source), models.EmbeddedDigest(data.SetSource))
 	if bi, ok := debug.ReadBuildInfo(); ok {
 		var mods []string
 		for _, d := range bi.Deps {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/dmlkit/dmlkit/dmlkit/backend"
 	"github.com/dmlkit/dmlkit/dmlkit/data"
+	"github.com/dmlkit/dmlkit/dmlkit/data/prepare"
 	"github.com/gomlx/compute"
 	"github.com/gomlx/gomlx/ml/model"
 )
@@ -47,7 +48,7 @@ func synthImages(seed uint64, nClasses, perClass, side int, offset int32) *data.
 }
 
 func init() {
-	RegisterDataset("synth-test", func(opts map[string]any) (*data.Split, error) {
+	prepare.RegisterDataset("synth-test", func(opts map[string]any) (*data.Split, error) {
 		return &data.Split{Train: synthImages(1, 16, 8, 12, 0), Test: synthImages(2, 10, 6, 12, 100)}, nil
 	})
 }

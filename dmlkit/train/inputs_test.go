@@ -9,13 +9,14 @@ import (
 	"testing"
 
 	"github.com/dmlkit/dmlkit/dmlkit/data"
+	"github.com/dmlkit/dmlkit/dmlkit/data/prepare"
 	"github.com/gomlx/compute-onnx/support/protos"
 	"google.golang.org/protobuf/proto"
 )
 
 func init() {
 	// synth-rgb-test: synth-test's images with their grey value in all three channels.
-	RegisterDataset("synth-rgb-test", func(opts map[string]any) (*data.Split, error) {
+	prepare.RegisterDataset("synth-rgb-test", func(opts map[string]any) (*data.Split, error) {
 		rgb := func(g *data.Images) *data.Images {
 			c := *g
 			c.C = 3

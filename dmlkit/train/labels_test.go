@@ -8,12 +8,13 @@ import (
 	"testing"
 
 	"github.com/dmlkit/dmlkit/dmlkit/data"
+	"github.com/dmlkit/dmlkit/dmlkit/data/prepare"
 )
 
 func init() {
 	// synth-gaps is synth-test with the training class ids doubled (0, 2, 4, …): the same classes
 	// under other names, as a validation split or max_train_classes leaves them.
-	RegisterDataset("synth-gaps", func(opts map[string]any) (*data.Split, error) {
+	prepare.RegisterDataset("synth-gaps", func(opts map[string]any) (*data.Split, error) {
 		tr := synthImages(1, 16, 8, 12, 0)
 		for i := range tr.Labels {
 			tr.Labels[i] *= 2

@@ -370,7 +370,7 @@ func runWithOptions(ctx context.Context, cfg Config, outDir string, opt Options)
 // panicError turns a panic r that escaped a run into an error naming the backbone and its file,
 // with the panic's first line (no trace): graph-building code panics, GoMLX's convention, and a
 // panic that is not an error value passes GoMLX's executors; a damaged image panics in
-// [FileSet.Fill]. An op without a gradient gets [adviseGradient]'s advice.
+// [prepare.FileSet.Fill]. An op without a gradient gets [adviseGradient]'s advice.
 func panicError(r any, m models.Config) error {
 	msg := fmt.Sprint(r)
 	if i := strings.IndexByte(msg, '\n'); i >= 0 {
