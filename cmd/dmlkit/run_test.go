@@ -200,7 +200,7 @@ func TestRunEmitK8s(t *testing.T) {
 	if code != 0 {
 		t.Fatal(stderr)
 	}
-	job := k8sObjects(t, stdout)["Job"]
+	job := k8sObjects(t, k8sManifests(t, stdout))["Job"]
 	s := job["spec"].(map[string]any)
 	if s["completionMode"] != "Indexed" || s["completions"] != 12 {
 		t.Fatalf("job spec %v", s)
