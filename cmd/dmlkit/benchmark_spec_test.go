@@ -136,8 +136,9 @@ func TestBenchmarkClaimsMatchSpec(t *testing.T) {
 }
 
 // TestBenchmarkEmitSlurm: the README's cluster example, `dmlkit run benchmark --scale full --emit
-// slurm`, writes an array job with one task per run of the full scale's first round (the 88
-// learning-rate runs on CUB: array indices 0-87) that calls dmlkit with the benchmark spec.
+// slurm`, writes one array job per phase; the first has one task per run of the full scale's first
+// round (the 88 learning-rate runs on CUB: array indices 0-87), each asking for a GPU, and the
+// tasks call dmlkit with the benchmark spec.
 func TestBenchmarkEmitSlurm(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "bench.slurm")
 	if code, stdout, stderr := runCLI("run", benchSpecPath, "--scale", "full", "--emit", "slurm", "--out", out); code != 0 {
@@ -148,7 +149,7 @@ func TestBenchmarkEmitSlurm(t *testing.T) {
 		t.Fatal(err)
 	}
 	text := string(b)
-	if m := regexp.MustCompile(`#SBATCH --array=0-(\d+)`).FindStringSubmatch(text); m == nil || m[1] != "87" {
+	if m := regexp.MustCompile(`--array=0-(\d+) [^\n]* --gres=gpu:1 `).FindStringSubmatch(text); m == nil || m[1] != "87" {
 		t.Errorf("array line %v, want 0-87:\n%s", m, text)
 	}
 	if !strings.Contains(text, "benchmark") || !strings.Contains(text, "--scale full") {

@@ -30,6 +30,17 @@ func k8sObjects(t *testing.T, text string) map[string]map[string]any {
 	}
 }
 
+// k8sManifests returns the manifests an emitted k8s job script holds (`bash FILE manifests`).
+func k8sManifests(t *testing.T, script string) string {
+	t.Helper()
+	_, man, ok := strings.Cut(script, "<<'DMLKIT_MANIFESTS'\n")
+	man, _, ok2 := strings.Cut(man, "\nDMLKIT_MANIFESTS\n")
+	if !ok || !ok2 {
+		t.Fatalf("no manifests in the script:\n%s", script)
+	}
+	return man + "\n"
+}
+
 // dockerLayout is what docker/Dockerfile and docker/Dockerfile.cuda promise to a job running the
 // image: the repository directory, the results volume and the user.
 type dockerLayout struct{ home, workdir, volume, results, uid string }
@@ -60,9 +71,10 @@ func readDockerLayout(t *testing.T, path string) dockerLayout {
 // TestEmittedJobsMatchImagesAndDryRun renders `run tcm --emit k8s` and `--emit slurm` from the
 // repository's TCM spec and checks them against the Dockerfiles (working directory = where the
 // images put the repository, results volume, user, image tag built by docker/README.md) and
-// against `run tcm --dry-run` (one shard per run listed; with an empty store, the tuning runs
-// and the pending points the dry-run names). The SLURM script is then executed by bash with a
-// stub dmlkit, which must be called in the submit directory with the shared results store.
+// against `run tcm --dry-run` (counted on an empty store, the job's volume: all phases hold the
+// committed plan's runs, the first phase those a dry-run on a fresh store lists; at scale small
+// CPUs only). A task of the SLURM script is then executed by bash with a stub dmlkit, which must
+// be called in the submit directory with the shared results store.
 func TestEmittedJobsMatchImagesAndDryRun(t *testing.T) {
 	layouts := []dockerLayout{readDockerLayout(t, "../../docker/Dockerfile"), readDockerLayout(t, "../../docker/Dockerfile.cuda")}
 	for _, l := range layouts {
@@ -83,113 +95,105 @@ func TestEmittedJobsMatchImagesAndDryRun(t *testing.T) {
 	}
 	t.Chdir("../..") // the jobs name the spec relative to the repository root
 	empty := t.TempDir()
-	for _, c := range []struct {
-		name    string
-		args    []string
-		pending bool
-	}{
-		{"stored", nil, false},                        // the committed records: every run resolved
-		{"fresh", []string{"--results", empty}, true}, // a fresh store: tuning runs, points pending
-	} {
-		code, dry, stderr := runCLI(append([]string{"run", "tcm", "--dry-run"}, c.args...)...)
+	dryRuns := func(args ...string) (runs, pending int) {
+		code, dry, stderr := runCLI(append([]string{"run", "tcm", "--dry-run"}, args...)...)
 		if code != 0 {
-			t.Fatalf("%s: dry-run: %s", c.name, stderr)
+			t.Fatalf("dry-run %v: %s", args, stderr)
 		}
 		m := regexp.MustCompile(`(\d+) of (\d+) runs \(scale "small"\) selected`).FindStringSubmatch(dry)
 		if m == nil {
-			t.Fatalf("%s: dry-run summary missing:\n%s", c.name, dry)
+			t.Fatalf("dry-run summary missing:\n%s", dry)
 		}
-		runs, _ := strconv.Atoi(m[2])
-		pending := strings.Count(dry, "\npending: ")
-		if c.pending != (pending > 0) {
-			t.Fatalf("%s: %d runs, %d points pending", c.name, runs, pending)
-		}
+		runs, _ = strconv.Atoi(m[2])
+		return runs, strings.Count(dry, "\npending: ")
+	}
+	all, _ := dryRuns()                           // the committed records: every run resolved
+	first, pending := dryRuns("--results", empty) // a fresh store: the first phase, the rest pending
+	if pending == 0 || first >= all {
+		t.Fatalf("dry-runs: %d runs stored, %d on a fresh store with %d pending", all, first, pending)
+	}
+	// The job starts from an empty volume: its counts are those of an empty store, all phases
+	// together the committed plan's runs, the first phase the fresh store's dry-run.
+	code, script, stderr := runCLI("run", "tcm", "--emit", "k8s")
+	if code != 0 {
+		t.Fatalf("emit k8s: %s", stderr)
+	}
+	head := fmt.Sprintf("%d runs of paper \"tcm\", scale \"small\", in 3 phases, counted on an empty store", all)
+	if !strings.Contains(script, head) || !strings.Contains(script, fmt.Sprintf("#   phase 1: %d runs ", first)) {
+		t.Errorf("k8s header lacks %q and phase 1's %d runs:\n%s", head, first, script[:min(len(script), 2500)])
+	}
+	objs := k8sObjects(t, k8sManifests(t, script))
+	job, pvc, pod := objs["Job"], objs["PersistentVolumeClaim"], objs["Pod"] // the last phase's job
+	if job == nil || pvc == nil || pod == nil {
+		t.Fatalf("want a claim, a files pod and jobs, got %v", objs)
+	}
+	podSpec := job["spec"].(map[string]any)["template"].(map[string]any)["spec"].(map[string]any)
+	ctr := podSpec["containers"].([]any)[0].(map[string]any)
+	if ctr["workingDir"] != lay.home {
+		t.Errorf("workingDir %v, want the images' repository %s", ctr["workingDir"], lay.home)
+	}
+	img := ctr["image"].(string) // the spec's launch.image, its CPU tag at scale small
+	if !strings.Contains(string(dockerReadme), "-t "+img+" ") || img != "dmlkit:cpu" {
+		t.Errorf("image %q is not the CPU tag docker/README.md builds", img)
+	}
+	limits := ctr["resources"].(map[string]any)["limits"].(map[string]any)
+	if _, gpu := limits["nvidia.com/gpu"]; gpu || limits["cpu"] != "2" {
+		t.Errorf("a small-scale task asks for %v, want 2 CPUs and no GPU", limits)
+	}
+	mount := ctr["volumeMounts"].([]any)[0].(map[string]any)
+	vol := podSpec["volumes"].([]any)[0].(map[string]any)
+	claim := vol["persistentVolumeClaim"].(map[string]any)["claimName"]
+	if mount["mountPath"] != lay.volume || mount["name"] != vol["name"] || claim != pvc["metadata"].(map[string]any)["name"] {
+		t.Errorf("mount %v, volume %v, claim %v: want the claim mounted at the images' volume %s", mount, vol, pvc["metadata"], lay.volume)
+	}
+	if sc := podSpec["securityContext"].(map[string]any); fmt.Sprint(sc["runAsUser"]) != lay.uid || fmt.Sprint(sc["fsGroup"]) != lay.uid {
+		t.Errorf("securityContext %v, want uid/fsGroup %s", sc, lay.uid)
+	}
+	args := strings.Join(anyStrings(ctr["args"]), " ")
+	wantArgs := fmt.Sprintf("run reproductions/tcm/spec.yaml --scale small --results %s/tcm/results --workdir %s/tcm/runs --phase 3 --index $(JOB_COMPLETION_INDEX) --of ", lay.volume, lay.volume)
+	if !strings.HasPrefix(args, wantArgs) {
+		t.Errorf("args\n%s\nwant\n%s…", args, wantArgs)
+	}
+	// With --emit-from-store the volume holds the committed records: nothing is left to run.
+	if code, _, stderr := runCLI("run", "tcm", "--emit", "k8s", "--emit-from-store"); code == 0 || !strings.Contains(stderr, "nothing to run") {
+		t.Errorf("--emit-from-store on the complete committed store: exit %d, %s", code, stderr)
+	}
 
-		code, man, stderr := runCLI(append([]string{"run", "tcm", "--emit", "k8s"}, c.args...)...)
-		if code != 0 {
-			t.Fatalf("%s: emit k8s: %s", c.name, stderr)
+	code, sh, stderr := runCLI("run", "tcm", "--emit", "slurm")
+	if code != 0 {
+		t.Fatalf("emit slurm: %s", stderr)
+	}
+	for _, want := range []string{
+		fmt.Sprintf(" --array=0-%d ", first-1),
+		fmt.Sprintf(`"$self" --phase 1 %d 0)`, first),
+		strings.Replace(head, "shards", "array tasks", 1),
+		"--dependency=afterok:$id",
+	} {
+		if !strings.Contains(sh, want) {
+			t.Errorf("slurm script lacks %q", want)
 		}
-		head := fmt.Sprintf("%d runs of paper \"tcm\", scale \"small\", in %d shards", runs, runs)
-		if pending > 0 {
-			head += fmt.Sprintf("; %d more points wait for tuning steps", pending)
-		}
-		if !strings.Contains(man, head) {
-			t.Errorf("%s: k8s header lacks %q:\n%s", c.name, head, man[:min(len(man), 1500)])
-		}
-		objs := k8sObjects(t, man)
-		job, pvc, pod := objs["Job"], objs["PersistentVolumeClaim"], objs["Pod"]
-		if job == nil || pvc == nil || pod == nil {
-			t.Fatalf("%s: want a claim, a files pod and a job, got %v", c.name, objs)
-		}
-		js := job["spec"].(map[string]any)
-		if js["completions"] != runs || js["completionMode"] != "Indexed" {
-			t.Errorf("%s: completions %v, want %d (the dry-run's runs)", c.name, js["completions"], runs)
-		}
-		podSpec := js["template"].(map[string]any)["spec"].(map[string]any)
-		ctr := podSpec["containers"].([]any)[0].(map[string]any)
-		if ctr["workingDir"] != lay.home {
-			t.Errorf("%s: workingDir %v, want the images' repository %s", c.name, ctr["workingDir"], lay.home)
-		}
-		img := ctr["image"].(string) // the spec's launch.image
-		if !strings.Contains(string(dockerReadme), "-t "+img+" ") {
-			t.Errorf("%s: image %q is not a tag docker/README.md builds", c.name, img)
-		}
-		mount := ctr["volumeMounts"].([]any)[0].(map[string]any)
-		vol := podSpec["volumes"].([]any)[0].(map[string]any)
-		claim := vol["persistentVolumeClaim"].(map[string]any)["claimName"]
-		if mount["mountPath"] != lay.volume || mount["name"] != vol["name"] || claim != pvc["metadata"].(map[string]any)["name"] {
-			t.Errorf("%s: mount %v, volume %v, claim %v: want the claim mounted at the images' volume %s", c.name, mount, vol, pvc["metadata"], lay.volume)
-		}
-		if sc := podSpec["securityContext"].(map[string]any); fmt.Sprint(sc["runAsUser"]) != lay.uid || fmt.Sprint(sc["fsGroup"]) != lay.uid {
-			t.Errorf("%s: securityContext %v, want uid/fsGroup %s", c.name, sc, lay.uid)
-		}
-		args := strings.Join(anyStrings(ctr["args"]), " ")
-		wantArgs := fmt.Sprintf("run reproductions/tcm/spec.yaml --scale small --results %s/tcm/results --workdir %s/tcm/runs --index $(JOB_COMPLETION_INDEX) --of %d --wait-pending", lay.volume, lay.volume, runs)
-		if c.args != nil {
-			wantArgs = fmt.Sprintf("run reproductions/tcm/spec.yaml --scale small --results %s --workdir %s/tcm/runs --index $(JOB_COMPLETION_INDEX) --of %d --wait-pending", empty, lay.volume, runs)
-		}
-		if args != wantArgs {
-			t.Errorf("%s: args\n%s\nwant\n%s", c.name, args, wantArgs)
-		}
-
-		code, sh, stderr := runCLI(append([]string{"run", "tcm", "--emit", "slurm"}, c.args...)...)
-		if code != 0 {
-			t.Fatalf("%s: emit slurm: %s", c.name, stderr)
-		}
-		for _, want := range []string{
-			fmt.Sprintf("#SBATCH --array=0-%d\n", runs-1),
-			strings.Replace(head, "shards", "array tasks", 1),
-			fmt.Sprintf("--of %d --wait-pending)", runs),
-		} {
-			if !strings.Contains(sh, want) {
-				t.Errorf("%s: slurm script lacks %q", c.name, want)
-			}
-		}
-		if c.name != "stored" {
-			continue
-		}
-		// Run the script as task 3 of the array with a stub dmlkit: it must run in the submit
-		// directory, with the shard's arguments and the store under $DMLKIT_RESULTS.
-		bash, err := exec.LookPath("bash")
-		if err != nil {
-			t.Skip("no bash")
-		}
-		tmp := t.TempDir()
-		stub := filepath.Join(tmp, "bin")
-		os.MkdirAll(stub, 0o755)
-		os.WriteFile(filepath.Join(stub, "dmlkit"), []byte("#!/bin/sh\necho \"cwd=$PWD\"; echo \"args=$*\"\n"), 0o755)
-		submit, _ := os.Getwd()
-		script := filepath.Join(tmp, "job.sh")
-		os.WriteFile(script, []byte(sh), 0o644)
-		cmd := exec.Command(bash, script)
-		cmd.Dir = tmp // sbatch runs the script wherever; it must cd to the submit directory
-		cmd.Env = append(os.Environ(), "PATH="+stub+":/usr/bin:/bin", "SLURM_ARRAY_TASK_ID=3", "SLURM_SUBMIT_DIR="+submit, "DMLKIT_RESULTS="+filepath.Join(tmp, "shared"))
-		out, err := cmd.CombinedOutput()
-		want := fmt.Sprintf("cwd=%s\nargs=run reproductions/tcm/spec.yaml --scale small --results %s/tcm/results --workdir %s/tcm/runs --index 3 --of %d --wait-pending\n",
-			submit, filepath.Join(tmp, "shared"), filepath.Join(tmp, "shared"), runs)
-		if err != nil || string(out) != want {
-			t.Errorf("slurm script: %v\n%s\nwant\n%s", err, out, want)
-		}
+	}
+	// Run the script as task 3 of phase 1 with a stub dmlkit: it must run in the submit
+	// directory, with the task's arguments and the store under $DMLKIT_RESULTS.
+	bash, err := exec.LookPath("bash")
+	if err != nil {
+		t.Skip("no bash")
+	}
+	tmp := t.TempDir()
+	stub := filepath.Join(tmp, "bin")
+	os.MkdirAll(stub, 0o755)
+	os.WriteFile(filepath.Join(stub, "dmlkit"), []byte("#!/bin/sh\necho \"cwd=$PWD\"; echo \"args=$*\"\n"), 0o755)
+	submit, _ := os.Getwd()
+	script = filepath.Join(tmp, "job.sh")
+	os.WriteFile(script, []byte(sh), 0o644)
+	cmd := exec.Command(bash, script, "--phase", "1", strconv.Itoa(first), "0")
+	cmd.Dir = tmp // sbatch runs the script wherever; it must cd to the submit directory
+	cmd.Env = append(os.Environ(), "PATH="+stub+":/usr/bin:/bin", "SLURM_ARRAY_TASK_ID=3", "SLURM_SUBMIT_DIR="+submit, "DMLKIT_RESULTS="+filepath.Join(tmp, "shared"))
+	out, err := cmd.CombinedOutput()
+	want := fmt.Sprintf("cwd=%s\nargs=run reproductions/tcm/spec.yaml --scale small --results %s/tcm/results --workdir %s/tcm/runs --phase 1 --index 3 --of %d\n",
+		submit, filepath.Join(tmp, "shared"), filepath.Join(tmp, "shared"), first)
+	if err != nil || string(out) != want {
+		t.Errorf("slurm script: %v\n%s\nwant\n%s", err, out, want)
 	}
 }
 

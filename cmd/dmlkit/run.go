@@ -38,7 +38,12 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 	}
 	o := addSweepFlags(fs)
 	emit := fs.String("emit", "", "write a cluster job instead of running: k8s (Indexed Job) or slurm (array script)")
-	shards := fs.Int("shards", 0, "with --emit: number of shards (default: one per run)")
+	shards := fs.Int("shards", 0, "with --emit: most array tasks per phase (default: one per run of the phase)")
+	fromStore := fs.Bool("emit-from-store", false, "with --emit: the job's volume holds the records of --results (default: it starts empty): count the phases' runs without the stored ones")
+	cpus := fs.Int("cpus", 0, "with --emit: CPUs per task (default: 2 at smoke/small, else launch.cpus)")
+	gpus := fs.Int("gpus", -1, "with --emit: GPUs per task (default: none at smoke/small, at least 1 at full, else launch.gpus)")
+	memory := fs.String("memory", "", "with --emit: memory per task, e.g. 4Gi (default: from the measured runs at smoke/small, else launch.memory)")
+	timeLimit := fs.String("time", "", "with --emit: time limit per task, HH:MM:SS (default: from the measured runs at smoke/small, else launch.time)")
 	out := fs.String("out", "", "with --emit: write to this file instead of stdout")
 	dry := fs.Bool("dry-run", false, "list the selected runs and whether each is stored, without running")
 	measure := fs.String("measure", "", "rerun stored records to add a measurement, stored beside them only when the rerun reproduces their metrics bit for bit: train (R@1 on 2,000 training images after training and at step 0, the loss of every step); by default the records held or contradicted verdicts rest on")
@@ -60,6 +65,12 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("--shards %d without --emit: to run one shard here use --index I --of N", *shards)
 	case *emit == "" && o.set("out"):
 		return errors.New("--out without --emit: a sweep writes its records to --results")
+	case *emit == "" && (o.set("emit-from-store") || o.set("cpus") || o.set("gpus") || o.set("memory") || o.set("time")):
+		return errors.New("--emit-from-store, --cpus, --gpus, --memory and --time shape an emitted job: use them with --emit")
+	case *emit != "" && o.set("phase"):
+		return errors.New("--phase with --emit: the job gives each task its phase")
+	case *o.phase > 0 && *o.waitPending:
+		return errors.New("--phase with --wait-pending: a phase's task does not wait (the job runs the phases in order)")
 	case o.set("shards") && *shards <= 0:
 		return fmt.Errorf("--shards %d: want at least 1", *shards)
 	case *measure != "" && (*emit != "" || *dry):
@@ -73,7 +84,11 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 		return runMeasure(spec, o, *measure, *measureAll, stdout, stderr)
 	}
 	if *emit != "" {
-		return emitJob(spec, o, *emit, *shards, *out, stdout)
+		res := sweep.EmitOptions{CPUs: *cpus, Memory: *memory, Time: *timeLimit}
+		if *gpus >= 0 {
+			res.GPUs = gpus
+		}
+		return emitJob(spec, o, *emit, *shards, *fromStore, res, *out, stdout)
 	}
 	if *dry {
 		return dryRun(spec, o, stdout, stderr)
@@ -98,6 +113,8 @@ type sweepFlags struct {
 	// waitPending: a shard waits for points pending on other shards' tuning runs
 	// (sweep.SweepOptions.WaitPending); emitted cluster jobs pass it.
 	waitPending *bool
+	// phase: run one phase of the sweep (sweep.SweepOptions.Phase); emitted cluster jobs pass it.
+	phase *int
 	// allowDirty lets a sweep write into reproductions/ from a tree with uncommitted changes;
 	// its records are marked (env allow_dirty) and excluded from claim verdicts.
 	allowDirty *bool
@@ -125,6 +142,7 @@ func addSweepFlags(fs *flag.FlagSet) *sweepFlags {
 	o.retry = fs.Bool("retry-failed", false, "run again the runs stored as failed (diverged); by default a resume skips them")
 	o.wait = fs.Bool("wait", false, "when another sweep holds the results directory, wait for it instead of failing")
 	o.waitPending = fs.Bool("wait-pending", false, "with --of: wait for the points that wait for tuning runs of other shards while those shards run (cluster jobs pass it)")
+	o.phase = fs.Int("phase", 0, "run only phase K (from 1) of the sweep: tuning steps by stage, then the points tuned at them; fails naming what an earlier phase left missing (cluster jobs pass it, with --index/--of)")
 	o.allowDirty = fs.Bool("allow-dirty", false, "write into reproductions/ from a tree with uncommitted changes (records are marked and excluded from verdicts)")
 	return o
 }
@@ -139,6 +157,9 @@ func (o *sweepFlags) check() error {
 	}
 	if *o.of >= 1 && *o.index >= *o.of {
 		return fmt.Errorf("--index %d: want a shard in [0, %d) for --of %d", *o.index, *o.of, *o.of)
+	}
+	if *o.phase < 0 {
+		return fmt.Errorf("--phase %d: want a phase ≥ 1", *o.phase)
 	}
 	if *o.workers < 1 {
 		return fmt.Errorf("--workers %d: want ≥ 1", *o.workers)
@@ -352,7 +373,7 @@ func runSweep(spec *sweep.Spec, o *sweepFlags, stdout, stderr io.Writer) (*sweep
 	quiet := *o.quiet
 	opt := sweep.SweepOptions{Scale: scale, Only: only, Index: index, Of: *o.of, WaitLock: *o.wait, Waiting: func(e *sweep.LockedError) {
 		fmt.Fprintf(stderr, "waiting for %s (held by %s)\n", e.Dir, strings.Join(e.Holders, "; "))
-	}, WaitPending: *o.waitPending, PendingWaiting: func(pending, running int) {
+	}, WaitPending: *o.waitPending, Phase: *o.phase, PendingWaiting: func(pending, running int) {
 		if !quiet {
 			fmt.Fprintf(stderr, "waiting for %d points pending on tuning runs of %d other running shards\n", pending, running)
 		}
@@ -500,13 +521,14 @@ func dryRun(spec *sweep.Spec, o *sweepFlags, stdout, stderr io.Writer) error {
 	return nil
 }
 
-func emitJob(spec *sweep.Spec, o *sweepFlags, kind string, shards int, out string, stdout io.Writer) error {
+func emitJob(spec *sweep.Spec, o *sweepFlags, kind string, shards int, fromStore bool, res sweep.EmitOptions, out string, stdout io.Writer) error {
 	scale, err := defaultScale(spec, *o.scale)
 	if err != nil {
 		return err
 	}
-	// The plan as the dry-run shows it: resolved with the records of the results directory
-	// (tuning steps already stored there count), so both name the same runs.
+	// The records of the results directory size the tasks (their run times and memory) and
+	// give the selections where they hold the tuning runs; the counts are those of an empty
+	// store (the job's volume) unless --emit-from-store says the volume holds these records.
 	recs, _, err := sweep.NewStore(resultsDir(spec, scale, *o.results)).Load()
 	if err != nil {
 		return err
@@ -522,10 +544,13 @@ func emitJob(spec *sweep.Spec, o *sweepFlags, kind string, shards int, out strin
 	if err := checkOnlyKeys(plan, only); err != nil {
 		return err
 	}
-	// More shards than runs would emit tasks that select nothing; with points still waiting for
-	// tuning runs the final count is not known yet, and the tasks beyond it would wait.
-	if n := len(sweep.Filter(plan.Runs, only)); shards > n && len(plan.Pending) == 0 {
-		return fmt.Errorf("--shards %d: the plan has %d runs (scale %q); want 1 … %d", shards, n, scale, n)
+	var start []sweep.Record
+	if fromStore {
+		start = recs
+	}
+	jp, err := spec.PlanJob(scale, start, recs, only)
+	if err != nil {
+		return err
 	}
 	specPath := spec.Path
 	if rel, err := filepath.Rel(mustGetwd(), spec.Path); err == nil && !strings.HasPrefix(rel, "..") {
@@ -539,13 +564,15 @@ func emitJob(spec *sweep.Spec, o *sweepFlags, kind string, shards int, out strin
 		workers = *o.workers
 	}
 	// --results / --workdir, when given, are the paths inside the job's containers.
-	opt := sweep.EmitOptions{SpecPath: specPath, Scale: scale, Shards: shards, Only: o.only, Workers: workers, Results: *o.results, Workdir: *o.workdir}
+	opt := sweep.EmitOptions{SpecPath: specPath, Scale: scale, Shards: shards, Only: o.only, Workers: workers, Results: *o.results, Workdir: *o.workdir,
+		CPUs: res.CPUs, GPUs: res.GPUs, Memory: res.Memory, Time: res.Time}
+	jp.Size(opt, recs)
 	var text string
 	switch kind {
 	case "k8s", "kubernetes":
-		text, err = sweep.EmitK8s(plan, opt)
+		text, err = sweep.EmitK8s(jp, opt)
 	case "slurm":
-		text, err = sweep.EmitSlurm(plan, opt)
+		text, err = sweep.EmitSlurm(jp, opt)
 	default:
 		return fmt.Errorf("--emit %q: want k8s or slurm", kind)
 	}
@@ -559,10 +586,10 @@ func emitJob(spec *sweep.Spec, o *sweepFlags, kind string, shards int, out strin
 	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
 		return err
 	}
-	if err := os.WriteFile(out, []byte(text), 0o644); err != nil {
+	if err := os.WriteFile(out, []byte(text), 0o755); err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "wrote %s\n", out)
+	fmt.Fprintf(stdout, "wrote %s (%d phases; submit with: bash %s)\n", out, len(jp.Phases), out)
 	return nil
 }
 

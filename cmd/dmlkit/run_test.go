@@ -200,7 +200,7 @@ func TestRunEmitK8s(t *testing.T) {
 	if code != 0 {
 		t.Fatal(stderr)
 	}
-	job := k8sObjects(t, stdout)["Job"]
+	job := k8sObjects(t, k8sManifests(t, stdout))["Job"]
 	s := job["spec"].(map[string]any)
 	if s["completionMode"] != "Indexed" || s["completions"] != 12 {
 		t.Fatalf("job spec %v", s)
@@ -260,7 +260,9 @@ func TestRunRejectsSilentNoOps(t *testing.T) {
 		{[]string{"--out", "job.sh"}, "--out without --emit"},
 		{[]string{"--emit", "slurm", "--index", "0", "--of", "2"}, "--index/--of with --emit"},
 		{[]string{"--emit", "slurm", "--shards", "-3"}, "--shards -3: want at least 1"},
-		{[]string{"--emit", "slurm", "--shards", "1000"}, `--shards 1000: the plan has 8 runs (scale "smoke"); want 1 … 8`},
+		{[]string{"--phase", "-1"}, "--phase -1"},
+		{[]string{"--memory", "4Gi"}, "use them with --emit"},
+		{[]string{"--emit", "slurm", "--phase", "1"}, "--phase with --emit"},
 	} {
 		code, _, stderr := runCLI(append([]string{"run", spec, "--scale", "smoke"}, tc.args...)...)
 		if code != 1 || !strings.Contains(stderr, tc.msg) {
@@ -269,6 +271,10 @@ func TestRunRejectsSilentNoOps(t *testing.T) {
 	}
 	if calls != 0 {
 		t.Errorf("%d runs executed", calls)
+	}
+	// More shards than a phase has runs: one task per run, none that selects nothing.
+	if code, sh, stderr := runCLI("run", spec, "--scale", "smoke", "--emit", "slurm", "--shards", "1000"); code != 0 || !strings.Contains(sh, " --array=0-7 ") {
+		t.Errorf("--shards 1000: exit %d, %s; want one array task per run (0-7)", code, stderr)
 	}
 }
 

@@ -276,15 +276,19 @@ func TestBuildFigureData(t *testing.T) {
 
 func TestEmitK8sAndSlurm(t *testing.T) {
 	s := mustParse(t, specYAML+"launch: {image: registry.local/dmlkit:cuda, gpus: 1, memory: 16Gi, parallel: 4, volume: results-pvc, env: {GOMLX_BACKEND: xla}}\n")
-	plan, err := s.Resolve("small")
+	// Scale full: the spec's launch block (a GPU); the smoke and small scales ask for CPUs only.
+	jp, err := s.PlanJob("full", nil, nil, map[string][]string{"loss.name": {"rsk"}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	opt := sweep.EmitOptions{SpecPath: "reproductions/toy/spec.yaml", Scale: "small", Only: []string{"loss.name=rsk"}}
-	man, err := sweep.EmitK8s(plan, opt)
+	opt := sweep.EmitOptions{SpecPath: "reproductions/toy/spec.yaml", Scale: "full", Only: []string{"loss.name=rsk"}}
+	jp.Size(opt, nil)
+	script, err := sweep.EmitK8s(jp, opt)
 	if err != nil {
 		t.Fatal(err)
 	}
+	_, man, _ := strings.Cut(script, "<<'DMLKIT_MANIFESTS'\n")
+	man, _, _ = strings.Cut(man, "\nDMLKIT_MANIFESTS\n")
 	var job struct {
 		APIVersion string `yaml:"apiVersion"`
 		Kind       string `yaml:"kind"`
@@ -325,21 +329,21 @@ func TestEmitK8sAndSlurm(t *testing.T) {
 			Labels map[string]string `yaml:"labels"`
 		} `yaml:"metadata"`
 	}
-	if err := dec.Decode(&pod); err != nil || pod.Kind != "Pod" || pod.Metadata.Name != "dmlkit-toy-small-files" || pod.Metadata.Labels["dmlkit/part"] != "storage" {
+	if err := dec.Decode(&pod); err != nil || pod.Kind != "Pod" || pod.Metadata.Name != "dmlkit-toy-full-files" || pod.Metadata.Labels["dmlkit/part"] != "storage" {
 		t.Fatalf("first manifest: %v %+v\n%s", err, pod, man)
 	}
 	if err := dec.Decode(&job); err != nil {
 		t.Fatalf("manifest does not parse: %v\n%s", err, man)
 	}
-	if job.APIVersion != "batch/v1" || job.Kind != "Job" || job.Metadata.Name != "dmlkit-toy-small" ||
-		job.Spec.CompletionMode != "Indexed" || job.Spec.Completions != 12 || job.Spec.Parallelism != 4 {
+	if job.APIVersion != "batch/v1" || job.Kind != "Job" || job.Metadata.Name != "dmlkit-toy-full-p1" ||
+		job.Spec.CompletionMode != "Indexed" || job.Spec.Completions != 6 || job.Spec.Parallelism != 4 {
 		t.Errorf("job header: %+v", job)
 	}
 	if len(job.Spec.Template.Spec.Containers) != 1 {
 		t.Fatalf("containers: %+v", job.Spec.Template.Spec.Containers)
 	}
 	c := job.Spec.Template.Spec.Containers[0]
-	wantArgs := "run reproductions/toy/spec.yaml --scale small --only loss.name=rsk --results /results/toy/results --workdir /results/toy/runs --index $(JOB_COMPLETION_INDEX) --of 12 --wait-pending"
+	wantArgs := "run reproductions/toy/spec.yaml --scale full --only loss.name=rsk --results /results/toy/results --workdir /results/toy/runs --phase 1 --index $(JOB_COMPLETION_INDEX) --of 6"
 	if got := strings.Join(c.Args, " "); got != wantArgs || c.Command[0] != "dmlkit" {
 		t.Errorf("args %q, want %q", got, wantArgs)
 	}
@@ -349,17 +353,24 @@ func TestEmitK8sAndSlurm(t *testing.T) {
 		t.Errorf("container: %+v", c)
 	}
 
-	sh, err := sweep.EmitSlurm(plan, sweep.EmitOptions{SpecPath: "reproductions/toy/spec.yaml", Scale: "small", Shards: 5})
+	jp, err = s.PlanJob("full", nil, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opt = sweep.EmitOptions{SpecPath: "reproductions/toy/spec.yaml", Scale: "full", Shards: 5}
+	jp.Size(opt, nil)
+	sh, err := sweep.EmitSlurm(jp, opt)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, want := range []string{
 		"#!/bin/bash\n",
-		"#SBATCH --array=0-4%4\n",
-		"#SBATCH --mem=16G\n",
-		"#SBATCH --gres=gpu:1\n",
+		" --array=0-4%4 ",
+		" --mem=16G ",
+		" --gres=gpu:1 ",
+		`"$self" --phase 1 5 1)`,
 		"export GOMLX_BACKEND=xla\n",
-		`ARGS=(run reproductions/toy/spec.yaml --scale small --results "${DMLKIT_RESULTS}/toy/results" --workdir "${DMLKIT_RESULTS}/toy/runs" --index "${SLURM_ARRAY_TASK_ID}" --of 5 --wait-pending)` + "\n",
+		`ARGS=(run reproductions/toy/spec.yaml --scale full --results "${DMLKIT_RESULTS}/toy/results" --workdir "${DMLKIT_RESULTS}/toy/runs" --phase "${phase}" --index "${SLURM_ARRAY_TASK_ID}" --of "${of}")` + "\n",
 		`IMAGE=docker://$IMAGE`,
 	} {
 		if !strings.Contains(sh, want) {

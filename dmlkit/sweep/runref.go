@@ -154,6 +154,7 @@ func (s *Spec) resolveRefs(plan *Plan, held []heldRun, waiting []candidate, done
 		for i, h := range held {
 			cfg := Clone(h.run.Config)
 			h.waits = nil
+			h.run.sources = nil
 			for _, ref := range h.refs {
 				var hits []candidate
 				for _, c := range cands {
@@ -185,6 +186,9 @@ func (s *Spec) resolveRefs(plan *Plan, held []heldRun, waiting []candidate, done
 					continue
 				}
 				failure, stored := done[src.run.Hash]
+				if !stored || failure != "" {
+					h.run.sources = append(h.run.sources, src.run.Hash)
+				}
 				switch {
 				case !stored:
 					h.waits = append(h.waits, "the run "+src.label+" ("+src.run.Hash+")")

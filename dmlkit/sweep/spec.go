@@ -370,6 +370,9 @@ type Run struct {
 	// keys whose values came from them (a value written in the point wins over a selection).
 	Tuned []string
 	Taken []string
+	// sources: for a held run ([Plan.Held]), the hashes of the planned runs it starts from
+	// and waits for (see phase.go).
+	sources []string
 }
 
 // InTune reports whether the run is a point of tuning step name's grid (its Tune or one of Also).

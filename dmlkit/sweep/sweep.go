@@ -336,6 +336,14 @@ type SweepOptions struct {
 	// PendingWaiting, if set, is called before each wait with the number of pending points and
 	// of other shards running.
 	PendingWaiting func(pending, running int)
+	// Phase (from 1; 0: every phase) runs only the runs of that phase of the sweep (see
+	// phase.go), sharded by their position in it (Index of Of, [PhaseShard]): the task of a
+	// cluster job whose phases run one after the other. What the phase needs from earlier
+	// phases (tuning steps' selections, source runs) must be stored, else RunSweep fails with a
+	// [*PhaseError] naming what is missing, before running anything; and it fails when a run of
+	// its selection is left without a record. A run stored as failed (diverged) is a result: the
+	// phase completes with it. Not with WaitPending.
+	Phase int
 	ExecOptions
 }
 
@@ -360,6 +368,9 @@ func RunSweep(ctx context.Context, s *Spec, opt SweepOptions) (*Plan, *Summary, 
 		return nil, nil, err
 	}
 	defer lock.Unlock()
+	if opt.Phase > 0 {
+		return runPhase(ctx, s, opt)
+	}
 	total := &Summary{}
 	var plan *Plan
 	ran := map[string]bool{}
@@ -450,4 +461,62 @@ func RunSweep(ctx context.Context, s *Spec, opt SweepOptions) (*Plan, *Summary, 
 	}
 	total.Pending = plan.Pending
 	return plan, total, runErr
+}
+
+// runPhase is RunSweep for one phase's shard (SweepOptions.Phase).
+func runPhase(ctx context.Context, s *Spec, opt SweepOptions) (*Plan, *Summary, error) {
+	if opt.WaitPending {
+		return nil, nil, errors.New("experiments: a phase's task does not wait for pending points (the job runs the phases in order): not with WaitPending")
+	}
+	if opt.Of == 1 && opt.Index != 0 {
+		return nil, nil, fmt.Errorf("experiments: shard --index %d --of 1: need index 0", opt.Index)
+	}
+	recs, _, err := opt.Store.Load()
+	if err != nil {
+		return nil, nil, err
+	}
+	plan, err := s.PlanWith(opt.Scale, recs)
+	if err != nil {
+		return nil, nil, err
+	}
+	if missing := s.PhaseMissing(plan, recs, opt.Phase); len(missing) > 0 {
+		return plan, &Summary{Pending: plan.Pending}, &PhaseError{Phase: opt.Phase, Missing: missing}
+	}
+	all := plan.PhaseRuns(opt.Phase)
+	if len(all) == 0 {
+		last := 0
+		for _, k := range plan.RunPhases() {
+			last = max(last, k)
+		}
+		return plan, &Summary{Pending: plan.Pending}, fmt.Errorf("experiments: %s: scale %q has no runs in phase %d (its phases: 1 … %d)", s.Name(), opt.Scale, opt.Phase, last)
+	}
+	runs := Filter(all, opt.Only)
+	if opt.Of > 1 {
+		if runs, err = PhaseShard(runs, opt.Index, opt.Of); err != nil {
+			return plan, nil, err
+		}
+	}
+	sum, err := Execute(ctx, plan, runs, opt.ExecOptions)
+	if sum == nil || ctx.Err() != nil {
+		return plan, sum, err
+	}
+	// Every run of the selection must have a record now (one marked failed is a result).
+	if recs, _, err = opt.Store.Load(); err != nil {
+		return plan, sum, err
+	}
+	done := Done(recs, opt.Scale)
+	var left []string
+	for _, r := range runs {
+		if !done[r.Hash] {
+			left = append(left, r.Hash+" "+r.Label())
+		}
+	}
+	if len(left) > 0 {
+		if err == nil {
+			err = fmt.Errorf("experiments: phase %d: %d runs of this task have no record", opt.Phase, len(left))
+		}
+		return plan, sum, fmt.Errorf("%w; phase %d is not complete: %d of this task's %d runs have no record (%s)", err, opt.Phase, len(left), len(runs), strings.Join(left[:min(len(left), 4)], "; "))
+	}
+	// Runs stored as failed (diverged) are results: the phase is complete with them.
+	return plan, sum, nil
 }
