@@ -22,6 +22,9 @@ type ClassOptions struct {
 	// ValSeed).
 	ValClasses float64
 	ValSeed    uint64
+	// ValFolds ≥ 2 holds out fold ValSeed mod ValFolds of ValFolds class-disjoint folds instead
+	// ([ValSplit]).
+	ValFolds int
 }
 
 // ClassSplit is the outcome of [SelectClassSplit]: which labels each set keeps. All slices are
@@ -95,8 +98,8 @@ func SelectClassSplit(trainLabels, testLabels []int32, o ClassOptions) (*ClassSp
 		out.TestLimited = true
 	}
 	out.Train = kept
-	if o.ValClasses > 0 {
-		val, err := ValClassSplit(kept, o.ValClasses, o.ValSeed)
+	if o.ValClasses > 0 || o.ValFolds >= 2 {
+		val, err := ValSplit(kept, o.ValClasses, o.ValFolds, o.ValSeed)
 		if err != nil {
 			return nil, err
 		}

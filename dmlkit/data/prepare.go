@@ -30,6 +30,10 @@ type PrepareOptions struct {
 	// by [ValClassSplit] with ValSeed (hyper-parameters are tuned on them, never on test classes).
 	ValClasses float64
 	ValSeed    uint64
+	// ValFolds, when ≥ 2, holds out instead one of ValFolds class-disjoint folds, fold ValSeed mod
+	// ValFolds ([ValSplit]): the runs of seeds 0 … ValFolds−1 cross-validate over every training
+	// class.
+	ValFolds int
 	// LabelNoise and ImageNoise corrupt that fraction of the training images ([LabelNoiseImages],
 	// [ImageNoise] with ImagePool, resized to the training size when both are square), with
 	// CorruptSeed.
@@ -67,7 +71,7 @@ func Prepare(s *Split, o PrepareOptions) (*Prepared, error) {
 	co := ClassOptions{TrainClasses: o.TrainClasses, TrainClassList: o.TrainClassList,
 		TrainClassFraction: o.TrainClassFraction, MaxTrainClasses: o.MaxTrainClasses, MaxTestClasses: o.MaxTestClasses}
 	if !o.ValAfterCorruption {
-		co.ValClasses, co.ValSeed = o.ValClasses, o.ValSeed
+		co.ValClasses, co.ValSeed, co.ValFolds = o.ValClasses, o.ValSeed, o.ValFolds
 	}
 	cs, err := SelectClassSplit(s.Train.Labels, s.Test.Labels, co)
 	if err != nil {
@@ -86,10 +90,10 @@ func Prepare(s *Split, o PrepareOptions) (*Prepared, error) {
 	}
 	// With ValAfterCorruption the validation classes are split from the corrupted training set.
 	split := func() error {
-		if !(o.ValClasses > 0) {
+		if !(o.ValClasses > 0) && o.ValFolds < 2 {
 			return nil
 		}
-		val, err := ValClassSplit(out.Train.Classes(), o.ValClasses, o.ValSeed)
+		val, err := ValSplit(out.Train.Classes(), o.ValClasses, o.ValFolds, o.ValSeed)
 		if err != nil {
 			return err
 		}
@@ -142,6 +146,30 @@ func Prepare(s *Split, o PrepareOptions) (*Prepared, error) {
 		}
 	}
 	return out, nil
+}
+
+// ValSplit chooses the validation classes among classes (ascending, distinct): with folds ≥ 2 one
+// of folds class-disjoint folds — the classes shuffled once by a PCG generator seeded (0, 0x7a1),
+// the same partition for every run, cut into folds contiguous parts whose sizes differ by at most
+// one, fold seed mod folds held out — else [ValClassSplit] (frac, seed). The folds of seeds 0 …
+// folds−1 cover every class exactly once: K-fold cross-validation over the training classes.
+func ValSplit(classes []int32, frac float64, folds int, seed uint64) (map[int32]bool, error) {
+	if folds < 2 {
+		return ValClassSplit(classes, frac, seed)
+	}
+	if folds > len(classes) {
+		return nil, fmt.Errorf("data.val_folds: %d folds of %d classes", folds, len(classes))
+	}
+	cl := slices.Clone(classes)
+	r := rand.New(rand.NewPCG(0, 0x7a1))
+	r.Shuffle(len(cl), func(i, j int) { cl[i], cl[j] = cl[j], cl[i] })
+	f := int(seed % uint64(folds))
+	lo, hi := f*len(cl)/folds, (f+1)*len(cl)/folds
+	val := make(map[int32]bool, hi-lo)
+	for _, c := range cl[lo:hi] {
+		val[c] = true
+	}
+	return val, nil
 }
 
 // ValClassSplit chooses the validation classes among classes (ascending, distinct): it shuffles

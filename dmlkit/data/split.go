@@ -95,7 +95,7 @@ func PrepareSets(src Loaded, o SetOptions) (*PreparedSets, error) {
 	cs, err := SelectClassSplit(s.Train.Labels(), s.Test.Labels(), ClassOptions{
 		TrainClasses: o.TrainClasses, TrainClassList: o.TrainClassList,
 		TrainClassFraction: o.TrainClassFraction, MaxTrainClasses: o.MaxTrainClasses, MaxTestClasses: o.MaxTestClasses,
-		ValClasses: o.ValClasses, ValSeed: o.ValSeed,
+		ValClasses: o.ValClasses, ValSeed: o.ValSeed, ValFolds: o.ValFolds,
 	})
 	if err != nil {
 		return nil, err

@@ -183,7 +183,7 @@ func (p *provenance) inPlan(hash string) bool {
 // is measured or logged (not what is trained).
 func ignoredForTuning(key string) bool {
 	switch key {
-	case "seed", "name", "data.val_classes":
+	case "seed", "name", "data.val_classes", "data.val_folds":
 		return true
 	}
 	return strings.HasPrefix(key, "eval.") || strings.HasPrefix(key, "log.")

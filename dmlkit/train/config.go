@@ -421,10 +421,10 @@ func (c *Config) Validate() error {
 			return fmt.Errorf("eval.ks[%d]: %d: want > 0", i, k)
 		}
 	}
-	if c.Eval.RestoreBest && c.Data.ValClasses == 0 {
-		return fmt.Errorf("eval.restore_best: the best validation evaluation needs a validation split (data.val_classes > 0)")
+	if c.Eval.RestoreBest && !c.Data.HasVal() {
+		return fmt.Errorf("eval.restore_best: the best validation evaluation needs a validation split (data.val_classes > 0 or data.val_folds)")
 	}
-	if c.Eval.Patience > 0 && c.Data.ValClasses == 0 {
+	if c.Eval.Patience > 0 && !c.Data.HasVal() {
 		return fmt.Errorf("eval.patience: early stopping needs a validation split (data.val_classes > 0)")
 	}
 	if r := c.Eval.ReID; r.Queries < 0 || r.Cameras < 0 || (r.Queries > 0 && r.Cameras < 2) {
@@ -496,8 +496,8 @@ func (c *Config) Validate() error {
 		if classifierVariable(terms) == "" {
 			return fmt.Errorf("eval.classify: the loss has no class weights (want a classifier loss: normsoftmax, proxyanchor, arcface, cosface, or idml with a proxy base)")
 		}
-		if c.Data.ValClasses > 0 {
-			return fmt.Errorf("eval.classify: data.val_classes %g holds out classes the classifier never learns: classification needs a closed split", c.Data.ValClasses)
+		if c.Data.HasVal() {
+			return fmt.Errorf("eval.classify: data.val_classes %g / val_folds %d holds out classes the classifier never learns: classification needs a closed split", c.Data.ValClasses, c.Data.ValFolds)
 		}
 	}
 	if m := c.Mixup.Mode; m != "" && m != "mixup" && m != "cutmix" {

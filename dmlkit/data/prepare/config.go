@@ -15,6 +15,10 @@ type Config struct {
 	// ValClasses is the fraction of training classes split off as a validation set for early
 	// stopping (seed 003 §4.2); 0 = none.
 	ValClasses float64 `yaml:"val_classes" doc:"fraction of training classes held out for validation"`
+	// ValFolds ≥ 2 holds out one of ValFolds class-disjoint folds of the training classes, fold
+	// seed mod ValFolds (data.ValSplit): a tuning step whose seeds are 0 … ValFolds−1 selects by
+	// the mean over the folds — class-disjoint cross-validation. Not with val_classes.
+	ValFolds int `yaml:"val_folds" doc:"hold out fold (seed mod N) of N class-disjoint folds of the training classes (cross-validation; 0 = off)"`
 	// MaxTrainClasses / MaxTestClasses keep only the first n classes (0 = all), for quick runs.
 	MaxTrainClasses int `yaml:"max_train_classes" doc:"keep only the first n training classes (0 = all)"`
 	MaxTestClasses  int `yaml:"max_test_classes" doc:"keep only the first n test classes (0 = all)"`
@@ -66,6 +70,12 @@ func (c *Config) Validate() error {
 	if c.ValClasses < 0 || c.ValClasses >= 1 {
 		return fmt.Errorf("data.val_classes: %g: want a fraction in [0, 1)", c.ValClasses)
 	}
+	if c.ValFolds == 1 || c.ValFolds < 0 {
+		return fmt.Errorf("data.val_folds: %d: want 0 (off) or at least 2 folds", c.ValFolds)
+	}
+	if c.ValFolds >= 2 && c.ValClasses > 0 {
+		return fmt.Errorf("data.val_folds: %d together with data.val_classes %g: set one of them", c.ValFolds, c.ValClasses)
+	}
 	if r := c.TrainClasses; r != nil && (len(r) != 2 || r[0] < 0 || r[0] >= r[1]) {
 		return fmt.Errorf("data.train_classes: %v: want [lo, hi) with 0 ≤ lo < hi", r)
 	} else if r != nil && c.TrainClassList != nil {
@@ -92,3 +102,7 @@ func (c *Config) Validate() error {
 	}
 	return nil
 }
+
+// HasVal reports whether the configuration holds out validation classes (val_classes or
+// val_folds).
+func (c *Config) HasVal() bool { return c.ValClasses > 0 || c.ValFolds >= 2 }

@@ -174,7 +174,7 @@ func Load(c Config, seed int64) (*data.PreparedSets, error) {
 			TrainClasses: c.TrainClasses, TrainClassList: c.TrainClassList,
 			MaxTrainClasses: c.MaxTrainClasses, MaxTestClasses: c.MaxTestClasses,
 			TrainClassFraction: c.ClassFraction,
-			ValClasses:         c.ValClasses, ValSeed: uint64(seed),
+			ValClasses:         c.ValClasses, ValSeed: uint64(seed), ValFolds: c.ValFolds,
 			LabelNoise: k.LabelNoise, LabelNoiseOther: k.LabelNoiseOther, ImageNoise: k.ImageNoise, CorruptSeed: corruptSeed,
 			ValAfterCorruption: k.ValAfterCorruption,
 		},
