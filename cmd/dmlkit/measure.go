@@ -16,10 +16,11 @@ import (
 )
 
 // runMeasure reruns stored records to add a measurement (sweep.Remeasure), e.g. --measure train:
-// the training evidence of reproducing.md §1. Which records: the sweep points (not tuning runs)
-// of the scale's plan, selected by --only and the shard (--index/--of), lacking the measurement;
-// without all, only those that a held or contradicted verdict of the paper's claims rests on
-// (the interval rule's verdict, before the training rule reads the evidence).
+// the training evidence of reproducing.md §1. Which records: of the scale's plan, selected by
+// --only and the shard (--index/--of) and lacking the measurement, those that a held or
+// contradicted verdict of the paper's claims rests on (the interval rule's verdict, before the
+// training rule reads the evidence; tuning runs too where a claim reads a tuning grid), and with
+// all every sweep point besides.
 func runMeasure(spec *sweep.Spec, o *sweepFlags, measure string, all bool, stdout, stderr io.Writer) error {
 	scale, err := defaultScale(spec, *o.scale)
 	if err != nil {
@@ -54,21 +55,16 @@ func runMeasure(spec *sweep.Spec, o *sweepFlags, measure string, all bool, stdou
 			return err
 		}
 	}
+	// The records the held or contradicted verdicts rest on (tuning runs too, where a claim reads a
+	// tuning grid); with all, every sweep point besides.
+	decisive, err := decisiveRecords(spec, scale, recs)
+	if err != nil {
+		return err
+	}
 	keep := map[string]bool{}
 	for _, r := range runs {
-		if r.Tune == "" {
+		if decisive[r.Hash] || all && r.Tune == "" {
 			keep[r.Hash] = true
-		}
-	}
-	if !all {
-		decisive, err := decisiveRecords(spec, scale, recs)
-		if err != nil {
-			return err
-		}
-		for h := range keep {
-			if !decisive[h] {
-				delete(keep, h)
-			}
 		}
 	}
 	var sel []sweep.Record
