@@ -238,7 +238,13 @@ func (p *provenance) tuning(r *sweep.Record) (kind string, steps []string, diffs
 		}
 		if st, ok := p.sel[n]; ok {
 			for _, k := range st.Row.Edge {
-				edge = append(edge, k+" ("+n+")")
+				// The selected value with its key: a margin selected at m− = 0.95 says that the
+				// negative term is nearly off, which the key alone hides.
+				e := k
+				if v, ok := st.Values[k]; ok {
+					e += " = " + sweep.FormatValue(v)
+				}
+				edge = append(edge, e+" ("+n+")")
 			}
 		}
 	}
