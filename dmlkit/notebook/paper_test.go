@@ -28,7 +28,8 @@ claims:
 `
 
 // paperRecords, per seed 0, 1, 2 (R@1): small scale B 0.50, T 0.52 / 0.53 / 0.54, W 0.40; the
-// pretrained scale (frozen MobileNetV2) B 0.80, T 0.78 / 0.77 / 0.76.
+// pretrained scale (frozen MobileNetV2) B 0.80, T 0.78 / 0.77 / 0.76; every arm's training R@1
+// 0.6 (all trained, so that the interval decides).
 func paperRecords() []sweep.Record {
 	var recs []sweep.Record
 	add := func(scale, loss string, seed int64, r1 float64) {
@@ -36,7 +37,7 @@ func paperRecords() []sweep.Record {
 		if scale == "pretrained" {
 			cfg["model"] = map[string]any{"pretrained": "mobilenet_v2", "freeze_backbone": true}
 		}
-		recs = append(recs, sweep.Record{Paper: "p", Scale: scale, Seed: seed, Config: cfg, Metrics: sweep.Metrics{"R@1": r1},
+		recs = append(recs, sweep.Record{Paper: "p", Scale: scale, Seed: seed, Config: cfg, Metrics: sweep.Metrics{"R@1": r1, "train/R@1": 0.6},
 			Hash: scale + loss + string(rune('0'+seed))})
 	}
 	for s := int64(0); s < 3; s++ {
@@ -69,8 +70,9 @@ func paperReport(t *testing.T) *judge.ClaimsReport {
 // 1 of 1.
 func TestConclusionMarkdown(t *testing.T) {
 	got := conclusionMarkdown(paperReport(t))
-	want := "Of the paper's 4 claims tested at the small scale, 2 held, 1 were contradicted and 1 stayed inconclusive. " +
-		"Of its 2 central claims, 1 held (`a`: T vs B (R@1), +3.00 [+0.52, +5.48] points), 1 contradicted (`ap`: T vs B (R@1), pretrained, −3.00 [−5.48, −0.52] points). " +
+	want := "Of the paper's 4 claims tested at the small scale: 2 held, 1 contradicted, 1 inconclusive. " +
+		"Of its 2 central claims, 1 held (`a`: T vs B (R@1), +3.00 [+0.52, +5.48] points — R@1 over 3 seeds: B 50.00 % (train R@1 0.60), T 53.00 % (train R@1 0.60)), " +
+		"1 contradicted (`ap`: T vs B (R@1), pretrained, −3.00 [−5.48, −0.52] points — R@1 over 3 seeds: B 80.00 % (train R@1 0.60), T 77.00 % (train R@1 0.60)). " +
 		"With a pretrained backbone instead of training from scratch, the verdict changes for 1 of the 1 claims tested in both regimes.\n"
 	if got != want {
 		t.Errorf("conclusion:\n got %q\nwant %q", got, want)
