@@ -56,7 +56,8 @@ const (
 	CauseUnequal   = "unequal"   // inconclusive: the arms differ in tuning or budget
 	CauseUntrained = "untrained" // inconclusive: an arm did not train (a comparator, or an arm of a claim without a treatment)
 	// CauseMethodUntrained: inconclusive as a comparison, and counted as its own outcome — the
-	// paper's own method (the claim's treatment) did not train here.
+	// paper's own method (the claim's treatment, or its base when the treatment is the ablation) did
+	// not train here.
 	CauseMethodUntrained = "method untrained"
 	// CauseNotRecorded: the interval was decisive, but an arm's training is not recorded (no
 	// training-split R@1), so nothing shows that it trained.
@@ -98,7 +99,7 @@ type ArmFacts struct {
 	TuneRuns int            // runs of those steps (grid points × seeds)
 	KeyRuns  map[string]int // per tuned key: the runs of the step(s) that tuned it
 	TuneLen  float64        // optimizer steps of one tuning run (NaN: no tuning run stored)
-	Edge     []string       // selections at their grid's edge: "optimizer.lr (lr-cit)"
+	Edge     []string       // selections at their grid's edge: "optimizer.lr = 0.008 (lr-cit)"
 	Budget   map[string]float64
 	TrainR1  float64 // mean training-split R@1 (NaN when not recorded for every record)
 	InitR1   float64 // mean training-split R@1 of its untrained models, step 0 (NaN when not recorded for every record)
