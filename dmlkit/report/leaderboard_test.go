@@ -310,6 +310,9 @@ func TestRankAgreement(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			if len(ra.Trained) != 3 || ra.TrainedTau != c.tau || !(ra.TrainedLo <= c.tau && c.tau <= ra.TrainedHi) {
+				t.Errorf("trained: %d methods, τ %v [%v, %v]; want 3, %v inside", len(ra.Trained), ra.TrainedTau, ra.TrainedLo, ra.TrainedHi, c.tau)
+			}
 			if len(ra.Methods) != 3 || ra.Tau != c.tau || ra.Lo != c.tau || ra.Hi != c.tau || ra.B != sweep.DefaultBootstrap || ra.Used != sweep.DefaultBootstrap {
 				t.Errorf("%d methods, τ %v [%v, %v], B %d (%d used); want 3, %v [%v, %v], %d", len(ra.Methods), ra.Tau, ra.Lo, ra.Hi, ra.B, ra.Used, c.tau, c.tau, c.tau, sweep.DefaultBootstrap)
 			}
@@ -329,7 +332,9 @@ func TestRankAgreement(t *testing.T) {
 			for _, w := range []string{
 				"- **from scratch, Omniglot** (4 of 5 methods run): 1. Alpha loss 81.0 [78.5, 83.5] · 2. Beta loss 61.0 [58.5, 63.5] · 3. Gamma loss 41.0 [38.5, 43.5] (test R@1 in %, mean [95 % CI] over seeds).",
 				"- **pretrained, CIFAR-10** (3 of 5 methods run): ",
-				"- Rank agreement of the two regimes over 3 methods: Kendall's " + c.text + " (95 % bootstrap over seeds, B = 2000).",
+				// Over the trained methods τ is the same (all 3 trained); its interval resamples methods too.
+				"- Rank agreement of the two regimes over 3 methods: Kendall's " + c.text + " (95 % bootstrap over seeds, B = 2000); τ-b = " + c.text[len("τ-b = "):len("τ-b = ")+strings.Index(c.text[len("τ-b = "):], " ")] + " [",
+				"over the 3 methods that trained in both regimes (95 % bootstrap over methods and seeds).",
 			} {
 				if !strings.Contains(sum, w) {
 					t.Errorf("summary lacks %q:\n%s", w, sum)
@@ -442,5 +447,28 @@ func TestLeaderboardCheckSelections(t *testing.T) {
 				t.Errorf("err = %v, want %q", err, c.want)
 			}
 		})
+	}
+}
+
+// TestBootstrapTauMethods: methods with the same value at every seed, in the same order in both
+// regimes, give τ-b = 1 in every replicate (a method drawn twice ties with itself in both regimes
+// and counts for neither side), so the interval is [1, 1]; reversed, [−1, −1]. Worked by hand: any
+// draw of ≥ 2 distinct methods is concordant (resp. discordant) on every untied pair. (With seed
+// noise two draws of one method differ and can order either way: the interval widens.)
+func TestBootstrapTauMethods(t *testing.T) {
+	a := [][]float64{{0.1, 0.1}, {0.3, 0.3}, {0.5, 0.5}, {0.7, 0.7}}
+	b := [][]float64{{0.2, 0.2}, {0.4, 0.4}, {0.6, 0.6}, {0.8, 0.8}}
+	lo, hi, used := BootstrapTauMethods(a, b, 500, 7)
+	if lo != 1 || hi != 1 || used == 0 || used > 500 {
+		t.Errorf("concordant: [%v, %v], %d replicates used", lo, hi, used)
+	}
+	rev := [][]float64{b[3], b[2], b[1], b[0]}
+	lo, hi, _ = BootstrapTauMethods(a, rev, 500, 7)
+	if lo != -1 || hi != -1 {
+		t.Errorf("reversed: [%v, %v]", lo, hi)
+	}
+	// Some replicates draw one method four times: τ undefined, left out (4 methods: 4/256 of draws).
+	if _, _, used := BootstrapTauMethods(a, b, 2000, 1); used == 2000 {
+		t.Errorf("no replicate left out of 2000 (expected about 31 draws of a single method)")
 	}
 }
