@@ -17,6 +17,7 @@ import (
 
 	"github.com/dmlkit/dmlkit/dmlkit/reproduce"
 	"github.com/dmlkit/dmlkit/dmlkit/sweep"
+	"github.com/dmlkit/dmlkit/dmlkit/sweep/jobs"
 )
 
 func init() {
@@ -84,7 +85,7 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 		return runMeasure(spec, o, *measure, *measureAll, stdout, stderr)
 	}
 	if *emit != "" {
-		res := sweep.EmitOptions{CPUs: *cpus, Memory: *memory, Time: *timeLimit}
+		res := jobs.EmitOptions{CPUs: *cpus, Memory: *memory, Time: *timeLimit}
 		if *gpus >= 0 {
 			res.GPUs = gpus
 		}
@@ -521,7 +522,7 @@ func dryRun(spec *sweep.Spec, o *sweepFlags, stdout, stderr io.Writer) error {
 	return nil
 }
 
-func emitJob(spec *sweep.Spec, o *sweepFlags, kind string, shards int, fromStore bool, res sweep.EmitOptions, out string, stdout io.Writer) error {
+func emitJob(spec *sweep.Spec, o *sweepFlags, kind string, shards int, fromStore bool, res jobs.EmitOptions, out string, stdout io.Writer) error {
 	scale, err := defaultScale(spec, *o.scale)
 	if err != nil {
 		return err
@@ -548,7 +549,7 @@ func emitJob(spec *sweep.Spec, o *sweepFlags, kind string, shards int, fromStore
 	if fromStore {
 		start = recs
 	}
-	jp, err := spec.PlanJob(scale, start, recs, only)
+	jp, err := jobs.Plan(spec, scale, start, recs, only)
 	if err != nil {
 		return err
 	}
@@ -564,15 +565,15 @@ func emitJob(spec *sweep.Spec, o *sweepFlags, kind string, shards int, fromStore
 		workers = *o.workers
 	}
 	// --results / --workdir, when given, are the paths inside the job's containers.
-	opt := sweep.EmitOptions{SpecPath: specPath, Scale: scale, Shards: shards, Only: o.only, Workers: workers, Results: *o.results, Workdir: *o.workdir,
+	opt := jobs.EmitOptions{SpecPath: specPath, Scale: scale, Shards: shards, Only: o.only, Workers: workers, Results: *o.results, Workdir: *o.workdir,
 		CPUs: res.CPUs, GPUs: res.GPUs, Memory: res.Memory, Time: res.Time}
 	jp.Size(opt, recs)
 	var text string
 	switch kind {
 	case "k8s", "kubernetes":
-		text, err = sweep.EmitK8s(jp, opt)
+		text, err = jobs.EmitK8s(jp, opt)
 	case "slurm":
-		text, err = sweep.EmitSlurm(jp, opt)
+		text, err = jobs.EmitSlurm(jp, opt)
 	default:
 		return fmt.Errorf("--emit %q: want k8s or slurm", kind)
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/dmlkit/dmlkit/dmlkit/judge"
 	"github.com/dmlkit/dmlkit/dmlkit/plots"
 	"github.com/dmlkit/dmlkit/dmlkit/sweep"
+	"github.com/dmlkit/dmlkit/dmlkit/sweep/jobs"
 	"gopkg.in/yaml.v3"
 )
 
@@ -277,13 +278,13 @@ func TestBuildFigureData(t *testing.T) {
 func TestEmitK8sAndSlurm(t *testing.T) {
 	s := mustParse(t, specYAML+"launch: {image: registry.local/dmlkit:cuda, gpus: 1, memory: 16Gi, parallel: 4, volume: results-pvc, env: {GOMLX_BACKEND: xla}}\n")
 	// Scale full: the spec's launch block (a GPU); the smoke and small scales ask for CPUs only.
-	jp, err := s.PlanJob("full", nil, nil, map[string][]string{"loss.name": {"rsk"}})
+	jp, err := jobs.Plan(s, "full", nil, nil, map[string][]string{"loss.name": {"rsk"}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	opt := sweep.EmitOptions{SpecPath: "reproductions/toy/spec.yaml", Scale: "full", Only: []string{"loss.name=rsk"}}
+	opt := jobs.EmitOptions{SpecPath: "reproductions/toy/spec.yaml", Scale: "full", Only: []string{"loss.name=rsk"}}
 	jp.Size(opt, nil)
-	script, err := sweep.EmitK8s(jp, opt)
+	script, err := jobs.EmitK8s(jp, opt)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -353,13 +354,13 @@ func TestEmitK8sAndSlurm(t *testing.T) {
 		t.Errorf("container: %+v", c)
 	}
 
-	jp, err = s.PlanJob("full", nil, nil, nil)
+	jp, err = jobs.Plan(s, "full", nil, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	opt = sweep.EmitOptions{SpecPath: "reproductions/toy/spec.yaml", Scale: "full", Shards: 5}
+	opt = jobs.EmitOptions{SpecPath: "reproductions/toy/spec.yaml", Scale: "full", Shards: 5}
 	jp.Size(opt, nil)
-	sh, err := sweep.EmitSlurm(jp, opt)
+	sh, err := jobs.EmitSlurm(jp, opt)
 	if err != nil {
 		t.Fatal(err)
 	}

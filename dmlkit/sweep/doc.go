@@ -61,10 +61,11 @@
 // the missing runs; a run that did not finish leaves no record and its working directory is wiped
 // before it starts again. [Shard] gives shard i of n the runs with Index ≡ i (mod n), so
 // `dmlkit run SPEC --index I --of N` covers every run once. A cluster job runs the sweep in
-// phases (tuning stages, then the points tuned at them; see [Spec.PlanJob], [SweepOptions].Phase):
-// one Kubernetes Indexed Job ([EmitK8s], JOB_COMPLETION_INDEX) or SLURM array ([EmitSlurm],
-// SLURM_ARRAY_TASK_ID) per phase, each task `dmlkit run SPEC --phase K --index I --of N`
-// ([PhaseShard]), each phase starting after the previous one succeeded.
+// phases (tuning stages, then the points tuned at them; see [Plan.RunPhases], [SweepOptions].Phase):
+// one Kubernetes Indexed Job (jobs.EmitK8s of package dmlkit/sweep/jobs, JOB_COMPLETION_INDEX)
+// or SLURM array (jobs.EmitSlurm, SLURM_ARRAY_TASK_ID) per phase, each task `dmlkit run SPEC
+// --phase K --index I --of N` ([PhaseShard]), each phase starting after the previous one
+// succeeded.
 //
 // # Validation
 //

@@ -22,7 +22,7 @@ import (
 // Sampling misses spikes shorter than the interval; the Go runtime keeps freed memory mapped for a
 // while, which makes the resident set a high-water mark rather than an instantaneous value.
 const (
-	metricPeakRSS    = "mem/peak_rss_mb"
+	MetricPeakRSS    = "mem/peak_rss_mb"
 	metricConcurrent = "mem/concurrent_runs"
 )
 

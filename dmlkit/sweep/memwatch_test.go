@@ -112,7 +112,7 @@ func TestExecuteRecordsPeakMemory(t *testing.T) {
 		t.Fatalf("%d records, want 1", len(recs))
 	}
 	m := recs[0].Metrics
-	if m[metricPeakRSS] <= 0 || m[metricConcurrent] != 1 {
-		t.Errorf("record metrics %s = %g, %s = %g; want > 0 and 1", metricPeakRSS, m[metricPeakRSS], metricConcurrent, m[metricConcurrent])
+	if m[MetricPeakRSS] <= 0 || m[metricConcurrent] != 1 {
+		t.Errorf("record metrics %s = %g, %s = %g; want > 0 and 1", MetricPeakRSS, m[MetricPeakRSS], metricConcurrent, m[metricConcurrent])
 	}
 }

@@ -144,7 +144,7 @@ func Execute(ctx context.Context, plan *Plan, runs []Run, opt ExecOptions) (*Sum
 					if rec.Metrics == nil {
 						rec.Metrics = Metrics{}
 					}
-					rec.Metrics[metricPeakRSS] = peakMB
+					rec.Metrics[MetricPeakRSS] = peakMB
 					rec.Metrics[metricConcurrent] = float64(conc)
 				}
 				secs := now().Sub(start).Seconds()

@@ -1,4 +1,4 @@
-package sweep
+package jobs
 
 import (
 	"bytes"
@@ -11,6 +11,8 @@ import (
 	"strings"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/dmlkit/dmlkit/dmlkit/sweep"
 )
 
 // EmitOptions describes the sweep a cluster job runs.
@@ -24,7 +26,7 @@ type EmitOptions struct {
 	// the k8s volume; $DMLKIT_RESULTS/PAPER/results for SLURM); Workdir the run directories
 	// (default: runs beside results).
 	Results, Workdir string
-	// Resources per task, overriding what [Spec.PlanJob] sized (0, nil or "": keep it).
+	// Resources per task, overriding what [JobPlan.Size] sized (0, nil or "": keep it).
 	CPUs   int
 	GPUs   *int
 	Memory string // a Kubernetes quantity, e.g. 4Gi
@@ -46,28 +48,28 @@ const (
 	DefaultResultsClaim = "dmlkit-results"
 )
 
-// JobPlan is a sweep laid out for a cluster job: its phases (see phase.go), each a set of runs
+// JobPlan is a sweep laid out for a cluster job: its phases ([sweep.Plan.RunPhases]), each a set of runs
 // that can start once the previous phases are stored, with the resources of one task.
 type JobPlan struct {
-	Spec  *Spec
+	Spec  *sweep.Spec
 	Scale string
 	// FromStore: the counts subtract the runs stored in the records the job starts from (the
 	// volume holds them); else the job starts from an empty store.
 	FromStore bool
 	Phases    []JobPhase
 	// Unresolved are points that no phase resolves (they would stay pending).
-	Unresolved []Pending
+	Unresolved []sweep.Pending
 }
 
 // JobPhase is one phase of a [JobPlan].
 type JobPhase struct {
-	Phase  int      // from 1, as `dmlkit run --phase` takes it
-	Runs   []Run    // the runs the job runs in it (not stored in its starting records)
-	Stored int      // runs of the phase stored already (FromStore)
-	Steps  []string // tuning steps with runs in it
-	Points int      // of Runs, runs of sweep points
+	Phase  int         // from 1, as `dmlkit run --phase` takes it
+	Runs   []sweep.Run // the runs the job runs in it (not stored in its starting records)
+	Stored int         // runs of the phase stored already (FromStore)
+	Steps  []string    // tuning steps with runs in it
+	Points int         // of Runs, runs of sweep points
 	// Measured are the records (of the sizing store) of the phase's runs, or nil.
-	Measured []Record
+	Measured []sweep.Record
 	Tasks    int // array tasks / completions
 	Res      Resources
 }
@@ -83,13 +85,13 @@ type Resources struct {
 // record of: the counts of later phases do not depend on which grid point a rule selects.
 const placeholderMetric = 0.0
 
-// PlanJob lays out the sweep of scale as phases. start are the records the job begins with
+// Plan lays out the sweep of scale as phases. start are the records the job begins with
 // (nil: an empty volume); known are records to size the tasks by and to take the selections
 // from where they hold the tuning runs (the committed or local store; may be nil): the plan of
 // each next phase is resolved on start plus, for each run of the earlier phases, its known
 // record or a placeholder (whose selection metrics are all equal). only is the --only filter.
-func (s *Spec) PlanJob(scale string, start, known []Record, only map[string][]string) (*JobPlan, error) {
-	var recs []Record
+func Plan(s *sweep.Spec, scale string, start, known []sweep.Record, only map[string][]string) (*JobPlan, error) {
+	var recs []sweep.Record
 	have := map[string]bool{}
 	for _, r := range start {
 		if r.Scale == scale {
@@ -98,7 +100,7 @@ func (s *Spec) PlanJob(scale string, start, known []Record, only map[string][]st
 		}
 	}
 	stored := maps1(have)
-	byHash := map[string]Record{}
+	byHash := map[string]sweep.Record{}
 	for _, r := range known {
 		if r.Scale == scale {
 			if prev, ok := byHash[r.Hash]; !ok || prev.Failed != "" {
@@ -106,7 +108,7 @@ func (s *Spec) PlanJob(scale string, start, known []Record, only map[string][]st
 			}
 		}
 	}
-	placeholder := Metrics{}
+	placeholder := sweep.Metrics{}
 	for _, t := range s.Tune {
 		for _, m := range []string{t.Select.Metric, t.Select.Guard} {
 			if m != "" {
@@ -114,7 +116,7 @@ func (s *Spec) PlanJob(scale string, start, known []Record, only map[string][]st
 			}
 		}
 	}
-	var plan *Plan
+	var plan *sweep.Plan
 	for round := 0; ; round++ {
 		var err error
 		if plan, err = s.PlanWith(scale, recs); err != nil {
@@ -130,7 +132,7 @@ func (s *Spec) PlanJob(scale string, start, known []Record, only map[string][]st
 				recs = append(recs, k)
 				continue
 			}
-			recs = append(recs, Record{Hash: r.Hash, Paper: s.Paper, Scale: scale, Seed: r.Seed, Params: r.Params, Config: r.Config, Metrics: placeholder})
+			recs = append(recs, sweep.Record{Hash: r.Hash, Paper: s.Paper, Scale: scale, Seed: r.Seed, Params: r.Params, Config: r.Config, Metrics: placeholder})
 		}
 		if !added {
 			break
@@ -140,10 +142,10 @@ func (s *Spec) PlanJob(scale string, start, known []Record, only map[string][]st
 		}
 	}
 	jp := &JobPlan{Spec: s, Scale: scale, FromStore: len(stored) > 0, Unresolved: plan.Pending}
-	ph := newPhaser(plan)
+	phases := plan.RunPhases()
 	byPhase := map[int]*JobPhase{}
-	for _, r := range Filter(plan.Runs, only) {
-		k := ph.phase(r) + 1
+	for _, r := range sweep.Filter(plan.Runs, only) {
+		k := phases[r.Hash]
 		p := byPhase[k]
 		if p == nil {
 			p = &JobPhase{Phase: k}
@@ -209,9 +211,9 @@ const (
 // records; else of any record of the scale) with a safety factor, else modest defaults. At
 // other scales the spec's launch block applies (full: at least one GPU). opt's CPUs, GPUs,
 // Memory and Time override both.
-func (jp *JobPlan) Size(opt EmitOptions, known []Record) {
+func (jp *JobPlan) Size(opt EmitOptions, known []sweep.Record) {
 	l := jp.Spec.Launch
-	var scaleRecs []Record
+	var scaleRecs []sweep.Record
 	for _, r := range known {
 		if r.Scale == jp.Scale && r.Seconds > 0 {
 			scaleRecs = append(scaleRecs, r)
@@ -231,12 +233,12 @@ func (jp *JobPlan) Size(opt EmitOptions, known []Record) {
 				res.CPUs = l.CPUs
 			}
 			secs, mb, n, from := 0.0, 0.0, 0, "its runs"
-			measure := func(recs []Record) {
+			measure := func(recs []sweep.Record) {
 				for _, r := range recs {
 					if r.Seconds > 0 {
 						secs, n = max(secs, r.Seconds), n+1
 					}
-					mb = max(mb, r.Metrics[metricPeakRSS])
+					mb = max(mb, r.Metrics[sweep.MetricPeakRSS])
 				}
 			}
 			measure(p.Measured)
@@ -391,7 +393,7 @@ func cpuImage(image string, gpus int) string {
 	return image
 }
 
-func launchImage(l Launch, gpus int) string {
+func launchImage(l sweep.Launch, gpus int) string {
 	if l.Image == "" {
 		if gpus > 0 {
 			return "dmlkit:cuda"
@@ -415,7 +417,7 @@ func jobName(paper, scale string) string {
 	return name
 }
 
-func launchDefaults(l Launch) Launch {
+func launchDefaults(l sweep.Launch) sweep.Launch {
 	if l.Image == "" {
 		l.Image = "dmlkit:cpu" // docker/Dockerfile's tag in docker/README.md
 		if l.GPUs > 0 {
@@ -479,7 +481,7 @@ func EmitK8s(jp *JobPlan, opt EmitOptions) (string, error) {
 	}
 	dataDir := ImageResultsDir + "/data"
 	env := []map[string]string{{"name": "DMLKIT_DATA", "value": dataDir}}
-	for _, k := range SortedKeys(l.Env) {
+	for _, k := range sweep.SortedKeys(l.Env) {
 		if k != "DMLKIT_DATA" {
 			env = append(env, map[string]string{"name": k, "value": l.Env[k]})
 		} else {
@@ -709,7 +711,7 @@ if [[ ${1:-} == --phase ]]; then # an array task: --phase K N GPUS
   : "${SLURM_ARRAY_TASK_ID:?a task of phase $phase runs as an array task (bash $0 submits the job)}"
   mkdir -p "$DMLKIT_RESULTS"
 `, strings.Join(phaseNames(name, jp), ","), paper, jp.Scale, paper, paper)
-	for _, k := range SortedKeys(l.Env) {
+	for _, k := range sweep.SortedKeys(l.Env) {
 		fmt.Fprintf(&b, "  export %s=%s\n", k, shellQuote(l.Env[k]))
 	}
 	fmt.Fprintf(&b, "  IMAGE=${DMLKIT_IMAGE:-%s}\n", shellQuote(launchImage(l, 0)))
