@@ -91,7 +91,7 @@ const jsLabState = `
 // JupyterLab's UI at base/lab/tree/PATH, waits until its panel has rendered every cell and its
 // kernel is idle, and screenshots it (<out>/<name>-lab.png). For each notebook in runs it then
 // clears the outputs, runs all cells with JupyterLab's own command, waits for the run to finish,
-// screenshots the first rendered image (<out>/<name>-lab-run.png) and applies [LabState.Verdict].
+// screenshots the last rendered image (<out>/<name>-lab-run.png) and applies [LabState.Verdict].
 // The token goes in the first URL only; JupyterLab keeps it in a cookie.
 func checkLab(ctx context.Context, chromium, base, token string, notebooks, runs []string, minImages int, absOut string, stdout io.Writer) error {
 	t0 := time.Now()
@@ -228,15 +228,15 @@ func checkLab(ctx context.Context, chromium, base, token string, notebooks, runs
 
 func labName(nb string) string { return strings.TrimSuffix(filepath.Base(nb), ".ipynb") }
 
-// labShot saves a screenshot of the browser window to file; with sel, it first scrolls the first
-// element that matches sel to the middle of the notebook's view.
+// labShot saves a screenshot of the browser window to file; with sel, it first scrolls the last
+// element that matches sel (a run's last figure) to the middle of the notebook's view.
 func labShot(ctx context.Context, file, sel string) error {
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
 	var shot []byte
 	actions := []chromedp.Action{}
 	if sel != "" {
-		js := fmt.Sprintf(`(() => { const e = document.querySelector(%q); if (e) e.scrollIntoView({block: 'center'}); return !!e; })()`, sel)
+		js := fmt.Sprintf(`(() => { const all = document.querySelectorAll(%q); const e = all[all.length - 1]; if (e) e.scrollIntoView({block: 'center'}); return !!e; })()`, sel)
 		var found bool
 		actions = append(actions, chromedp.Evaluate(js, &found), chromedp.Sleep(500*time.Millisecond))
 	}
