@@ -7,7 +7,7 @@
 #      NB_BROWSER_CHECK=0 skips it.
 # Extra arguments go to scripts/check-notebooks.sh. Outputs: out/notebooks/, out/browser/.
 # Not run here: scripts/check-jupyterlab.sh (the notebooks in real JupyterLab, from a debootstrapped Debian
-# trixie root: ~300 MB download on a fresh machine and several minutes) — the by-hand/nightly check,
+# trixie root: 1.8 GB laid on a fresh machine, ~8 min, then ~5 min a run) — the by-hand/nightly check,
 # notebooks/README.md "Checks".
 #
 # Budget: the whole step must stay under 15 minutes (the notebook execution 900 s of it: seven notebooks since the

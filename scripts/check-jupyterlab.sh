@@ -29,10 +29,10 @@
 #   JLAB_TIMEOUT         limit of the browser part (default 20m)
 #
 # Needs root (debootstrap, chroot, unshare -m, mount), Debian's debootstrap and chromium (installed
-# when missing), network to the Debian archive on the first run (~300 MB) and to the Go module proxy
+# when missing), network to the Debian archive on the first run (850 packages, 1.8 GB on disk) and to the Go module proxy
 # only for modules not yet in the cache. Paper notebooks at SCALE=smoke retrain their smoke sweep:
 # Omniglot (../shared/data/omniglot, $DMLKIT_DATA, or `dmlkit data fetch omniglot`).
-# Not part of .ci/run (downloads, minutes): the by-hand / nightly check, see notebooks/README.md.
+# Not part of .ci/run (the first run lays a 1.8 GB root, ~8 min; a run ~5 min): the by-hand / nightly check, see notebooks/README.md.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 repo=$(pwd)
