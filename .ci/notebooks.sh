@@ -6,6 +6,9 @@
 #   3. run the tour in the classic Notebook UI in headless Chromium (scripts/check-browser.sh);
 #      NB_BROWSER_CHECK=0 skips it.
 # Extra arguments go to scripts/check-notebooks.sh. Outputs: out/notebooks/, out/browser/.
+# Not run here: scripts/check-jupyterlab.sh (the notebooks in real JupyterLab, from a debootstrapped Debian
+# trixie root: 1.8 GB laid on a fresh machine, ~8 min, then ~5 min a run) — the by-hand/nightly check,
+# notebooks/README.md "Checks".
 #
 # Budget: the whole step must stay under 15 minutes (the notebook execution 900 s of it: seven notebooks since the
 # benchmark's, 350-480 s measured; each paper notebook's discussion and conclusion cells rebuild the claims report,

@@ -37,6 +37,7 @@ var readmeExternal = map[string]string{
 	"export PATH=~/.venvs/jupyter/bin:$(go env GOPATH)/bin:$PATH":                                                               "the JupyterLab venv (PyPI)",
 	"NB_STACK_APT=0 scripts/install-notebook-stack.sh":                                                                          "the JupyterLab venv (PyPI); .ci/notebooks.sh runs the script with Debian's Jupyter",
 	"GOTOOLCHAIN=auto GOEXPERIMENT=simd jupyter lab notebooks/":                                                                 "JupyterLab (PyPI) and an interactive server",
+	"JLAB_SERVE=1 scripts/check-jupyterlab.sh":                                                                                  "root, the Debian archive (a trixie root, 1.8 GB once) and an interactive server; the same script's check mode is the by-hand/nightly JupyterLab check",
 }
 
 // TestReadmeCommandsRunInCI keeps the READMEs true: every command of their sh blocks is run

@@ -13,9 +13,12 @@
 //
 //	browsercheck [-notebook notebooks/00_tour.ipynb] [-out out/browser] [-scale smoke] [-timeout 10m]
 //	browsercheck -exports 'notebooks/*.html' [-out out/browser]
+//	JUPYTER_TOKEN=… browsercheck -lab http://127.0.0.1:PORT -lab-open a.ipynb,b.ipynb -lab-run a.ipynb [-out out/jupyterlab]
 //
 // With -exports it runs no notebook: it opens the HTML exports offline and checks their
-// formulas and first screen instead (see [checkExports]).
+// formulas and first screen instead (see [checkExports]). With -lab it starts no server either: it
+// drives a running JupyterLab (scripts/check-jupyterlab.sh starts one) through its UI (see
+// [checkLab]).
 //
 // SCALE and DMLKIT_FIGURES_DIR (default <out>/figures) are put in the server's, hence the
 // kernel's, environment. It lives in the tools module so chromedp stays out of dmlkit's go.mod.
@@ -107,6 +110,9 @@ func run(args []string, stdout, stderr io.Writer) error {
 	jupyter := fs.String("jupyter", "jupyter", "the jupyter command")
 	minImages := fs.Int("min-images", 1, "images that must render")
 	exports := fs.String("exports", "", "do not run a notebook: check these HTML exports (a glob) offline")
+	lab := fs.String("lab", "", "do not start a server: drive the JupyterLab server at this URL (token in $JUPYTER_TOKEN)")
+	labOpen := fs.String("lab-open", "", "with -lab: notebooks to open, comma-separated, relative to the server's root directory")
+	labRun := fs.String("lab-run", "", "with -lab: of those, the notebooks to run (Run All Cells), comma-separated")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -129,6 +135,26 @@ func run(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 		fmt.Fprintf(stdout, "browsercheck: ok, %d exports in %.1f s\n", len(files), time.Since(t0).Seconds())
+		return nil
+	}
+	if *lab != "" {
+		split := func(s string) []string {
+			var r []string
+			for _, f := range strings.Split(s, ",") {
+				if f = strings.TrimSpace(f); f != "" {
+					r = append(r, f)
+				}
+			}
+			return r
+		}
+		open, runs := split(*labOpen), split(*labRun)
+		if len(open) == 0 {
+			return fmt.Errorf("-lab needs -lab-open")
+		}
+		if err := checkLab(ctx, *chromium, strings.TrimRight(*lab, "/"), os.Getenv("JUPYTER_TOKEN"), open, runs, *minImages, absOut, stdout); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "browsercheck: ok, JupyterLab: %d notebooks opened, %d run, in %.1f s\n", len(open), len(runs), time.Since(t0).Seconds())
 		return nil
 	}
 	absNB, err := filepath.Abs(*nbPath)
