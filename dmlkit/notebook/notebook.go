@@ -353,6 +353,11 @@ func abstractMarkdown(rep *judge.ClaimsReport, runs int) string {
 	if fs := report.Findings(rep, 3); len(fs) > 0 {
 		b.WriteString("\n\nThree findings (by a rule: reversals between regimes or forms, then the largest decisive effects of the central claims, then where the method did not train):\n\n")
 		for i, f := range fs {
+			// The abstract keeps each finding's claim, verdict and effect; its why (the arms'
+			// levels) is in the conclusion, so the first result stays on the first screen.
+			if head, _, ok := strings.Cut(f, " — "); ok {
+				f = head + "."
+			}
 			fmt.Fprintf(&b, "%d. %s\n", i+1, judge.MdEscape(f))
 		}
 	}
