@@ -351,12 +351,15 @@ func abstractMarkdown(rep *judge.ClaimsReport, runs int) string {
 	}
 	b.WriteString("A claim holds when the 95 % t-interval of its per-seed paired differences lies wholly on the claimed side (rules: [docs/reproducing.md](../docs/reproducing.md)); every claim's verdict is further down, grouped by the table or figure of the paper it tests.")
 	if fs := report.Findings(rep, 3); len(fs) > 0 {
-		b.WriteString("\n\nThree findings (by a rule: reversals between regimes or forms, then the largest decisive effects of the central claims, then where the method did not train):\n\n")
+		b.WriteString("\n\n**Three findings** (rule: reversals, then the largest decisive central effects, then the method's failures to train):\n\n")
 		for i, f := range fs {
 			// The abstract keeps each finding's claim, verdict and effect; its why (the arms'
 			// levels) is in the conclusion, so the first result stays on the first screen.
 			if head, _, ok := strings.Cut(f, " — "); ok {
 				f = head + "."
+			}
+			if i := strings.Index(f, "”: "); i >= 0 { // the arm and its training R@1: in the conclusion
+				f = f[:i+len("”")] + "."
 			}
 			fmt.Fprintf(&b, "%d. %s\n", i+1, judge.MdEscape(f))
 		}
