@@ -439,30 +439,7 @@ func Ranks(vals []float64, lower bool) []float64 {
 // in one regime has none and is left out). The generator is a PCG seeded with seed, drawing
 // methods in order, regime a before b: the same inputs give the same interval.
 func BootstrapTau(a, b [][]float64, reps int, seed uint64) (lo, hi float64, used int) {
-	rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
-	ma, mb := make([]float64, len(a)), make([]float64, len(b))
-	resampled := func(v []float64) float64 {
-		var s float64
-		for range v {
-			s += v[rng.IntN(len(v))]
-		}
-		return s / float64(len(v))
-	}
-	var taus []float64
-	for range reps {
-		for i := range a {
-			ma[i] = resampled(a[i])
-			mb[i] = resampled(b[i])
-		}
-		if t := KendallTauB(ma, mb); !math.IsNaN(t) {
-			taus = append(taus, t)
-		}
-	}
-	if len(taus) == 0 {
-		return math.NaN(), math.NaN(), 0
-	}
-	sort.Float64s(taus)
-	return quantile(taus, 0.025), quantile(taus, 0.975), len(taus)
+	return bootstrapTau(a, b, reps, rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)), false)
 }
 
 // BootstrapTauMethods is [BootstrapTau] with the methods resampled too: each replicate draws as
@@ -470,9 +447,15 @@ func BootstrapTau(a, b [][]float64, reps int, seed uint64) (lo, hi float64, used
 // regimes as BootstrapTau does, and computes τ-b between the regimes' means over the drawn
 // methods (a method drawn twice ties with itself in both regimes: that pair counts as neither
 // concordant nor discordant). The interval then says how much τ depends on which methods the
-// field happens to hold, not only on the seeds. Same generator and quantiles as BootstrapTau.
+// field happens to hold, not only on the seeds. Same quantiles as BootstrapTau; its own
+// generator stream.
 func BootstrapTauMethods(a, b [][]float64, reps int, seed uint64) (lo, hi float64, used int) {
-	rng := rand.New(rand.NewPCG(seed, seed^0x6a09e667f3bcc909))
+	return bootstrapTau(a, b, reps, rand.New(rand.NewPCG(seed, seed^0x6a09e667f3bcc909)), true)
+}
+
+// bootstrapTau is the bootstrap of both: methods drawn with replacement when methods is set
+// (else each method once, in order), then each drawn method's values resampled in a, then in b.
+func bootstrapTau(a, b [][]float64, reps int, rng *rand.Rand, methods bool) (lo, hi float64, used int) {
 	n := len(a)
 	ma, mb := make([]float64, n), make([]float64, n)
 	resampled := func(v []float64) float64 {
@@ -485,7 +468,10 @@ func BootstrapTauMethods(a, b [][]float64, reps int, seed uint64) (lo, hi float6
 	var taus []float64
 	for range reps {
 		for i := range n {
-			j := rng.IntN(n)
+			j := i
+			if methods {
+				j = rng.IntN(n)
+			}
 			ma[i] = resampled(a[j])
 			mb[i] = resampled(b[j])
 		}

@@ -57,23 +57,11 @@ type Measurement struct {
 }
 
 // Dirty reports whether the rerun ran from a tree with uncommitted changes ([Record.Dirty]'s rule).
-func (m *Measurement) Dirty() bool {
-	for _, k := range []string{"git_dirty", "allow_dirty"} {
-		if b, ok := m.Env[k].(bool); ok && b {
-			return true
-		}
-	}
-	return false
-}
+func (m *Measurement) Dirty() bool { return envDirty(m.Env) }
 
 // MeasurementFile is the file of a scale's measurements: "<scale>.measurements" beside the
 // scale's records (not a *.jsonl file, so record readers never take it for records).
-func (s *Store) MeasurementFile(scale string) string {
-	if scale == "" {
-		scale = "results"
-	}
-	return filepath.Join(s.Dir, scale+".measurements")
-}
+func (s *Store) MeasurementFile(scale string) string { return s.scaleFile(scale, ".measurements") }
 
 // AppendMeasurement adds m to its scale's measurement file, as [Store.Append] adds a record.
 func (s *Store) AppendMeasurement(m *Measurement) error {

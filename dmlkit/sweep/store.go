@@ -218,11 +218,14 @@ type Store struct {
 func NewStore(dir string) *Store { return &Store{Dir: dir} }
 
 // File is the results file of a scale.
-func (s *Store) File(scale string) string {
+func (s *Store) File(scale string) string { return s.scaleFile(scale, ".jsonl") }
+
+// scaleFile is the store's file of a scale with the extension ext ("results" for no scale).
+func (s *Store) scaleFile(scale, ext string) string {
 	if scale == "" {
 		scale = "results"
 	}
-	return filepath.Join(s.Dir, scale+".jsonl")
+	return filepath.Join(s.Dir, scale+ext)
 }
 
 // Append adds rec to the file of its scale atomically (see [Store]).
@@ -668,13 +671,22 @@ func heldElsewhere(path string) bool {
 // told --allow-dirty (Env "git_dirty" or "allow_dirty" true) — or a measurement merged into it
 // was ([Record.Measured]): a record is clean only when all of its numbers are.
 func (r *Record) Dirty() bool {
-	for _, k := range []string{"git_dirty", "allow_dirty"} {
-		if b, ok := r.Env[k].(bool); ok && b {
-			return true
-		}
+	if envDirty(r.Env) {
+		return true
 	}
 	for i := range r.Measured {
 		if r.Measured[i].Dirty() {
+			return true
+		}
+	}
+	return false
+}
+
+// envDirty reports whether an environment says its tree had uncommitted changes ("git_dirty") or
+// was told --allow-dirty ("allow_dirty").
+func envDirty(env map[string]any) bool {
+	for _, k := range []string{"git_dirty", "allow_dirty"} {
+		if b, ok := env[k].(bool); ok && b {
 			return true
 		}
 	}
