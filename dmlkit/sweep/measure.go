@@ -301,7 +301,6 @@ func Remeasure(ctx context.Context, plan *Plan, recs []Record, opt RemeasureOpti
 		}
 		jobs = append(jobs, job{run, rec})
 	}
-	workers := max(opt.Workers, 1)
 	var mu sync.Mutex
 	finished := sum.Skipped
 	emit := func(ev Event) {
@@ -311,48 +310,27 @@ func Remeasure(ctx context.Context, plan *Plan, recs []Record, opt RemeasureOpti
 			mu.Unlock()
 		}
 	}
-	ch := make(chan job)
-	var wg sync.WaitGroup
-	for range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for j := range ch {
-				if ctx.Err() != nil {
-					continue
-				}
-				start := now()
-				emit(Event{Kind: "start", Run: j.run, Done: finished, Total: sum.Total})
-				err := remeasureOne(ctx, plan, j.run, j.rec, filepath.Join(workDir, scaleDir(plan.Scale), j.run.Hash), opt, start, now, func(msg string) {
-					emit(Event{Kind: "progress", Run: j.run, Done: finished, Total: sum.Total, Message: msg})
-				})
-				secs := now().Sub(start).Seconds()
-				mu.Lock()
-				finished++
-				if err != nil {
-					sum.Failed = append(sum.Failed, fmt.Sprintf("%s (%s): %v", j.run.Hash, j.run.Label(), err))
-				} else {
-					sum.Ran++
-				}
-				mu.Unlock()
-				kind := "done"
-				if err != nil {
-					kind = "fail"
-				}
-				emit(Event{Kind: kind, Run: j.run, Done: finished, Total: sum.Total, Err: err, Seconds: secs})
-			}
-		}()
-	}
-feed:
-	for _, j := range jobs {
-		select {
-		case <-ctx.Done():
-			break feed
-		case ch <- j:
+	runPool(ctx, opt.Workers, jobs, func(j job) {
+		start := now()
+		emit(Event{Kind: "start", Run: j.run, Done: finished, Total: sum.Total})
+		err := remeasureOne(ctx, plan, j.run, j.rec, filepath.Join(workDir, scaleDir(plan.Scale), j.run.Hash), opt, start, now, func(msg string) {
+			emit(Event{Kind: "progress", Run: j.run, Done: finished, Total: sum.Total, Message: msg})
+		})
+		secs := now().Sub(start).Seconds()
+		mu.Lock()
+		finished++
+		if err != nil {
+			sum.Failed = append(sum.Failed, fmt.Sprintf("%s (%s): %v", j.run.Hash, j.run.Label(), err))
+		} else {
+			sum.Ran++
 		}
-	}
-	close(ch)
-	wg.Wait()
+		mu.Unlock()
+		kind := "done"
+		if err != nil {
+			kind = "fail"
+		}
+		emit(Event{Kind: kind, Run: j.run, Done: finished, Total: sum.Total, Err: err, Seconds: secs})
+	})
 	if err := ctx.Err(); err != nil {
 		return sum, fmt.Errorf("experiments: remeasure interrupted after %d of %d runs: %w", sum.Ran+sum.Skipped, sum.Total, err)
 	}

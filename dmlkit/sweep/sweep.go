@@ -118,87 +118,63 @@ func Execute(ctx context.Context, plan *Plan, runs []Run, opt ExecOptions) (*Sum
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	jobs := make(chan Run)
 	mem := newMemWatch(residentBytes, memSampleEvery)
-	var wg sync.WaitGroup
-	for w := 0; w < workers; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for r := range jobs {
-				if ctx.Err() != nil {
-					continue // cancelled before this run started: it is neither run nor failed
-				}
-				start := now()
-				mu.Lock()
-				emit(Event{Kind: "start", Run: r, Done: finished, Total: len(runs)})
-				mu.Unlock()
-				span := mem.begin()
-				rec, err := executeOne(ctx, plan, r, filepath.Join(workDir, scaleDir(plan.Scale), r.Hash), opt, func(msg string) {
-					mu.Lock()
-					emit(Event{Kind: "progress", Run: r, Done: finished, Total: len(runs), Message: msg})
-					mu.Unlock()
-				})
-				peakMB, conc := mem.end(span)
-				if err == nil && rec != nil && peakMB > 0 {
-					if rec.Metrics == nil {
-						rec.Metrics = Metrics{}
-					}
-					rec.Metrics[MetricPeakRSS] = peakMB
-					rec.Metrics[metricConcurrent] = float64(conc)
-				}
-				secs := now().Sub(start).Seconds()
-				var rf *RunFailure
-				storedFailed := false
-				if err == nil || errors.As(err, &rf) && ctx.Err() == nil {
-					if rf != nil {
-						rec = failedRecord(plan, r, opt, err, rf.Step)
-					}
-					rec.Start = start.UTC()
-					rec.Seconds = secs
-					mu.Lock()
-					aerr := opt.Store.Append(rec)
-					mu.Unlock()
-					if rf == nil {
-						err = aerr
-					} else if aerr != nil {
-						err = fmt.Errorf("%w (and its failed record could not be stored: %v)", err, aerr)
-					} else {
-						storedFailed = true
-					}
-				}
-				mu.Lock()
-				finished++
-				if storedFailed {
-					sum.StoredFailed++
-				}
-				if err != nil {
-					sum.Failed = append(sum.Failed, fmt.Sprintf("%s (%s): %v", r.Hash, r.Label(), err))
-					emit(Event{Kind: "fail", Run: r, Done: finished, Total: len(runs), Err: err, Seconds: secs})
-					if opt.FailFast {
-						cancel()
-					}
-				} else {
-					sum.Ran++
-					emit(Event{Kind: "done", Run: r, Done: finished, Total: len(runs), Seconds: secs})
-				}
-				mu.Unlock()
+	runPool(ctx, workers, todo, func(r Run) {
+		start := now()
+		mu.Lock()
+		emit(Event{Kind: "start", Run: r, Done: finished, Total: len(runs)})
+		mu.Unlock()
+		span := mem.begin()
+		rec, err := executeOne(ctx, plan, r, filepath.Join(workDir, scaleDir(plan.Scale), r.Hash), opt, func(msg string) {
+			mu.Lock()
+			emit(Event{Kind: "progress", Run: r, Done: finished, Total: len(runs), Message: msg})
+			mu.Unlock()
+		})
+		peakMB, conc := mem.end(span)
+		if err == nil && rec != nil && peakMB > 0 {
+			if rec.Metrics == nil {
+				rec.Metrics = Metrics{}
 			}
-		}()
-	}
-feed:
-	for _, r := range todo {
-		if ctx.Err() != nil { // select picks at random among ready cases: check first
-			break
+			rec.Metrics[MetricPeakRSS] = peakMB
+			rec.Metrics[metricConcurrent] = float64(conc)
 		}
-		select {
-		case <-ctx.Done():
-			break feed
-		case jobs <- r:
+		secs := now().Sub(start).Seconds()
+		var rf *RunFailure
+		storedFailed := false
+		if err == nil || errors.As(err, &rf) && ctx.Err() == nil {
+			if rf != nil {
+				rec = failedRecord(plan, r, opt, err, rf.Step)
+			}
+			rec.Start = start.UTC()
+			rec.Seconds = secs
+			mu.Lock()
+			aerr := opt.Store.Append(rec)
+			mu.Unlock()
+			if rf == nil {
+				err = aerr
+			} else if aerr != nil {
+				err = fmt.Errorf("%w (and its failed record could not be stored: %v)", err, aerr)
+			} else {
+				storedFailed = true
+			}
 		}
-	}
-	close(jobs)
-	wg.Wait()
+		mu.Lock()
+		finished++
+		if storedFailed {
+			sum.StoredFailed++
+		}
+		if err != nil {
+			sum.Failed = append(sum.Failed, fmt.Sprintf("%s (%s): %v", r.Hash, r.Label(), err))
+			emit(Event{Kind: "fail", Run: r, Done: finished, Total: len(runs), Err: err, Seconds: secs})
+			if opt.FailFast {
+				cancel()
+			}
+		} else {
+			sum.Ran++
+			emit(Event{Kind: "done", Run: r, Done: finished, Total: len(runs), Seconds: secs})
+		}
+		mu.Unlock()
+	})
 	if err := ctx.Err(); err != nil && len(sum.Failed) == 0 {
 		return sum, fmt.Errorf("experiments: sweep interrupted after %d of %d runs: %w", sum.Ran+sum.Skipped, sum.Total, err)
 	}
