@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"sort"
 	"testing"
+
+	"github.com/dmlkit/dmlkit/dmlkit/data/internal/datatest"
 )
 
 // omniglotRoot returns the shared Omniglot copy or skips the test.
@@ -136,7 +138,7 @@ func TestOmniglotErrors(t *testing.T) {
 	}
 	// A tiny hand-built archive: 1 character, labels OK, images truncated after 3 drawings.
 	p := filepath.Join(dir, "trunc.npz")
-	writeOmniglotNPZ(t, p, 1, 3, 0)
+	datatest.WriteOmniglotNPZ(t, p, 1, 3, 0)
 	_, err = LoadOmniglotFile(p, 28, 0)
 	if !errors.Is(err, ErrTruncated) {
 		t.Errorf("truncated images: got %v", err)
@@ -145,14 +147,14 @@ func TestOmniglotErrors(t *testing.T) {
 	}
 	// A stray byte value (the loader must not silently binarise).
 	p = filepath.Join(dir, "stray.npz")
-	writeOmniglotNPZ(t, p, 1, 20, 7)
+	datatest.WriteOmniglotNPZ(t, p, 1, 20, 7)
 	_, err = LoadOmniglotFile(p, 28, 0)
 	if !errors.Is(err, ErrFormat) {
 		t.Errorf("stray byte: got %v", err)
 	}
 	// A good tiny archive: 2 characters, one ink pixel at the top-left corner of drawing 0.
 	p = filepath.Join(dir, "good.npz")
-	writeOmniglotNPZ(t, p, 2, 40, 0)
+	datatest.WriteOmniglotNPZ(t, p, 2, 40, 0)
 	im, err := LoadOmniglotFile(p, 105, 5)
 	if err != nil {
 		t.Fatal(err)

@@ -1,51 +1,18 @@
 package datasets
 
 import (
-	"crypto/sha256"
 	"encoding/binary"
-	"encoding/hex"
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/dmlkit/dmlkit/dmlkit/data/internal/datatest"
+
 	"github.com/dmlkit/dmlkit/dmlkit/data"
 )
-
-// writeSidecar writes path.sha256 in sha256sum's format for path's current content.
-func writeSidecar(t *testing.T, path string) {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sum := sha256.Sum256(b)
-	line := fmt.Sprintf("%s  %s\n", hex.EncodeToString(sum[:]), filepath.Base(path))
-	if err := os.WriteFile(path+".sha256", []byte(line), 0o644); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// flipBytes flips two bytes of path in place (same size) and gives the file modification time
-// mtime.
-func flipBytes(t *testing.T, path string, at int, mtime time.Time) {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b[at] ^= 0xff
-	b[at+1] ^= 0xff
-	if err := os.WriteFile(path, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Chtimes(path, mtime, mtime); err != nil {
-		t.Fatal(err)
-	}
-}
 
 // TestLoadVerifiesSidecarChecksum: an Omniglot archive and an IDX file with a .sha256 beside them
 // load while they match it; with two bytes flipped in place (same size; for the archive in the
@@ -57,7 +24,7 @@ func TestLoadVerifiesSidecarChecksum(t *testing.T) {
 	later := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
 	npz := func(name string) string {
 		p := filepath.Join(dir, name)
-		writeOmniglotNPZ(t, p, 2, 40, 0)
+		datatest.WriteOmniglotNPZ(t, p, 2, 40, 0)
 		return p
 	}
 	loadNPZ := func(p string) error { _, err := data.LoadOmniglotFile(p, 28, 0); return err }
@@ -80,23 +47,31 @@ func TestLoadVerifiesSidecarChecksum(t *testing.T) {
 	}{
 		{"npz without checksum file", func() (string, func(string) error) {
 			p := npz("plain.npz")
-			flipBytes(t, p, 10, later)
+			datatest.FlipBytes(t, p, 10, later)
 			return p, loadNPZ
 		}, nil, ""},
-		{"npz matching", func() (string, func(string) error) { p := npz("ok.npz"); writeSidecar(t, p); return p, loadNPZ }, nil, ""},
+		{"npz matching", func() (string, func(string) error) {
+			p := npz("ok.npz")
+			datatest.WriteSidecar(t, p)
+			return p, loadNPZ
+		}, nil, ""},
 		{"npz changed in place", func() (string, func(string) error) {
 			p := npz("flipped.npz")
-			writeSidecar(t, p)
-			flipBytes(t, p, 10, later)
+			datatest.WriteSidecar(t, p)
+			datatest.FlipBytes(t, p, 10, later)
 			return p, loadNPZ
 		}, data.ErrChecksum, "flipped.npz"},
 		{"idx changed in place", func() (string, func(string) error) {
 			p := idx("labels.idx")
-			writeSidecar(t, p)
-			flipBytes(t, p, 8, later)
+			datatest.WriteSidecar(t, p)
+			datatest.FlipBytes(t, p, 8, later)
 			return p, loadIDX
 		}, data.ErrChecksum, "labels.idx"},
-		{"idx matching", func() (string, func(string) error) { p := idx("ok.idx"); writeSidecar(t, p); return p, loadIDX }, nil, ""},
+		{"idx matching", func() (string, func(string) error) {
+			p := idx("ok.idx")
+			datatest.WriteSidecar(t, p)
+			return p, loadIDX
+		}, nil, ""},
 		{"malformed checksum file", func() (string, func(string) error) {
 			p := npz("badsum.npz")
 			os.WriteFile(p+".sha256", []byte("abc  badsum.npz\n"), 0o644)
@@ -104,7 +79,7 @@ func TestLoadVerifiesSidecarChecksum(t *testing.T) {
 		}, data.ErrFormat, "badsum.npz.sha256"},
 		{"checksum file of another file", func() (string, func(string) error) {
 			p := npz("other.npz")
-			writeSidecar(t, p)
+			datatest.WriteSidecar(t, p)
 			b, _ := os.ReadFile(p + ".sha256")
 			os.WriteFile(p+".sha256", []byte(strings.Replace(string(b), "other.npz", "images_background.npz", 1)), 0o644)
 			return p, loadNPZ
