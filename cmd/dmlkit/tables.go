@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 
@@ -33,6 +34,7 @@ func runTables(args []string, stdout, stderr io.Writer) error {
 	quiet := fs.Bool("quiet", false, "print neither the Markdown tables nor the files written (only errors and the claims' verdict counts)")
 	includeDirty := fs.Bool("include-dirty", false, "count records written from a tree with uncommitted changes in the claims' verdicts (marked provisional)")
 	skipTorn := fs.Bool("skip-torn", false, skipTornUsage)
+	baseline := fs.String("baseline", "", "first record the claims table of this git commit (SPECDIR/tables/claims.md there) as SPECDIR/"+judge.BaselineFile+": the fixed point the README's \"What changed and why\" compares the verdicts with")
 	specArg, err := parseWithPositional(fs, args)
 	if err != nil {
 		return err
@@ -54,6 +56,11 @@ func runTables(args []string, stdout, stderr io.Writer) error {
 	}
 	// Every file is computed first and written only when all succeeded (see commitOutputs).
 	w, held := atomicfile.NewBatch(), &bytes.Buffer{}
+	if *baseline != "" {
+		if err := stageBaseline(w, spec, *baseline); err != nil {
+			return err
+		}
+	}
 	if err := makeTables(w, spec, sc, recs, *out, !*quiet, held, stderr); err != nil {
 		return err
 	}
@@ -209,4 +216,37 @@ func makeTables(w atomicfile.Writer, spec *sweep.Spec, scale string, recs []swee
 		return fmt.Errorf("%d table(s) failed:\n  %s", len(failed), strings.Join(failed, "\n  "))
 	}
 	return nil
+}
+
+// stageBaseline stages SPECDIR/baseline-verdicts.tsv in w: the verdicts of the claims table
+// (SPECDIR/tables/claims.md) at git commit rev, read with `git show`.
+func stageBaseline(w atomicfile.Writer, spec *sweep.Spec, rev string) error {
+	git := func(args ...string) ([]byte, error) {
+		cmd := exec.Command("git", append([]string{"-C", spec.Dir}, args...)...)
+		var errb bytes.Buffer
+		cmd.Stderr = &errb
+		out, err := cmd.Output()
+		if err != nil {
+			return nil, fmt.Errorf("--baseline %s: git %s: %v: %s", rev, strings.Join(args, " "), err, strings.TrimSpace(errb.String()))
+		}
+		return out, nil
+	}
+	short, err := git("rev-parse", "--short", rev+"^{commit}")
+	if err != nil {
+		return err
+	}
+	commit := strings.TrimSpace(string(short))
+	md, err := git("show", commit+":./tables/claims.md")
+	if err != nil {
+		return err
+	}
+	vs, err := judge.ParseClaimsTable(string(md))
+	if err != nil {
+		return fmt.Errorf("--baseline %s: tables/claims.md: %w", rev, err)
+	}
+	var buf bytes.Buffer
+	if err := judge.WriteBaseline(&buf, &judge.Baseline{Commit: commit, Verdicts: vs}); err != nil {
+		return err
+	}
+	return w.WriteFile(filepath.Join(spec.Dir, judge.BaselineFile), buf.Bytes(), 0o644)
 }

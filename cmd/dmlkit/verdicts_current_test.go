@@ -47,7 +47,11 @@ func TestCommittedVerdictsCurrent(t *testing.T) {
 				t.Errorf("reproductions/%s/tables/claims.md is not current: run dmlkit tables %s", paper, paper)
 			}
 			readme := filepath.Join(spec.Dir, "README.md")
-			for block, want := range map[string]string{"claims": rep.Markdown(), "changes": rep.ChangesMarkdown(), "regimes": rep.RegimeMarkdown()} {
+			base, err := judge.LoadBaseline(spec.Dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for block, want := range map[string]string{"claims": rep.Markdown(), "changes": rep.ChangesMarkdown(base), "regimes": rep.RegimeMarkdown()} {
 				ok, err := report.MarkedIs(readme, block, want)
 				if err != nil || !ok {
 					t.Errorf("the %q block of reproductions/%s/README.md is not current (%v): run dmlkit tables %s", block, paper, err, paper)

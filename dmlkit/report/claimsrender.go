@@ -1,7 +1,9 @@
 package report
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -108,8 +110,18 @@ func RenderClaims(w atomicfile.Writer, cs *judge.ClaimSet, records []sweep.Recor
 			if err != nil {
 				return nil, nil, err
 			}
-			// The "What changed and why" and "regimes" blocks, where the README has them.
-			for _, blk := range []struct{ name, md string }{{"changes", rep.ChangesMarkdown()}, {"regimes", rep.RegimeMarkdown()}} {
+			// The "What changed and why" and "regimes" blocks, where the README has them; the
+			// changes against the paper's baseline verdicts where it has a baseline file.
+			var base *judge.Baseline
+			bp := filepath.Join(filepath.Dir(readme), judge.BaselineFile)
+			if data, err := atomicfile.Or(w).ReadFile(bp); err == nil { // staged by `dmlkit tables --baseline` or on disk
+				if base, err = judge.ParseBaseline(bp, data); err != nil {
+					return nil, nil, err
+				}
+			} else if !errors.Is(err, fs.ErrNotExist) {
+				return nil, nil, err
+			}
+			for _, blk := range []struct{ name, md string }{{"changes", rep.ChangesMarkdown(base)}, {"regimes", rep.RegimeMarkdown()}} {
 				if has, err := HasMarked(readme, blk.name); err == nil && has {
 					c, err := UpdateMarked(w, readme, blk.name, blk.md)
 					if err != nil {

@@ -489,7 +489,7 @@ func TestChangesAndSummary(t *testing.T) {
 		mk("y1", judge.VerdictContradicted, judge.VerdictContradicted, judge.CauseInterval, "interval on the opposite side"),
 		mk("y2", judge.VerdictInconclusive, judge.VerdictInconclusive, judge.CauseNoRecords, "no records for A"),
 	}}
-	md := a.ChangesMarkdown()
+	md := a.ChangesMarkdown(nil)
 	for _, want := range []string{
 		"The interval rule alone gives 2 held, 1 contradicted, 1 inconclusive; with the comparability and training rules 1 held, 0 contradicted, 3 inconclusive (2 verdicts changed).",
 		"| x2 | Table 1 | contradicted | inconclusive | unequal comparison: B: borrowed tuning (k: tuned at 1, this arm 2) |",
