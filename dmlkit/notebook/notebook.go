@@ -300,8 +300,8 @@ func distinctValues(recs []sweep.Record, value func(r *sweep.Record) (any, bool)
 
 // AbstractMarkdown is the abstract a paper notebook opens on: how many of the paper's claims were
 // tested on how many stored runs, and how many held, were contradicted or stayed inconclusive
-// (split by why: the interval, arms compared unequally, an arm that did not train, no records),
-// with what the interval rule alone gives — every number counted from the records by the same
+// (split by why: the interval, arms compared unequally, an arm that did not train, training not
+// recorded, no records) — every number counted from the records by the same
 // claims report the notebook's verdict table shows.
 func (p *Paper) AbstractMarkdown() (string, error) {
 	rep, err := p.Report()
@@ -316,8 +316,7 @@ func (p *Paper) AbstractMarkdown() (string, error) {
 }
 
 func abstractMarkdown(rep *judge.ClaimsReport, runs int) string {
-	h, c, i := rep.Counts()
-	rh, rc, ri := rep.RawCounts()
+	_, _, i := rep.Counts()
 	causes := map[string]int{}
 	for _, v := range rep.Verdicts {
 		if v.Verdict == judge.VerdictInconclusive {
@@ -325,31 +324,31 @@ func abstractMarkdown(rep *judge.ClaimsReport, runs int) string {
 		}
 	}
 	var why []string
-	for _, k := range []struct{ cause, words string }{
-		{judge.CauseUnequal, "the arms were compared unequally (tuning or budget)"},
-		{judge.CauseUntrained, "an arm did not train"},
-		{judge.CauseNotRecorded, "an arm's training is not recorded"},
-		{judge.CauseNoRecords, "no runs are stored yet"},
-	} {
-		if n := causes[k.cause]; n > 0 {
-			why = append(why, fmt.Sprintf("%d because %s", n, k.words))
-		}
-	}
 	interval := i
 	for _, k := range []string{judge.CauseUnequal, judge.CauseUntrained, judge.CauseMethodUntrained, judge.CauseNotRecorded, judge.CauseNoRecords} {
 		interval -= causes[k]
 	}
+	if interval > 0 {
+		why = append(why, fmt.Sprintf("the interval or the seeds %d", interval))
+	}
+	for _, k := range []struct{ cause, words string }{
+		{judge.CauseUnequal, "unequal comparison"},
+		{judge.CauseUntrained, "an arm did not train"},
+		{judge.CauseNotRecorded, "training not recorded"},
+		{judge.CauseNoRecords, "no runs yet"},
+	} {
+		if n := causes[k.cause]; n > 0 {
+			why = append(why, fmt.Sprintf("%s %d", k.words, n))
+		}
+	}
 	whyText := ""
-	if len(why) > 0 {
-		whyText = fmt.Sprintf(" (%d because the 95 %% interval was too wide or the seeds disagreed; %s)", interval, strings.Join(why, "; "))
+	if len(why) > 1 || len(why) == 1 && interval == 0 {
+		whyText = " (inconclusive by " + strings.Join(why, ", ") + ")"
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "**Abstract.** %d claims of the paper were tested at the %s scale on %d stored runs: **%s**%s. ",
+	fmt.Fprintf(&b, "**Abstract.** %d claims of the paper tested at the %s scale on %d stored runs: **%s**%s. ",
 		len(rep.Verdicts), rep.Scale, runs, rep.OutcomeText(), whyText)
-	if rh != h || rc != c || ri != i {
-		fmt.Fprintf(&b, "The interval rule alone, before the comparability and training rules, would give %d held, %d contradicted, %d inconclusive. ", rh, rc, ri)
-	}
-	b.WriteString("A claim holds when the 95 % t-interval of its per-seed paired differences lies wholly on the claimed side (rules: [docs/reproducing.md](../docs/reproducing.md)); every claim's verdict is further down, grouped by the table or figure of the paper it tests.")
+	b.WriteString("A claim holds when the 95 % t-interval of its per-seed paired differences lies wholly on the claimed side ([rules](../docs/reproducing.md); what the interval alone gives: the paper's README); each verdict is below, by the paper's table or figure.")
 	if fs := report.Findings(rep, 3); len(fs) > 0 {
 		b.WriteString("\n\n**Three findings** (rule: reversals, then the largest decisive central effects, then the method's failures to train):\n\n")
 		for i, f := range fs {

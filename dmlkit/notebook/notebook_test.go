@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -189,6 +190,25 @@ func TestAbstractMarkdown(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(root, "docs", "reproducing.md")); err != nil {
 		t.Errorf("the abstract links docs/reproducing.md: %v", err)
+	}
+	// The reasons of the inconclusive verdicts add up to their count (the method's own failures
+	// are counted apart, not among them).
+	if _, why, ok := strings.Cut(md, "(inconclusive by "); ok {
+		why, _, _ = strings.Cut(why, ")")
+		sum := 0
+		for _, part := range strings.Split(why, ", ") {
+			f := strings.Fields(part)
+			n, err := strconv.Atoi(f[len(f)-1])
+			if err != nil {
+				t.Fatalf("reason %q: %v", part, err)
+			}
+			sum += n
+		}
+		if sum != i-m {
+			t.Errorf("the reasons add up to %d, want the %d inconclusive verdicts: %s", sum, i-m, why)
+		}
+	} else if i-m > 0 && !strings.Contains(md, fmt.Sprintf("%d inconclusive**. ", i-m)) {
+		t.Errorf("abstract without reasons for its inconclusive verdicts:\n%s", md)
 	}
 }
 
