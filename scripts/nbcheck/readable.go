@@ -17,7 +17,7 @@ import (
 //     are the notebook's references, not its words; the papers' symbols, L_context, may stand);
 //   - "figure-twice": the same image is shown twice in one notebook (the regime figure used to be
 //     embedded by its section and again by "Other figures");
-//   - "caption": an image shown without a caption line under it.
+//   - "caption": a figure whose caption line names its file and nothing else.
 
 // lintReadable runs the checks above on a notebook's cells.
 func lintReadable(cells []proseCell) []Problem {
@@ -36,8 +36,8 @@ func lintReadable(cells []proseCell) []Problem {
 				} else {
 					seen[sum] = i
 				}
-				if !captionAfter(c, k) {
-					out = append(out, Problem{i, "caption", "an image without a caption line under it"})
+				if emptyCaption(c, k) {
+					out = append(out, Problem{i, "caption", "a figure under an empty caption: give it the spec's caption (or show it once, where it has one)"})
 				}
 				continue
 			}
@@ -57,9 +57,9 @@ func lintReadable(cells []proseCell) []Problem {
 	return out
 }
 
-// captionAfter reports whether output k of c (an image) is followed by a Markdown output that says
-// something besides the figure's path.
-func captionAfter(c *proseCell, k int) bool {
+// emptyCaption reports whether output k of c (an image) is followed by a caption line that names
+// the figure's file and says nothing about it ("*`figures/idml/regimes.png`* — ").
+func emptyCaption(c *proseCell, k int) bool {
 	if k+1 >= len(c.Outputs) {
 		return false
 	}
@@ -68,6 +68,6 @@ func captionAfter(c *proseCell, k int) bool {
 		return false
 	}
 	t, _ := multiline(raw)
-	_, rest, _ := strings.Cut(t, " — ")
-	return strings.TrimSpace(rest) != "" || !strings.Contains(t, " — ") && strings.TrimSpace(t) != ""
+	head, rest, ok := strings.Cut(t, " — ")
+	return ok && strings.Contains(head, "figures/") && strings.TrimSpace(rest) == ""
 }
