@@ -182,9 +182,9 @@ func TestHumanizeUnsetJSONAndEdges(t *testing.T) {
 // are not: code spans, links, markup, a quoted phrase before a colon, the papers' symbols.
 func TestReaderRawTexts(t *testing.T) {
 	for s, want := range map[string]string{
-		"| | fig8 | lr-check |":                            "a run group's name \"fig8\"",
+		"| | fig8 | lr-check |":                           "a run group's name \"fig8\"",
 		"| training characters | [0, 100] | null |":       "a null value",
-		"| initialised from | run:07d1cf6e31d2bd90 |":      "a run hash",
+		"| initialised from | run:07d1cf6e31d2bd90 |":     "a run hash",
 		"unequal comparison (sampler.batch_size: tuned…)": "a dotted config key \"sampler.batch_size\"",
 		"<td>loss.set.expr</td>":                          "a dotted config key \"loss.set.expr\"",
 		`proxy rate = [{"lr_mul":10}]`:                    "JSON",

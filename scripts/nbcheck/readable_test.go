@@ -10,7 +10,9 @@ import (
 // whose claim line names a raw config key, and which shows one figure twice (the second time under
 // an empty caption) fails with each; the same notebook in words, each figure once, passes.
 func TestLintReadable(t *testing.T) {
-	png := func(b string) string { return `{"output_type": "display_data", "data": {"image/png": "` + b + `"}, "metadata": {}}` }
+	png := func(b string) string {
+		return `{"output_type": "display_data", "data": {"image/png": "` + b + `"}, "metadata": {}}`
+	}
 	md := func(s string) string {
 		j, _ := json.Marshal(s)
 		return `{"output_type": "display_data", "data": {"text/markdown": ` + string(j) + `}, "metadata": {}}`
