@@ -125,3 +125,20 @@ func TestNotebookTextsInWords(t *testing.T) {
 		})
 	}
 }
+
+// TestFrontPageInWords: the front page the tour shows (README.md's generated block and the
+// benchmark's leaderboards, [ReadFrontPage]) has no raw configuration either.
+func TestFrontPageInWords(t *testing.T) {
+	fp, err := ReadFrontPage(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fp.Summary == "" {
+		t.Fatal("no front page summary")
+	}
+	for _, s := range []string{fp.Summary, fp.Leaderboard} {
+		for _, prob := range sweep.ReaderRawTexts(s) {
+			t.Error(prob)
+		}
+	}
+}
