@@ -8,7 +8,10 @@ import (
 
 	"gonum.org/v1/plot"
 
+	"github.com/dmlkit/dmlkit/dmlkit/judge"
 	"github.com/dmlkit/dmlkit/dmlkit/plots"
+	"github.com/dmlkit/dmlkit/dmlkit/report"
+	"github.com/dmlkit/dmlkit/dmlkit/sweep"
 )
 
 // fig8Point is one point of reproductions/contextual/bench/fig8_scaling.json, as
@@ -26,8 +29,9 @@ type fig8Point struct {
 // TestContextualFig8 draws seed 004 Fig. 8 (time and memory of one forward + backward against the
 // batch size, the contextual loss against ROADMAP) from the committed benchmark output. It checks
 // the file: both losses measured at the smallest batch, the contextual loss up to a batch of at
-// least 2,000 (the issue's bound), every point either measured (positive time and memory) or
-// skipped with its reason, and one CPU model throughout. With DMLKIT_WRITE_FIGURES=1 it writes
+// least 2,000, every point either measured (positive time and memory) or
+// skipped with its reason, and one CPU model throughout; each method in its colour and marker of the
+// paper's other figures. With DMLKIT_WRITE_FIGURES=1 it writes
 // figures/contextual/fig8_time.* and fig8_memory.* (the committed copies); otherwise to a
 // temporary directory.
 func TestContextualFig8(t *testing.T) {
@@ -39,7 +43,28 @@ func TestContextualFig8(t *testing.T) {
 	if err := json.Unmarshal(b, &pts); err != nil {
 		t.Fatalf("fig8_scaling.json: %v", err)
 	}
-	names := map[string]string{"contextual": "Contextual", "roadmap": "ROADMAP"}
+	// Each method in the colour and marker it has in the paper's other figures (report.PaperSlots
+	// of the spec and its records, as `dmlkit figures contextual` draws them), under its label.
+	spec, err := sweep.Load(filepath.Join("..", "..", "reproductions", "contextual", "spec.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs, _, err := sweep.NewStore(filepath.Join(spec.Dir, "results")).Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs, _ = judge.DropSuperseded(spec, recs)
+	slots := report.PaperSlots(spec, recs, "small")
+	// The benchmark measures losses.DefaultContextual(): the full loss, λ = 0.4.
+	names := map[string]string{"contextual": spec.Labels.Text["loss.name=contextual, loss.set.lambda=0.4"], "roadmap": spec.Labels.Value("loss.name", "roadmap")}
+	for _, n := range names {
+		if _, ok := slots[n]; !ok {
+			t.Fatalf("%q has no slot among the paper's figures (%v): fig8 would draw it in another method's colour", n, slots)
+		}
+	}
+	if slots[names["contextual"]] == slots[names["roadmap"]] {
+		t.Fatalf("Contextual and ROADMAP share slot %d", slots[names["roadmap"]])
+	}
 	byLoss := map[string]*[2]plots.Series{}
 	maxBatch := map[string]int{}
 	cpu := ""
@@ -75,6 +100,7 @@ func TestContextualFig8(t *testing.T) {
 		dir = filepath.Join("..", "..", "figures", "contextual")
 	}
 	st := plots.DefaultStyle()
+	st.Slots = slots
 	for i, f := range []struct{ name, y string }{{"fig8_time", "forward + backward (s)"}, {"fig8_memory", "peak heap (MB)"}} {
 		series := []plots.Series{byLoss["contextual"][i], byLoss["roadmap"][i]}
 		ch, err := plots.Lines(st, plots.Labels{X: "batch size", Y: f.y}, series)

@@ -15,17 +15,24 @@ import (
 )
 
 // verdictGroups: held bluish green, contradicted vermillion, the method that did not train reddish
-// purple (Okabe–Ito), the inconclusive causes in greys from dark (the interval) to light (unequal
-// arms, an arm that did not train, training not recorded).
+// purple (Okabe–Ito), each a filled circle; the inconclusive causes in greys, each with its own
+// marker, so that they are told apart in print and by readers who cannot tell greys apart: the
+// interval a filled dark circle, unequal arms a filled square, an arm that did not train a filled
+// triangle, training not recorded a hollow ring.
 var verdictGroups = []plots.ForestGroup{
 	{Name: "held", Color: plots.OkabeIto[2]},
 	{Name: "contradicted", Color: plots.OkabeIto[5]},
 	{Name: "the method did not train", Color: plots.OkabeIto[6]},
-	{Name: "inconclusive (interval)", Color: color.Gray{Y: 90}},
-	{Name: "inconclusive (unequal arms)", Color: color.Gray{Y: 150}},
-	{Name: "inconclusive (did not train)", Color: color.Gray{Y: 190}},
-	{Name: "inconclusive (training not recorded)", Color: color.Gray{Y: 215}},
+	{Name: "inconclusive (interval)", Color: color.Gray{Y: 60}},
+	{Name: "inconclusive (unequal arms)", Color: color.Gray{Y: 120}, Shape: plots.FilledGlyph(1)},
+	{Name: "inconclusive (did not train)", Color: color.Gray{Y: 120}, Shape: plots.FilledGlyph(2)},
+	{Name: "inconclusive (training not recorded)", Color: color.Gray{Y: 100}, Shape: plots.OpenGlyph(0)},
 }
+
+// labelWrap is the longest line of a row label in the front page's forest plots: longer labels
+// wrap, whole, onto more lines (a cut label made a pretrained row read like its from-scratch
+// twin).
+const labelWrap = 64
 
 // paperShort is a paper's name in the figure's row labels.
 var paperShort = map[string]string{"tcm": "TCM", "cit": "CIT", "idml": "IDML", "rsk": "RS@k", "contextual": "Contextual"}
@@ -65,9 +72,6 @@ func drawRegimeFigure(w atomicfile.Writer, dir string, rep *judge.ClaimsReport) 
 			where = e.Regime
 		}
 		label := e.Compared + " · " + where
-		if r := []rune(label); len(r) > 90 {
-			label = string(r[:89]) + "…"
-		}
 		rows = append(rows, plots.ForestRow{Label: label, Group: verdictGroup(e), X: e.Effect, Lo: e.Lo, Hi: e.Hi})
 	}
 	drawn := map[string]bool{}
@@ -90,7 +94,7 @@ func drawRegimeFigure(w atomicfile.Writer, dir string, rep *judge.ClaimsReport) 
 	st := plots.PageStyle()
 	st.Height = 0.7 * 72
 	st.Legend = plots.LegendBelow
-	ch, err := plots.Forest(st, plots.Labels{X: "effect in the claimed direction, % of the baseline's mean (95 % interval)"}, rows, verdictGroups)
+	ch, err := plots.ForestWith(st, plots.Labels{X: "effect in the claimed direction, % of the baseline's mean (95 % interval)"}, rows, verdictGroups, plots.ForestOptions{Wrap: labelWrap})
 	if err != nil {
 		return nil, err
 	}
@@ -132,15 +136,12 @@ func drawCentralFigure(w atomicfile.Writer, root string, reports []*judge.Claims
 			label = e.Paper
 		}
 		label += " · " + e.Compared
-		if r := []rune(label); len(r) > 70 {
-			label = string(r[:69]) + "…"
-		}
 		rows[i] = plots.ForestRow{Label: label, Group: verdictGroup(e), X: e.Effect, Lo: e.Lo, Hi: e.Hi}
 	}
 	st := plots.PageStyle()
 	st.Height = 0.7 * 72 // points: the axis and its label; each row adds its own height
 	st.Legend = plots.LegendBelow
-	ch, err := plots.Forest(st, plots.Labels{X: "effect in the claimed direction, % of the baseline's mean (95 % interval)"}, rows, verdictGroups)
+	ch, err := plots.ForestWith(st, plots.Labels{X: "effect in the claimed direction, % of the baseline's mean (95 % interval)"}, rows, verdictGroups, plots.ForestOptions{Wrap: labelWrap})
 	if err != nil {
 		return nil, nil, err
 	}

@@ -154,3 +154,56 @@ func TestHumanizeComparabilityNotes(t *testing.T) {
 		t.Errorf("Humanize:\n got %q\nwant %q", got, want)
 	}
 }
+
+// TestHumanizeUnsetJSONAndEdges: an unset value (null) reads "unset", a loss expression its terms,
+// and a selection at its grid's edge ("key = value (step)") the key's and the value's words —
+// learning-rate groups as their multiplier, not JSON.
+func TestHumanizeUnsetJSONAndEdges(t *testing.T) {
+	lm := sweep.LabelMap{Text: map[string]string{"smoothap": "Smooth-AP", "tcm": "TCM", "loss.set.expr": "loss",
+		"loss.set.margin": "m", "optimizer.groups": "proxy rate", "data.train_classes": "training characters"}}
+	in := `borrowed tuning (data.train_classes: tuned at null, this arm [0,100]; loss.set.expr: tuned at smoothap, this arm smoothap+tcm); ` +
+		`at grid edge: optimizer.groups = [{"lr_mul":10,"match":"/loss/"}] (lr-softtriple), loss.set.margin = 0.01 (margin-triplet)`
+	want := "borrowed tuning (training characters: tuned at unset, this arm [0,100]; loss: tuned at Smooth-AP, this arm Smooth-AP + TCM); " +
+		"at grid edge: proxy rate = ×10 (lr-softtriple), m = 0.01 (margin-triplet)"
+	got := lm.Humanize(in)
+	if got != want {
+		t.Errorf("Humanize:\n got %q\nwant %q", got, want)
+	}
+	if raw := sweep.ReaderRawTexts(got); len(raw) > 0 {
+		t.Errorf("ReaderRawTexts(Humanize) = %q, want none", raw)
+	}
+	if raw := sweep.ReaderRawTexts(in); len(raw) < 4 {
+		t.Errorf("ReaderRawTexts(%q) = %q, want the null, the JSON, the expression and the keys", in, raw)
+	}
+}
+
+// TestReaderRawTexts: in a generated Markdown or HTML text, the reader's words are checked — a
+// group's raw name in a table header, a null cell, a run hash, a dotted key — and its references
+// are not: code spans, links, markup, a quoted phrase before a colon, the papers' symbols.
+func TestReaderRawTexts(t *testing.T) {
+	for s, want := range map[string]string{
+		"| | fig8 | lr-check |":                           "a run group's name \"fig8\"",
+		"| training characters | [0, 100] | null |":       "a null value",
+		"| initialised from | run:07d1cf6e31d2bd90 |":     "a run hash",
+		"unequal comparison (sampler.batch_size: tuned…)": "a dotted config key \"sampler.batch_size\"",
+		"<td>loss.set.expr</td>":                          "a dotted config key \"loss.set.expr\"",
+		`proxy rate = [{"lr_mul":10}]`:                    "JSON",
+	} {
+		if got := strings.Join(sweep.ReaderRawTexts(s), "; "); !strings.Contains(got, want) {
+			t.Errorf("ReaderRawTexts(%q) = %q, want %s", s, got, want)
+		}
+	}
+	for _, s := range []string{
+		"Written at commit(s) `831463d58097`, `0bf7584333b5`.",
+		"- **held** — … (`c3-beats-proxynca`, Table 4; effect +1.2)",
+		"*`figures/rsk/fig8_tau1.png`* — **Fig. 8.** τ1 of RS@k (table tune\\_lr-rsk)",
+		"[the rules](../docs/reproducing.md) <code>loss.set.expr</code>",
+		`- cit, form "paper text": 0 held, 15 contradicted`,
+		"L_context against L_reg",
+		"| | Fig. 8 | half the tuned rate | (no name) |",
+	} {
+		if got := sweep.ReaderRawTexts(s); len(got) > 0 {
+			t.Errorf("ReaderRawTexts(%q) = %q, want none", s, got)
+		}
+	}
+}

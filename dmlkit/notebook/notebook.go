@@ -36,6 +36,13 @@ type Paper struct {
 	// Results, when set, is where a retrained small or full sweep writes (DMLKIT_RESULTS in
 	// [FromEnv]); empty: a directory under the system's temporary directory.
 	Results string
+
+	// memo holds what the methods read and compute once per Paper (a notebook cell is one
+	// process, which builds its Paper anew): the stored records and the claims report.
+	memo struct {
+		recs []sweep.Record
+		rep  *judge.ClaimsReport
+	}
 }
 
 // FromEnv returns the paper named name of the checkout at root with the notebook's environment:
@@ -90,6 +97,9 @@ func (p *Paper) Records() ([]sweep.Record, error) {
 // allRecords are the stored records of every scale in the results directory (the claims of the
 // pretrained regime read the pretrained scale's), superseded ones left out.
 func (p *Paper) allRecords() ([]sweep.Record, error) {
+	if p.memo.recs != nil {
+		return p.memo.recs, nil
+	}
 	recs, _, err := sweep.NewStore(p.ResultsDir()).Load()
 	if err != nil {
 		return nil, err
@@ -98,6 +108,7 @@ func (p *Paper) allRecords() ([]sweep.Record, error) {
 		reproduce.Register()
 		recs, _ = judge.DropSuperseded(spec, recs) // as dmlkit tables and figures do
 	}
+	p.memo.recs = recs
 	return recs, nil
 }
 
@@ -105,6 +116,9 @@ func (p *Paper) allRecords() ([]sweep.Record, error) {
 // records written from a tree with uncommitted changes are counted, and the report then says
 // "Provisional".
 func (p *Paper) Report() (*judge.ClaimsReport, error) {
+	if p.memo.rep != nil {
+		return p.memo.rep, nil
+	}
 	cs, err := judge.LoadClaims(filepath.Join(p.Dir(), "claims.yaml"))
 	if err != nil {
 		return nil, err
@@ -118,7 +132,11 @@ func (p *Paper) Report() (*judge.ClaimsReport, error) {
 		return nil, err
 	}
 	reproduce.Register() // the trainer's defaults, which the tuning rule compares configurations with
-	return cs.Report(recs, judge.ClaimOptions{Scale: p.ShownScale(), IncludeDirty: true, Spec: spec})
+	rep, err := cs.Report(recs, judge.ClaimOptions{Scale: p.ShownScale(), IncludeDirty: true, Spec: spec})
+	if err == nil {
+		p.memo.rep = rep
+	}
+	return rep, err
 }
 
 // ClaimsMarkdown lists the verdicts of the claims whose id starts with one of the prefixes (all
@@ -162,7 +180,7 @@ func (p *Paper) ClaimsMarkdown(prefixes ...string) (string, error) {
 				eff += " " + c.Unit
 			}
 		}
-		fmt.Fprintf(&b, "- **%s** — %s (`%s`, %s%s; %s)\n", v.Verdict, c.Paper, c.ID, c.Source, eff, v.Reason)
+		fmt.Fprintf(&b, "- **%s** — %s (`%s`, %s%s; %s)\n", v.Verdict, c.Paper, c.ID, c.Source, eff, rep.Labels.Humanize(v.Reason))
 	}
 	var stale []string
 	for i, u := range used {

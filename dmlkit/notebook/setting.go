@@ -70,7 +70,10 @@ const SettingColumns = 6
 // one line, and the rows that differ in tables of at most perTable groups each (perTable ≤ 0:
 // [SettingColumns]), with the number of runs of each group; a row without a value in any group of
 // a table is left out of it.
-func SettingMarkdown(recs []sweep.Record, scale, group string, rows []SettingRow, perTable int) string {
+//
+// Each group is headed by its words in labels ([sweep.LabelMap.Value]: the map's "name=fig8" entry,
+// else "Fig. 8"), never by the raw group name.
+func SettingMarkdown(recs []sweep.Record, scale, group string, rows []SettingRow, perTable int, labels sweep.LabelMap) string {
 	if perTable <= 0 {
 		perTable = SettingColumns
 	}
@@ -88,7 +91,7 @@ func SettingMarkdown(recs []sweep.Record, scale, group string, rows []SettingRow
 			return "a stored run"
 		}
 		if v, ok := r.Value(group); ok && v != nil {
-			return "the " + sweep.FormatValue(v) + " run"
+			return "the " + labels.Value(group, v) + " run"
 		}
 		var ps []string
 		for _, k := range sweep.SortedKeys(r.Params) {
@@ -108,6 +111,13 @@ func SettingMarkdown(recs []sweep.Record, scale, group string, rows []SettingRow
 		by[n] = append(by[n], r)
 	}
 	sort.Strings(names)
+	heads := make([]string, len(names)) // the groups' words
+	for i, n := range names {
+		heads[i] = n
+		if v, ok := by[n][0].Value(group); ok && v != nil {
+			heads[i] = labels.Value(group, v)
+		}
+	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "**%d stored %s-scale runs** in %s (by `%s`).\n\n", len(recs), scale, counted(len(names), "group", "groups"), group)
 	var alike []string
@@ -134,7 +144,7 @@ func SettingMarkdown(recs []sweep.Record, scale, group string, rows []SettingRow
 	}
 	for lo := 0; lo < len(names); lo += perTable {
 		hi := min(lo+perTable, len(names))
-		fmt.Fprintf(&b, "| | %s |\n|---|%s\n| runs |", strings.Join(names[lo:hi], " | "), strings.Repeat("---|", hi-lo))
+		fmt.Fprintf(&b, "| | %s |\n|---|%s\n| runs |", strings.Join(heads[lo:hi], " | "), strings.Repeat("---|", hi-lo))
 		for _, n := range names[lo:hi] {
 			fmt.Fprintf(&b, " %d |", len(by[n]))
 		}
@@ -168,8 +178,22 @@ func ProvenanceMarkdown(recs []sweep.Record) string {
 		if ok && len(c) > 12 {
 			c = c[:12]
 		}
-		return c, ok
+		return "`" + c + "`", ok // a reference, not a word (a hash in prose reads like a raw run hash)
 	})
 	return fmt.Sprintf("Written at commit(s) %s; **%d of %d records from a tree with uncommitted changes** "+
 		"(such records are excluded from verdicts unless counted as provisional, as below).", commits, dirty, len(recs))
+}
+
+// SettingMarkdown is [SettingMarkdown] of the paper's records of the shown scale, with the spec's
+// labels map.
+func (p *Paper) SettingMarkdown(group string, rows []SettingRow, perTable int) (string, error) {
+	spec, err := p.Spec()
+	if err != nil {
+		return "", err
+	}
+	recs, err := p.Records()
+	if err != nil {
+		return "", err
+	}
+	return SettingMarkdown(recs, p.ShownScale(), group, rows, perTable, spec.Labels), nil
 }

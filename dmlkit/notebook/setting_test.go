@@ -27,7 +27,7 @@ func TestSettingMarkdown(t *testing.T) {
 		{"γ", Key("loss.set.gamma")},
 		{"queries", Metric("n_queries")},
 	}
-	got := SettingMarkdown(recs, "small", "name", rows, 2)
+	got := SettingMarkdown(recs, "small", "name", rows, 2, sweep.LabelMap{})
 	want := "**5 stored small-scale runs** in 3 groups (by `name`).\n\n" +
 		"The same in every group: optimiser adam; widths [16, 32]; queries 10.\n\n" +
 		"| | a | b |\n|---|---|---|\n| runs | 2 | 1 |\n| seeds | 0, 1 | 0 |\n| batch | 48 | 48 |\n\n" +
@@ -35,7 +35,7 @@ func TestSettingMarkdown(t *testing.T) {
 	if got != want {
 		t.Errorf("SettingMarkdown:\n got %q\nwant %q", got, want)
 	}
-	if p := ProvenanceMarkdown(recs); p != "Written at commit(s) 0123456789ab; **0 of 5 records from a tree with uncommitted changes** (such records are excluded from verdicts unless counted as provisional, as below)." {
+	if p := ProvenanceMarkdown(recs); p != "Written at commit(s) `0123456789ab`; **0 of 5 records from a tree with uncommitted changes** (such records are excluded from verdicts unless counted as provisional, as below)." {
 		t.Errorf("ProvenanceMarkdown: %q", p)
 	}
 }
@@ -60,9 +60,32 @@ func TestSettingMarkdownLabels(t *testing.T) {
 		rec("x0", nil, 0, ""),
 	}
 	rows := []SettingRow{{"start", Key("model.init_from")}, {"g", Key("loss.set.g")}}
-	got := SettingMarkdown(recs, "small", "name", rows, 0)
+	got := SettingMarkdown(recs, "small", "name", rows, 0, sweep.LabelMap{})
 	want := "**5 stored small-scale runs** in 3 groups (by `name`).\n\n" +
 		"| | (no name) | fine | pre |\n|---|---|---|---|\n| runs | 1 | 2 | 2 |\n| start | — | the pre run | — |\n\n"
+	if got != want {
+		t.Errorf("SettingMarkdown:\n got %q\nwant %q", got, want)
+	}
+}
+
+// TestSettingMarkdownGroupWords: each group is headed by its words — the labels map's
+// "name=lr-check" entry, else a figure's or table's group as the figure ("fig8" → "Fig. 8",
+// "table4-qir" → "Table 4 (qir)") — and a run reference names the run by those words.
+func TestSettingMarkdownGroupWords(t *testing.T) {
+	rec := func(hash, name string, batch int, from string) sweep.Record {
+		cfg := map[string]any{"name": name, "sampler": map[string]any{"batch_size": batch}}
+		if from != "" {
+			cfg["model"] = map[string]any{"init_from": "run:" + from}
+		}
+		return sweep.Record{Hash: hash, Config: cfg}
+	}
+	recs := []sweep.Record{rec("a1", "fig8", 48, ""), rec("b1", "lr-check", 96, "a1"), rec("c1", "table4-qir", 196, "")}
+	rows := []SettingRow{{"batch", Key("sampler.batch_size")}, {"start", Key("model.init_from")}}
+	labels := sweep.LabelMap{Keys: []string{"name=lr-check"}, Text: map[string]string{"name=lr-check": "half the tuned rate"}}
+	got := SettingMarkdown(recs, "small", "name", rows, 0, labels)
+	want := "**3 stored small-scale runs** in 3 groups (by `name`).\n\n" +
+		"| | Fig. 8 | half the tuned rate | Table 4 (qir) |\n|---|---|---|---|\n| runs | 1 | 1 | 1 |\n" +
+		"| batch | 48 | 96 | 196 |\n| start | — | the Fig. 8 run | — |\n\n"
 	if got != want {
 		t.Errorf("SettingMarkdown:\n got %q\nwant %q", got, want)
 	}

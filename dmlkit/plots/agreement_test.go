@@ -1,7 +1,9 @@
 package plots
 
 import (
+	"math"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -49,5 +51,44 @@ func TestForestNoZero(t *testing.T) {
 	}
 	if ch.Plot.X.Min >= 0 {
 		t.Errorf("Forest: x min %v, want the zero line in range", ch.Plot.X.Min)
+	}
+}
+
+// TestForestWrapsLongLabels: a label longer than Wrap runes is drawn whole on several lines (every
+// word of it among the figure's texts, no "…"), the figure grows by the extra lines, and the
+// layout check finds no overlapping or clipped text; without Wrap the same rows are one line each.
+func TestForestWrapsLongLabels(t *testing.T) {
+	long := "IDML · Margin (distance-weighted) + IDML vs Margin (distance-weighted) (R@1), pretrained, Omni-100"
+	rows := []ForestRow{
+		{Label: "TCM · RS@k + TCM vs RS@k (OPIS)", Group: "held", X: 1, Lo: 0.5, Hi: 1.5},
+		{Label: long, Group: "held", X: -2, Lo: -3, Hi: -1},
+		{Label: "CIT · CIT γ = 0.5 vs CIT γ = 1 (R@1)", Group: "held", X: 0.5, Lo: -1, Hi: 2},
+	}
+	flat, err := ForestWith(PageStyle(), Labels{X: "effect (%)"}, rows, nil, ForestOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ch, err := ForestWith(PageStyle(), Labels{X: "effect (%)"}, rows, nil, ForestOptions{Wrap: 40})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := ch.Style.Height-flat.Style.Height, 2*forestLineShare*forestRowHeight; math.Abs(float64(got-want)) > 1e-9 {
+		t.Errorf("the wrapped figure is %v taller, want %v (two more lines of %v)", got, want, forestLineShare*forestRowHeight)
+	}
+	problems, texts := CheckLayout(ch, ch.Style)
+	if len(problems) > 0 {
+		t.Errorf("layout: %v", problems)
+	}
+	all := strings.Join(texts, " ")
+	for _, w := range strings.Fields(long) {
+		if !strings.Contains(all, w) {
+			t.Errorf("word %q of the long label is not drawn (texts %q)", w, texts)
+		}
+	}
+	if strings.Contains(all, "…") {
+		t.Errorf("a label is cut: %q", texts)
+	}
+	if got := wrapLabel(long, 40); len(got) != 3 || strings.Join(got, " ") != long {
+		t.Errorf("wrapLabel(%q, 40) = %q, want 3 lines that join back to it", long, got)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"image/color"
 	"math"
 	"slices"
+	"strings"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -44,6 +45,35 @@ type ForestOptions struct {
 	// NoZero leaves out the dashed line at x = 0, and 0 from the x range: for estimates that are
 	// not differences (e.g. a leaderboard's R@1 in %, far from 0).
 	NoZero bool
+	// Wrap breaks a row label longer than Wrap runes into lines at spaces, each at most Wrap runes
+	// (0: one line, whatever its length); a row of k lines is (1 + (k-1)·forestLineShare) rows
+	// high, so that no label is cut and the others keep their spacing.
+	Wrap int
+}
+
+// forestLineShare is the height each further line of a wrapped label adds to its row, as a share
+// of a one-line row.
+const forestLineShare = 0.7
+
+// wrapLabel breaks s at spaces into lines of at most n runes (a longer word stays whole).
+func wrapLabel(s string, n int) []string {
+	if n <= 0 || len([]rune(s)) <= n {
+		return []string{s}
+	}
+	var lines []string
+	line := ""
+	for _, w := range strings.Fields(s) {
+		switch {
+		case line == "":
+			line = w
+		case len([]rune(line))+1+len([]rune(w)) <= n:
+			line += " " + w
+		default:
+			lines = append(lines, line)
+			line = w
+		}
+	}
+	return append(lines, line)
 }
 
 // ForestWith is [Forest] with options.
@@ -52,7 +82,21 @@ func ForestWith(st Style, l Labels, rows []ForestRow, groups []ForestGroup, opt 
 		return nil, errors.New("plots: Forest: no rows")
 	}
 	n := len(rows)
-	st.Height += vg.Length(n) * forestRowHeight
+	// Each row's centre, from the top: one unit per row, more for a wrapped label.
+	labels := make([]string, n)
+	ys := make([]float64, n)
+	units := 0.0
+	for i, r := range rows {
+		lines := wrapLabel(r.Label, opt.Wrap)
+		labels[i] = strings.Join(lines, "\n")
+		h := 1 + forestLineShare*float64(len(lines)-1)
+		ys[i] = units + h/2
+		units += h
+	}
+	for i := range ys {
+		ys[i] = units - ys[i] - 0.5 // bottom row at 0, as without wrapping
+	}
+	st.Height += vg.Length(units) * forestRowHeight
 	ch := newChart(st, l)
 	ch.Plot.Add(plotter.NewGrid())
 	present := map[string]bool{}
@@ -94,8 +138,8 @@ func ForestWith(st Style, l Labels, rows []ForestRow, groups []ForestGroup, opt 
 		lo, hi = math.Inf(1), math.Inf(-1)
 	}
 	for i, r := range rows {
-		y := float64(n - 1 - i)
-		ticks[i] = plot.Tick{Value: y, Label: r.Label}
+		y := ys[i]
+		ticks[i] = plot.Tick{Value: y, Label: labels[i]}
 		lo, hi = math.Min(lo, r.X), math.Max(hi, r.X)
 		if !math.IsNaN(r.Lo) && !math.IsNaN(r.Hi) {
 			lo, hi = math.Min(lo, r.Lo), math.Max(hi, r.Hi)
@@ -114,7 +158,7 @@ func ForestWith(st Style, l Labels, rows []ForestRow, groups []ForestGroup, opt 
 		ch.AddData(sc)
 	}
 	if !opt.NoZero {
-		zero, err := plotter.NewLine(plotter.XYs{{X: 0, Y: -0.6}, {X: 0, Y: float64(n) - 0.4}})
+		zero, err := plotter.NewLine(plotter.XYs{{X: 0, Y: -0.6}, {X: 0, Y: units - 0.4}})
 		if err != nil {
 			return nil, err
 		}
@@ -134,7 +178,7 @@ func ForestWith(st Style, l Labels, rows []ForestRow, groups []ForestGroup, opt 
 		}
 	}
 	ch.Plot.X.Min, ch.Plot.X.Max = lo-pad, hi+pad
-	ch.Plot.Y.Min, ch.Plot.Y.Max = -0.6, float64(n)-0.4
+	ch.Plot.Y.Min, ch.Plot.Y.Max = -0.6, units-0.4
 	ch.Plot.Y.Tick.Marker = plot.ConstantTicks(ticks)
 	return ch, nil
 }

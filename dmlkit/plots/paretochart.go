@@ -294,6 +294,10 @@ func Pareto(st Style, l Labels, pts []Point, opt ParetoOptions) (*Chart, error) 
 	return ch, nil
 }
 
+// OpenGlyph is the open (hollow) marker of slot k, the outline of [FilledGlyph](k) drawn with a
+// 1 pt line (ring, square, triangle), for another figure that tells groups apart by marker.
+func OpenGlyph(k int) draw.GlyphDrawer { return openGlyph(k) }
+
 // openGlyph is the open (hollow) marker of slot k, the outline of [filledGlyph](k).
 func openGlyph(k int) draw.GlyphDrawer {
 	shapes := []draw.GlyphDrawer{thickRing{}, thickSquare{}, thickTriangle{}}

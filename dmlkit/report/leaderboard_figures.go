@@ -70,10 +70,19 @@ func LeaderboardFigure(lb *Leaderboard, lm sweep.LabelMap) (*plots.Chart, error)
 	return plots.ForestWith(st, lab, rows, groups, plots.ForestOptions{NoZero: true})
 }
 
+// paretoCluster and paretoSpread fix the x axis of [ParetoFigure]: the leading cluster is the
+// methods within 5 % of the leader's x, and the axis spans three times the cluster's width.
+const (
+	paretoCluster = 0.05
+	paretoSpread  = 3.0
+)
+
 // ParetoFigure draws the ranked methods of lb by the Pareto metrics' means (x: the first,
 // default the ranking metric; y: the second, default the first lower-is-better one), ± SE over
 // seeds both ways, with their Pareto frontier and a numbered key. The y axis is logarithmic when
-// the means span a factor of 10 or more. ok is false when the spec names no y metric.
+// the means drawn span a factor of 10 or more. The x axis shows the leading cluster
+// ([paretoCluster]); methods further behind are listed in the key as off the axis. ok is false when
+// the spec names no y metric.
 func ParetoFigure(lb *Leaderboard, lm sweep.LabelMap) (ch *plots.Chart, ok bool, err error) {
 	l := lb.Spec
 	xm, ym, ok := paretoAxes(l)
@@ -101,6 +110,34 @@ func ParetoFigure(lb *Leaderboard, lm sweep.LabelMap) (ch *plots.Chart, ok bool,
 	if len(pts) == 0 {
 		return nil, true, fmt.Errorf("leaderboard %q: %w (no method has both %s and %s)", lb.Regime.Scale, ErrNoRecords, xm, ym)
 	}
+	// The leading cluster readable: the methods within paretoCluster of the leader's x set the
+	// x axis's span, paretoSpread times theirs; points further behind are listed in the key as off
+	// the axis (their frontier still counts them). Without it the methods that did not train
+	// squeezed the leaders into one corner.
+	opt := plots.ParetoOptions{MaxX: !l.Lower(xm), MaxY: !l.Lower(ym), Numbered: true, XName: lm.Key(xm), YName: lm.Key(ym)}
+	if opt.MaxX {
+		best := math.Inf(-1)
+		for _, p := range pts {
+			best = math.Max(best, p.X)
+		}
+		width := 0.0
+		for _, p := range pts {
+			if p.X >= best*(1-paretoCluster) {
+				width = math.Max(width, best-p.X)
+			}
+		}
+		if width > 0 {
+			if xmin := best - paretoSpread*width; slices.ContainsFunc(pts, func(p plots.Point) bool { return p.X < xmin }) {
+				opt.XMin, opt.HasXMin = xmin, true
+				lo, hi = math.Inf(1), math.Inf(-1) // the y range of the points drawn
+				for _, p := range pts {
+					if p.X >= xmin {
+						lo, hi = math.Min(lo, p.Y), math.Max(hi, p.Y)
+					}
+				}
+			}
+		}
+	}
 	logY := lo > 0 && hi/lo >= 10
 	var extra []string
 	if logY {
@@ -111,7 +148,7 @@ func ParetoFigure(lb *Leaderboard, lm sweep.LabelMap) (ch *plots.Chart, ok bool,
 	st.Slots = leaderboardSlots(l)
 	// The y label without "test": gonum shrinks the data area to the height of a longer one.
 	lab := plots.Labels{Title: lb.Regime.Label, X: axisText(l, lm, xm), Y: strings.TrimPrefix(axisText(l, lm, ym, extra...), "test ")}
-	opt := plots.ParetoOptions{MaxX: !l.Lower(xm), MaxY: !l.Lower(ym), LogY: logY, Numbered: true, XName: lm.Key(xm), YName: lm.Key(ym)}
+	opt.LogY = logY
 	ch, err = plots.Pareto(st, lab, pts, opt)
 	return ch, true, err
 }

@@ -214,3 +214,38 @@ func TestDumpLeaderboardFigures(t *testing.T) {
 		}
 	}
 }
+
+// TestParetoLeadingCluster: the x axis of the Pareto figure spans three times the leading cluster.
+// In bigBoard's small regime method i's mean R@1 is 30 + 2.5·i % (its seed offsets cancel), so
+// the leader has 82.5, the cluster within 5 % (≥ 78.375) is methods 20 and 21, 2.5 wide, and the
+// axis starts at 82.5 − 3·2.5 = 75: methods 18-21 are drawn, the 18 others listed as off the axis.
+func TestParetoLeadingCluster(t *testing.T) {
+	s, recs := bigBoard()
+	lb, err := BuildLeaderboard(s, "small", recs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pc, ok, err := ParetoFigure(lb, s.Labels)
+	if err != nil || !ok {
+		t.Fatalf("pareto: ok %v, err %v", ok, err)
+	}
+	checkFigure(t, "small pareto", pc)
+	_, texts := plots.CheckLayout(pc, pc.Style)
+	off := 0
+	for _, tx := range texts {
+		if strings.Contains(tx, "(off the axis") {
+			off++
+			for _, drawn := range []string{"Smooth-AP + TCM", "Contextual (Proxy Anchor)", "IDML (Proxy Anchor)", "CIT (Smooth-AP)"} {
+				if strings.HasPrefix(tx, drawn+" (off") {
+					t.Errorf("%q is in the leading cluster's span but listed off the axis", tx)
+				}
+			}
+		}
+	}
+	if off != 18 || !slices.Contains(texts, "RS@k + SiMix (off the axis: R@1 72.5, OPIS 36)") {
+		t.Errorf("%d methods off the axis, want 18, RS@k + SiMix (72.5) among them (texts %q)", off, texts)
+	}
+	if pc.Plot.X.Min > 75 || pc.Plot.X.Min < 70 {
+		t.Errorf("x axis from %.2f, want just below 75", pc.Plot.X.Min)
+	}
+}

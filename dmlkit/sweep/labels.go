@@ -1,9 +1,11 @@
 package sweep
 
 import (
+	"encoding/json"
 	"fmt"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 
 	"gopkg.in/yaml.v3"
@@ -131,12 +133,35 @@ func (m LabelMap) Key(key string) string {
 }
 
 // Value is the text of the value v of config key key: the map's entry "key=value" or "value", else
-// [humanValue] (an unset key is "—", a boolean yes/no, a loss expression its terms' texts).
+// [humanValue] (an unset key is "—", a boolean yes/no, a loss expression its terms' texts); a run
+// group (key name) named after the paper's figure or table is written as it ("fig8" → "Fig. 8").
 func (m LabelMap) Value(key string, v any) string {
 	if t, ok := m.Lookup(key, v); ok {
 		return t
 	}
+	if s, ok := v.(string); ok && key == "name" {
+		if g := runGroup.FindStringSubmatch(s); g != nil {
+			return runGroupWords(g)
+		}
+	}
 	return m.humanValue(v)
+}
+
+// runGroup matches a run group's name (config key name) that names the paper's figure or table
+// ("fig8", "table4-qir", "fig6-authors").
+var runGroup = regexp.MustCompile(`^(fig|table)(\d+[a-z]?)(?:-(.+))?$`)
+
+// runGroupWords writes a run group's name in words: "fig8" → "Fig. 8", "table4-qir" → "Table 4
+// (qir)".
+func runGroupWords(g []string) string {
+	s := "Fig. " + g[2]
+	if g[1] == "table" {
+		s = "Table " + g[2]
+	}
+	if g[3] != "" {
+		s += " (" + strings.ReplaceAll(g[3], "-", " ") + ")"
+	}
+	return s
 }
 
 // metricPrefixes are the words of the prefixes of series and metric names.
@@ -295,13 +320,18 @@ var fileExt = regexp.MustCompile(`\.(md|png|svg|pdf|tex|yaml|jsonl|ipynb|html|go
 // tunedAt is one difference of a comparability note: "key: tuned at v, this arm w".
 var tunedAt = regexp.MustCompile(`\b([a-z_]+(?:\.[a-z0-9_]+)+): tuned at (\[[^\]]*\]|[^,;()]+?), this arm (\[[^\]]*\]|[^,;()]+?)( and \d+ more)?([;)]|$)`)
 
+// keyEquals is "key = value" inside a sentence (a selection at its grid's edge:
+// "optimizer.groups = [{"lr_mul":10,"match":"/loss/"}] (lr-softtriple)").
+var keyEquals = regexp.MustCompile(`\b([a-z_]+(?:\.[a-z0-9_]+)+) = (\[[^\]]*\]|[^,;() ]+)`)
+
 // dottedKey is a dotted configuration key inside a sentence.
 var dottedKey = regexp.MustCompile(`\b[a-z_]{2,}(?:\.[a-z0-9_]+)+\b`)
 
 // Humanize writes the configuration keys and values a generated sentence names (a comparability
 // note, a verdict's reason: "loss.set.margin: tuned at 0.3, this arm 0.05", "at grid edge:
-// optimizer.lr") in the words of the map: each "key: tuned at v, this arm w" with the key's and
-// the values' texts, then every other dotted key with its text ([LabelMap.Key]). File names
+// optimizer.lr") in the words of the map: each "key: tuned at v, this arm w" and "key = v" with the
+// key's and the values' texts (an unset value, null, as "unset"; JSON as [LabelMap.Value] writes it),
+// then every other dotted key with its text ([LabelMap.Key]). File names
 // ("spec.yaml") are left alone.
 func (m LabelMap) Humanize(s string) string {
 	val := func(key, v string) string {
@@ -312,15 +342,25 @@ func (m LabelMap) Humanize(s string) string {
 			return SymbolPrefix.ReplaceAllString(m.Value(key, true), "")
 		case "false":
 			return SymbolPrefix.ReplaceAllString(m.Value(key, false), "")
+		case "null":
+			return "unset"
 		}
 		if t, ok := m.Lookup(key, v); ok {
 			return SymbolPrefix.ReplaceAllString(t, "") // the key is named before: "γ: tuned at 0.1 (…)"
+		}
+		var x any // a JSON value (learning-rate groups, [{"lr_mul":10,"match":"/loss/"}]): its words
+		if strings.HasPrefix(v, "[{") && json.Unmarshal([]byte(v), &x) == nil {
+			return m.Value(key, x)
 		}
 		return m.exprText(v)
 	}
 	s = tunedAt.ReplaceAllStringFunc(s, func(x string) string {
 		g := tunedAt.FindStringSubmatch(x)
 		return m.Key(g[1]) + ": tuned at " + val(g[1], g[2]) + ", this arm " + val(g[1], g[3]) + g[4] + g[5]
+	})
+	s = keyEquals.ReplaceAllStringFunc(s, func(x string) string {
+		g := keyEquals.FindStringSubmatch(x)
+		return m.Key(g[1]) + " = " + val(g[1], g[2])
 	})
 	return dottedKey.ReplaceAllStringFunc(s, func(k string) string {
 		if fileExt.MatchString(k) {
@@ -332,3 +372,48 @@ func (m LabelMap) Humanize(s string) string {
 
 // SymbolPrefix is a short symbol and " = " at the start of a value's text ("γ = ", "m = ").
 var SymbolPrefix = regexp.MustCompile(`^[^\s=]{1,3} = `)
+
+// Spans of a generated Markdown or HTML text that are references, not words: code spans
+// (`c3-beats-proxynca`, `figures/tcm/x.png`), <code> elements, link targets, HTML tags and
+// Markdown escapes are removed before [ReaderRawTexts] reads the text.
+var (
+	mdCodeSpan   = regexp.MustCompile("`[^`\n]*`")
+	htmlCodeSpan = regexp.MustCompile(`(?s)<code>.*?</code>`)
+	mdLinkTarget = regexp.MustCompile(`\]\([^)\s]*\)`)
+	htmlTagSpan  = regexp.MustCompile(`<[^>]*>`)
+	mdUnescape   = strings.NewReplacer(`\_`, "_", `\*`, "*", `\|`, "|", `\[`, "[", `\]`, "]", "&lt;", "<", "&gt;", ">", "&amp;", "&", "&quot;", `"`, "&#34;", `"`, "&#39;", "'")
+	quotedColon  = regexp.MustCompile(`"[^"\n{}\[\]]*[ '][^"\n{}\[\]]*":`) // a quoted phrase before a colon (`form "paper text":`), not JSON
+)
+
+// ReaderRawTexts is [RawTexts] of a generated Markdown or HTML text a reader reads (a notebook's
+// tables, claim lines and captions; the front page), line by line, without its references (code
+// spans, links, markup) and without identifiers with an underscore (the papers' symbols, L_context,
+// and the names of tables a caption points to: "table tune_margins").
+func ReaderRawTexts(s string) []string {
+	s = htmlCodeSpan.ReplaceAllString(s, " ")
+	s = mdCodeSpan.ReplaceAllString(s, " ")
+	s = mdLinkTarget.ReplaceAllString(s, "]")
+	s = htmlTagSpan.ReplaceAllString(s, " ")
+	s = mdUnescape.Replace(s)
+	s = quotedColon.ReplaceAllStringFunc(s, func(q string) string { return strings.TrimSuffix(q, ":") + " :" })
+	var out []string
+	for _, line := range strings.Split(s, "\n") {
+		for _, p := range RawTexts(line) {
+			if strings.HasPrefix(p, "an identifier with an underscore") {
+				continue
+			}
+			// The words around the match: 60 runes either side.
+			ctx := []rune(line)
+			if q := strings.LastIndexByte(p, ' '); q >= 0 {
+				if m, err := strconv.Unquote(p[q+1:]); err == nil {
+					if k := strings.Index(line, m); k >= 0 {
+						lo := len([]rune(line[:k]))
+						ctx = ctx[max(0, lo-60):min(len(ctx), lo+len([]rune(m))+60)]
+					}
+				}
+			}
+			out = append(out, p+" in "+strconv.Quote(strings.TrimSpace(string(ctx))))
+		}
+	}
+	return out
+}

@@ -220,6 +220,7 @@ func lintProse(data []byte, opts LintOptions) ([]Problem, error) {
 	if paper != "" {
 		out = append(out, lintOpening(nb.Cells)...)
 	}
+	out = append(out, lintReadable(nb.Cells)...)
 	return out, nil
 }
 
