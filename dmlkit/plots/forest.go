@@ -44,6 +44,9 @@ type ForestOptions struct {
 	// NoZero leaves out the dashed line at x = 0, and 0 from the x range: for estimates that are
 	// not differences (e.g. a leaderboard's R@1 in %, far from 0).
 	NoZero bool
+	// Refs are reference values drawn as labelled vertical lines across the rows (a leaderboard's
+	// zero-shot floor), in the x range and listed in the legend after the groups.
+	Refs []RefLine
 }
 
 // ForestWith is [Forest] with options.
@@ -126,6 +129,7 @@ func ForestWith(st Style, l Labels, rows []ForestRow, groups []ForestGroup, opt 
 		sc.GlyphStyle = draw.GlyphStyle{Color: col[g], Radius: 2.2, Shape: shapeOf(g)}
 		ch.AddLegend(g, sc)
 	}
+	lo, hi = refRange(opt.Refs, lo, hi)
 	pad := 0.05 * (hi - lo)
 	if pad == 0 {
 		pad = math.Max(0.05*math.Abs(hi), 1e-9)
@@ -136,5 +140,8 @@ func ForestWith(st Style, l Labels, rows []ForestRow, groups []ForestGroup, opt 
 	ch.Plot.X.Min, ch.Plot.X.Max = lo-pad, hi+pad
 	ch.Plot.Y.Min, ch.Plot.Y.Max = -0.6, float64(n)-0.4
 	ch.Plot.Y.Tick.Marker = plot.ConstantTicks(ticks)
+	if err := addRefLines(ch, opt.Refs, -0.6, float64(n)-0.4); err != nil {
+		return nil, err
+	}
 	return ch, nil
 }

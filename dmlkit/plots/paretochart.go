@@ -50,6 +50,9 @@ type ParetoOptions struct {
 	// next to its marker where no other number or marker is, and lists "n  Label" below the plot.
 	Numbered     bool
 	XName, YName string // what the key calls x and y of an off-axis point (e.g. "R@1", "OPIS")
+	// Refs are reference values of x drawn as labelled vertical lines across the plot (a
+	// leaderboard's zero-shot floor), inside the x range, listed in the legend before the key.
+	Refs []RefLine
 }
 
 // ScatterPareto is [Pareto] with the options as arguments (markLabel: the filled markers' legend
@@ -250,6 +253,7 @@ func Pareto(st Style, l Labels, pts []Point, opt ParetoOptions) (*Chart, error) 
 	// The axes: the visible points with their bars and 3 % room, so that no marker sits on an axis.
 	{
 		minX, maxX, minY, maxY := visMinX, visMaxX, visMinY, visMaxY
+		minX, maxX = refRange(opt.Refs, minX, maxX)
 		dx := (maxX - minX) * 0.03
 		ch.Plot.X.Min, ch.Plot.X.Max = minX-dx, maxX+dx
 		if opt.HasXMin {
@@ -268,6 +272,9 @@ func Pareto(st Style, l Labels, pts []Point, opt ParetoOptions) (*Chart, error) 
 			}
 			ch.Plot.Y.Min, ch.Plot.Y.Max = minY-dy, maxY+dy
 		}
+	}
+	if err := addRefLines(ch, opt.Refs, ch.Plot.Y.Min, ch.Plot.Y.Max); err != nil {
+		return nil, err
 	}
 	lab := &pointLabels{style: labelStyle(st), radius: radius}
 	for i, p := range pts {
