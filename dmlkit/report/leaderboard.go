@@ -918,7 +918,7 @@ func LeaderboardSummary(s *sweep.Spec, recordsByScale map[string][]sweep.Record)
 		}
 		fmt.Fprintf(&b, "%s (test %s%s, mean [95 %% CI] over seeds)", strings.Join(top, " · "), mdText(s.Labels.Key(m)), in)
 		if best, ok := lb.BestFloor(); ok {
-			fmt.Fprintf(&b, "; zero-shot floor (no training): %s %s, %d of %d ranked methods not above it", mdText(best.Method.Label), intervalText(best.Stats[m], f, l.DigitsOrDefault()), len(lb.NotAboveFloor()), len(ranked))
+			fmt.Fprintf(&b, "; zero-shot floor (no training): %s %s, %d of %d ranked methods above it", mdText(best.Method.Label), intervalText(best.Stats[m], f, l.DigitsOrDefault()), len(ranked)-len(lb.NotAboveFloor()), len(ranked))
 		}
 		b.WriteString(".\n")
 	}
