@@ -19,12 +19,20 @@ var benchSpecPath = filepath.Join("..", "..", "reproductions", "benchmark", "spe
 // its final runs.
 const benchMethods = 22
 
-// TestBenchmarkSpecPlans: smoke is 3 runs; small and pretrained without stored runs are each the
-// 22 × 7 = 154 learning-rate tuning runs with every other point pending on them; full is the
-// 22 × 4 = 88 learning-rate runs on CUB; every run is a valid trainer configuration. Each regime
-// then plans to completion (simulated records): 154 rate runs, 22 × 2 main-option runs (the third
-// value of each option grid is its paper default, the rate step's selected run, which the plan
-// shares: Run.Also) and 22 × 5 final runs, one method per name with 5 seeds.
+// benchFloors are the zero-shot floor's arms of each scale (issue 46): runs of no training, not
+// tuned, 5 seeds each (smoke: one seed).
+var benchFloors = map[string][]string{
+	"smoke": {"floor-init"}, "small": {"floor-init"}, "pretrained": {"floor-features", "floor-pca", "floor-init"},
+}
+
+// TestBenchmarkSpecPlans: smoke is 3 runs and its floor run; small and pretrained without stored
+// runs are each the 22 × 7 = 154 learning-rate tuning runs and the floor's 5 seeds per arm (1
+// arm from scratch, 3 pretrained: they wait for no tuning), with every other point pending on
+// them; full is the 22 × 4 = 88 learning-rate runs on CUB; every run is a valid trainer
+// configuration. Each regime then plans to completion (simulated records): 154 rate runs,
+// 22 × 2 main-option runs (the third value of each option grid is its paper default, the rate
+// step's selected run, which the plan shares: Run.Also) and 22 × 5 final runs, one method per
+// name with 5 seeds, besides the floor's runs.
 func TestBenchmarkSpecPlans(t *testing.T) {
 	reproduce.Register()
 	s := mustLoadSpec(t, benchSpecPath)
@@ -32,7 +40,7 @@ func TestBenchmarkSpecPlans(t *testing.T) {
 		scale   string
 		runs    int
 		pending bool
-	}{{"smoke", 3, false}, {"small", 154, true}, {"pretrained", 154, true}, {"full", 88, true}} {
+	}{{"smoke", 3 + 1, false}, {"small", 154 + 5, true}, {"pretrained", 154 + 3*5, true}, {"full", 88, true}} {
 		p, err := s.Plan(c.scale)
 		if err != nil {
 			t.Fatalf("%s: %v", c.scale, err)
@@ -61,6 +69,12 @@ func TestBenchmarkSpecPlans(t *testing.T) {
 			v, _ := sweep.Get(r.Config, "name")
 			name, _ := v.(string)
 			seeds[name]++
+		}
+		for _, f := range benchFloors[scale] {
+			if seeds[f] != 5 {
+				t.Errorf("%s: floor arm %s has %d runs, want 5", scale, f, seeds[f])
+			}
+			delete(seeds, f)
 		}
 		wantTune := benchMethods * (7 + 2)
 		if scale == "full" {

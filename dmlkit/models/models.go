@@ -4,8 +4,10 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/dmlkit/dmlkit/dmlkit/pca"
 	"github.com/gomlx/compute/dtypes"
 	. "github.com/gomlx/gomlx/core/graph"
+	"github.com/gomlx/gomlx/core/tensors"
 	"github.com/gomlx/gomlx/ml/model"
 )
 
@@ -31,8 +33,16 @@ type Config struct {
 	GeMP float64 `yaml:"gem_p" doc:"GeM exponent p"`
 	// LayerNorm normalises the pooled features before the head (RS@k: GeM → LayerNorm → FC).
 	LayerNorm bool `yaml:"layer_norm" doc:"LayerNorm on pooled features before the head"`
-	// Head: "linear" (default), "mlp" (Dense → ReLU → Dense) or "identity".
-	Head string `yaml:"head" doc:"linear, mlp or identity"`
+	// Head: "linear" (default), "mlp" (Dense → ReLU → Dense), "identity" (the features f [B, F]
+	// themselves: the embedding is F-wide, Dim does not apply) or "pca" (a fixed, untrained
+	// projection onto the training features' top Dim principal components: emb = (f − μ)·P,
+	// μ [F] the training features' mean and P [F, Dim] their leading eigenvectors of the sample
+	// covariance, as non-trainable variables head/pca_mean and head/pca_components that the
+	// trainer fits on the training split before the first step, [SetPCAHead]; it needs fixed
+	// features — model.freeze_backbone or backbone features — and Dim ≤ F). With L2 both the
+	// identity and the pca embedding are then normalised to unit length. The last two make the
+	// zero-shot floor of a frozen backbone (with epochs: 0, no optimiser step).
+	Head string `yaml:"head" doc:"linear, mlp, identity (the features as they come) or pca (fixed projection on the training features' top dim principal components; needs fixed features)"`
 	// Hidden is the MLP head's hidden width (default 2·Dim).
 	Hidden int `yaml:"hidden" doc:"MLP hidden width"`
 	// Dim is the embedding dimension (default 128).
@@ -211,8 +221,15 @@ func (c *Config) Validate(prefix string) error {
 	}
 	switch c.Head {
 	case "", "linear", "mlp", "identity":
+	case "pca":
+		if !c.FreezeBackbone && c.Backbone != "features" {
+			return fmt.Errorf("%s: pca is fitted on fixed features: it needs %s: true or backbone features (backbone is %q)", f("head"), f("freeze_backbone"), c.Backbone)
+		}
+		if c.LayerNorm {
+			return fmt.Errorf("%s: pca is fitted on the backbone's features, not on layer-normalised ones: set %s: false", f("head"), f("layer_norm"))
+		}
 	default:
-		return fmt.Errorf("%s: %q: want linear, mlp or identity", f("head"), c.Head)
+		return fmt.Errorf("%s: %q: want linear, mlp, identity or pca", f("head"), c.Head)
 	}
 	if c.Head != "identity" && c.Dim <= 0 {
 		return fmt.Errorf("%s: %d: want > 0", f("dim"), c.Dim)
@@ -244,7 +261,7 @@ func (c *Config) Validate(prefix string) error {
 	if c.DualHead && len(c.Projector) > 0 {
 		return fmt.Errorf("%s: the IDML dual head cannot be combined with a projector", f("dual_head"))
 	}
-	if c.DualHead && c.Head == "identity" {
+	if c.DualHead && (c.Head == "identity" || c.Head == "pca") {
 		return fmt.Errorf("%s: the IDML dual head needs a linear or mlp head", f("dual_head"))
 	}
 	if err := c.validateInputSize(f); err != nil {
@@ -352,6 +369,18 @@ func head(scope *model.Scope, cfg Config, f *Node, width int) *Node {
 	switch cfg.Head {
 	case "identity":
 		return f
+	case "pca":
+		mean := scope.GetVariable(PCAMeanVar)
+		comps := scope.GetVariable(PCAComponentsVar)
+		if mean == nil || comps == nil {
+			panic(fmt.Sprintf("models: head pca: %s has no fitted projection (%s, %s): the trainer fits it on the training features (SetPCAHead)", scope.Scope(), PCAMeanVar, PCAComponentsVar))
+		}
+		if fd := f.Shape().Dim(1); mean.Shape().Dim(0) != fd || comps.Shape().Dim(0) != fd || comps.Shape().Dim(1) != width {
+			panic(fmt.Sprintf("models: head pca: projection %s / %s for features of width %d and %d outputs", mean.Shape(), comps.Shape(), fd, width))
+		}
+		g := f.Graph()
+		c := Sub(f, InsertAxes(ConvertDType(mean.NodeValue(g), f.DType()), 0))
+		return MatMul(c, ConvertDType(comps.NodeValue(g), f.DType()))
 	case "", "linear":
 		return Dense(scope, f, width, true)
 	case "mlp":
@@ -362,6 +391,41 @@ func head(scope *model.Scope, cfg Config, f *Node, width int) *Node {
 		return Dense(scope.At("out"), Relu(Dense(scope.At("hidden"), f, hidden, true)), width, true)
 	}
 	panic(fmt.Sprintf("models: unknown head %q", cfg.Head))
+}
+
+// Names of the pca head's variables under the head's scope ([Config].Head "pca").
+const (
+	PCAMeanVar       = "pca_mean"       // μ [F]
+	PCAComponentsVar = "pca_components" // P [F, Dim], column c the c-th principal direction
+)
+
+// SetPCAHead creates the pca head's variables under scope (the model's scope, the one passed to
+// [Build]) from a fitted PCA p of the training features: head/pca_mean = p.Mean [F] and
+// head/pca_components = p.Componentsᵀ [F, K] (K = p.K must be the model's Dim), both float32 and
+// not trainable. Call it on a fresh store before the first graph is built.
+func SetPCAHead(scope *model.Scope, p *pca.Model) error {
+	hs := scope.At("head")
+	mean := make([]float32, p.D)
+	for j, v := range p.Mean {
+		mean[j] = float32(v)
+	}
+	comps := make([]float32, p.D*p.K)
+	for c := 0; c < p.K; c++ {
+		for j := 0; j < p.D; j++ {
+			comps[j*p.K+c] = float32(p.Components[c*p.D+j])
+		}
+	}
+	for _, v := range []struct {
+		name string
+		t    *tensors.Tensor
+	}{{PCAMeanVar, tensors.FromFlatDataAndDimensions(mean, p.D)}, {PCAComponentsVar, tensors.FromFlatDataAndDimensions(comps, p.D, p.K)}} {
+		nv, err := hs.CreateVariable(v.name, v.t)
+		if err != nil {
+			return fmt.Errorf("models: head pca: %w", err)
+		}
+		nv.SetTrainable(false)
+	}
+	return nil
 }
 
 // NormalizeRows divides each row of x [B, D] by max(‖row‖, 1e-12).

@@ -49,6 +49,9 @@ type ForestOptions struct {
 	// (0: one line, whatever its length); a row of k lines is (1 + (k-1)·forestLineShare) rows
 	// high, so that no label is cut and the others keep their spacing.
 	Wrap int
+	// Refs are reference values drawn as labelled vertical lines across the rows (a leaderboard's
+	// zero-shot floor), in the x range and listed in the legend after the groups.
+	Refs []RefLine
 }
 
 // forestLineShare is the height each further line of a wrapped label adds to its row, as a share
@@ -170,6 +173,7 @@ func ForestWith(st Style, l Labels, rows []ForestRow, groups []ForestGroup, opt 
 		sc.GlyphStyle = draw.GlyphStyle{Color: col[g], Radius: 2.2, Shape: shapeOf(g)}
 		ch.AddLegend(g, sc)
 	}
+	lo, hi = refRange(opt.Refs, lo, hi)
 	pad := 0.05 * (hi - lo)
 	if pad == 0 {
 		pad = math.Max(0.05*math.Abs(hi), 1e-9)
@@ -180,5 +184,8 @@ func ForestWith(st Style, l Labels, rows []ForestRow, groups []ForestGroup, opt 
 	ch.Plot.X.Min, ch.Plot.X.Max = lo-pad, hi+pad
 	ch.Plot.Y.Min, ch.Plot.Y.Max = -0.6, units-0.4
 	ch.Plot.Y.Tick.Marker = plot.ConstantTicks(ticks)
+	if err := addRefLines(ch, opt.Refs, -0.6, units-0.4); err != nil {
+		return nil, err
+	}
 	return ch, nil
 }

@@ -50,6 +50,9 @@ type ParetoOptions struct {
 	// next to its marker where no other number or marker is, and lists "n  Label" below the plot.
 	Numbered     bool
 	XName, YName string // what the key calls x and y of an off-axis point (e.g. "R@1", "OPIS")
+	// Refs are reference values of x drawn as labelled vertical lines across the plot (a
+	// leaderboard's zero-shot floor), inside the x range, listed in the legend before the key.
+	Refs []RefLine
 }
 
 // ScatterPareto is [Pareto] with the options as arguments (markLabel: the filled markers' legend
@@ -250,6 +253,9 @@ func Pareto(st Style, l Labels, pts []Point, opt ParetoOptions) (*Chart, error) 
 	// The axes: the visible points with their bars and 3 % room, so that no marker sits on an axis.
 	{
 		minX, maxX, minY, maxY := visMinX, visMaxX, visMinY, visMaxY
+		if !opt.HasXMin { // a clipped axis keeps its span; refs left of it are listed, not drawn
+			minX, maxX = refRange(opt.Refs, minX, maxX)
+		}
 		dx := (maxX - minX) * 0.03
 		ch.Plot.X.Min, ch.Plot.X.Max = minX-dx, maxX+dx
 		if opt.HasXMin {
@@ -268,6 +274,19 @@ func Pareto(st Style, l Labels, pts []Point, opt ParetoOptions) (*Chart, error) 
 			}
 			ch.Plot.Y.Min, ch.Plot.Y.Max = minY-dy, maxY+dy
 		}
+	}
+	// A reference line left of a clipped x axis is not drawn (it would fall outside the plot): its
+	// legend entry says where it is.
+	var refs []RefLine
+	for _, r := range opt.Refs {
+		if opt.HasXMin && r.X < opt.XMin {
+			r.Label += " (left of the axis)"
+			r.legendOnly = true
+		}
+		refs = append(refs, r)
+	}
+	if err := addRefLines(ch, refs, ch.Plot.Y.Min, ch.Plot.Y.Max); err != nil {
+		return nil, err
 	}
 	lab := &pointLabels{style: labelStyle(st), radius: radius}
 	for i, p := range pts {

@@ -48,6 +48,41 @@ type LeaderboardEntry struct {
 	InitR1  float64
 	Trained string // TrainedYes, TrainedNo, TrainedUnknown or TrainedNotRun
 	Failed  int    // its runs stored as failed (left out)
+	// AboveFloor is the floor rule's answer for a ranked method ([FloorRule]): FloorAbove,
+	// FloorNotAbove, or "" when the regime has no floor run or the method no value.
+	AboveFloor string
+}
+
+// Answers of the floor rule ([LeaderboardEntry].AboveFloor).
+const (
+	FloorAbove    = "yes"
+	FloorNotAbove = "not above"
+)
+
+// FloorRule is the zero-shot floor's rule in words, for captions and READMEs: a method is above
+// the floor when the lower end of its 95 % t-interval of the ranking metric (here named metric)
+// lies above (for a lower-is-better metric: the upper end below) the best floor arm's mean; with
+// one seed its mean must. The best floor arm is the one whose mean is best ([Leaderboard.BestFloor]).
+func FloorRule(metric string) string {
+	return fmt.Sprintf("a method is above the floor when the lower end of its 95 %% t-interval of test %s lies above the best floor arm's mean (with one seed, its mean does); otherwise it is flagged \"not above\"", metric)
+}
+
+// floorAbove applies [FloorRule] to the interval iv of a method against the floor mean f.
+func floorAbove(iv Interval, f float64, lower bool) string {
+	if iv.N == 0 || math.IsNaN(iv.Mean) || math.IsNaN(f) {
+		return ""
+	}
+	edge := iv.Lo
+	if lower {
+		edge = iv.Hi
+	}
+	if math.IsNaN(edge) {
+		edge = iv.Mean
+	}
+	if (!lower && edge > f) || (lower && edge < f) {
+		return FloorAbove
+	}
+	return FloorNotAbove
 }
 
 // Training states of a leaderboard entry.
@@ -71,6 +106,38 @@ type Leaderboard struct {
 	Entries   []LeaderboardEntry
 	BestTrain float64 // the best train R@1 among the entries (NaN: none recorded)
 	Records   int     // final runs used
+	// Floor are the zero-shot floor's arms run in this regime (the spec's leaderboard.floor, in its
+	// order; Rank 0, Trained "" — the rule does not apply to no training): what the network gives
+	// with no training. They are not among Entries and never ranked.
+	Floor []LeaderboardEntry
+}
+
+// BestFloor is the floor arm with the best mean of the ranking metric (the first on ties); ok is
+// false when the regime has no floor arm with a value.
+func (lb *Leaderboard) BestFloor() (e LeaderboardEntry, ok bool) {
+	m := lb.Spec.Metrics[0]
+	lower := lb.Spec.Lower(m)
+	for _, f := range lb.Floor {
+		v := f.Stats[m].Mean
+		if math.IsNaN(v) {
+			continue
+		}
+		if !ok || (!lower && v > e.Stats[m].Mean) || (lower && v < e.Stats[m].Mean) {
+			e, ok = f, true
+		}
+	}
+	return e, ok
+}
+
+// NotAboveFloor lists the ranked methods the floor rule flags, best first.
+func (lb *Leaderboard) NotAboveFloor() []LeaderboardEntry {
+	var out []LeaderboardEntry
+	for _, e := range lb.Ranked() {
+		if e.AboveFloor == FloorNotAbove {
+			out = append(out, e)
+		}
+	}
+	return out
 }
 
 // BuildLeaderboard ranks the spec's methods at scale from records (all scales may be passed): per
@@ -84,8 +151,7 @@ func BuildLeaderboard(s *sweep.Spec, scale string, records []sweep.Record) (*Lea
 	}
 	runs, failed := finalRuns(s, scale, records)
 	lb := &Leaderboard{Spec: l, Paper: s.Paper, Regime: l.RegimeOf(scale), BestTrain: math.NaN()}
-	var ranked, unranked, notRun []LeaderboardEntry
-	for _, m := range l.Methods {
+	entry := func(m sweep.LeaderboardMethod, what string) (LeaderboardEntry, error) {
 		e := LeaderboardEntry{Method: m, Values: map[string][]float64{}, Stats: map[string]Interval{}, TrainR1: math.NaN(), InitR1: math.NaN(), Failed: failed[m.ID]}
 		recs := runs[m.ID]
 		g := &sweep.Group{Keys: []string{l.ArmOrDefault()}, Values: []any{m.ID}}
@@ -93,7 +159,7 @@ func BuildLeaderboard(s *sweep.Spec, scale string, records []sweep.Record) (*Lea
 			g.Records = append(g.Records, &recs[i])
 		}
 		if err := g.CheckSeeds(); err != nil {
-			return nil, fmt.Errorf("experiments: leaderboard %s, scale %q: method %w", s.Paper, scale, err)
+			return e, fmt.Errorf("experiments: leaderboard %s, scale %q: %s %w", s.Paper, scale, what, err)
 		}
 		sort.SliceStable(g.Records, func(a, b int) bool { return g.Records[a].Seed < g.Records[b].Seed })
 		var train, init []float64
@@ -119,11 +185,29 @@ func BuildLeaderboard(s *sweep.Spec, scale string, records []sweep.Record) (*Lea
 		}
 		if len(train) > 0 {
 			e.TrainR1 = sweep.MeanStd(train).Mean
-			if math.IsNaN(lb.BestTrain) || e.TrainR1 > lb.BestTrain {
-				lb.BestTrain = e.TrainR1
-			}
 		}
-		lb.Records += len(recs)
+		return e, nil
+	}
+	for _, m := range l.Floor {
+		e, err := entry(m, "floor arm")
+		if err != nil {
+			return nil, err
+		}
+		if e.Run() {
+			lb.Floor = append(lb.Floor, e)
+			lb.Records += len(e.Seeds)
+		}
+	}
+	var ranked, unranked, notRun []LeaderboardEntry
+	for _, m := range l.Methods {
+		e, err := entry(m, "method")
+		if err != nil {
+			return nil, err
+		}
+		if !math.IsNaN(e.TrainR1) && (math.IsNaN(lb.BestTrain) || e.TrainR1 > lb.BestTrain) {
+			lb.BestTrain = e.TrainR1
+		}
+		lb.Records += len(e.Seeds)
 		switch {
 		case !e.Run():
 			e.Trained = TrainedNotRun
@@ -164,6 +248,13 @@ func BuildLeaderboard(s *sweep.Spec, scale string, records []sweep.Record) (*Lea
 		}
 	}
 	lb.Entries = append(append(ranked, unranked...), notRun...)
+	if best, ok := lb.BestFloor(); ok {
+		for i := range lb.Entries {
+			if lb.Entries[i].Rank > 0 {
+				lb.Entries[i].AboveFloor = floorAbove(lb.Entries[i].Stats[first], best.Stats[first].Mean, lower)
+			}
+		}
+	}
 	return lb, nil
 }
 
@@ -205,7 +296,65 @@ func (lb *Leaderboard) Header(lm sweep.LabelMap) []string {
 	for _, m := range l.Metrics {
 		h = append(h, metricHeader(lm, m, l.Factor(m))+" [95 % CI]")
 	}
-	return append(h, "n", metricHeader(lm, sweep.TrainMetric, l.TrainFactor()), "trained?")
+	h = append(h, "n", metricHeader(lm, sweep.TrainMetric, l.TrainFactor()), "trained?")
+	if len(lb.Floor) > 0 {
+		h = append(h, "above the floor?")
+	}
+	return h
+}
+
+// textColumns reports whether column i of the header h is text (left-aligned): the method, its
+// paper and seed papers, and the trailing answers (trained?, above the floor?).
+func (lb *Leaderboard) textColumns(h []string) func(i int) bool {
+	tail := 1
+	if len(lb.Floor) > 0 {
+		tail = 2
+	}
+	return func(i int) bool { return i == 1 || i == 2 || i == 3 || i >= len(h)-tail }
+}
+
+// FloorRank is the rank cell of a floor row.
+const FloorRank = "floor"
+
+// rowOrder is the order of the table's rows: the entries, with each floor arm (in the order of
+// its mean) placed after the last ranked entry whose mean is better than the arm's or equal to it, so that
+// the floor reads as a line through the ranking. An entry is (entry, floor?).
+func (lb *Leaderboard) rowOrder() []struct {
+	e     LeaderboardEntry
+	floor bool
+} {
+	type row = struct {
+		e     LeaderboardEntry
+		floor bool
+	}
+	m := lb.Spec.Metrics[0]
+	lower := lb.Spec.Lower(m)
+	fl := slices.Clone(lb.Floor)
+	sort.SliceStable(fl, func(a, b int) bool {
+		x, y := fl[a].Stats[m].Mean, fl[b].Stats[m].Mean
+		if lower {
+			return x < y
+		}
+		return x > y
+	})
+	var out []row
+	j := 0
+	for _, e := range lb.Entries {
+		for e.Rank > 0 && j < len(fl) && ((!lower && fl[j].Stats[m].Mean > e.Stats[m].Mean) || (lower && fl[j].Stats[m].Mean < e.Stats[m].Mean)) {
+			out = append(out, row{fl[j], true})
+			j++
+		}
+		if e.Rank == 0 {
+			for ; j < len(fl); j++ { // after the ranked entries, before the unranked
+				out = append(out, row{fl[j], true})
+			}
+		}
+		out = append(out, row{e, false})
+	}
+	for ; j < len(fl); j++ {
+		out = append(out, row{fl[j], true})
+	}
+	return out
 }
 
 // Rows is the leaderboard's cells as text, one row per entry.
@@ -214,10 +363,14 @@ func (lb *Leaderboard) Rows() [][]string {
 	d := l.DigitsOrDefault()
 	tf := l.TrainFactor()
 	var rows [][]string
-	for _, e := range lb.Entries {
+	for _, r := range lb.rowOrder() {
+		e := r.e
 		rank := "—"
 		if e.Rank > 0 {
 			rank = strconv.Itoa(e.Rank)
+		}
+		if r.floor {
+			rank = FloorRank
 		}
 		proposed := e.Method.Paper
 		if e.Method.Year > 0 {
@@ -229,7 +382,11 @@ func (lb *Leaderboard) Rows() [][]string {
 		if proposed == "" {
 			proposed = "—"
 		}
-		row := []string{rank, e.Method.Label, proposed, seedPapersText(l, e.Method.Seeds)}
+		label := e.Method.Label
+		if r.floor {
+			proposed, label = "no training (zero-shot floor)", "Floor: "+label
+		}
+		row := []string{rank, label, proposed, seedPapersText(l, e.Method.Seeds)}
 		for _, m := range l.Metrics {
 			iv := e.Stats[m]
 			s := intervalText(iv, l.Factor(m), d)
@@ -245,7 +402,18 @@ func (lb *Leaderboard) Rows() [][]string {
 		if !math.IsNaN(e.TrainR1) {
 			train = judge.FmtNum(e.TrainR1*tf, d)
 		}
-		row = append(row, strconv.Itoa(len(e.Seeds)), train, e.Trained)
+		trained := e.Trained
+		if r.floor {
+			trained = "—"
+		}
+		row = append(row, strconv.Itoa(len(e.Seeds)), train, trained)
+		if len(lb.Floor) > 0 {
+			above := e.AboveFloor
+			if above == "" {
+				above = "—"
+			}
+			row = append(row, above)
+		}
 		rows = append(rows, row)
 	}
 	return rows
@@ -277,7 +445,24 @@ func (lb *Leaderboard) Caption(lm sweep.LabelMap) string {
 	fmt.Fprintf(&b, "Trained?: the verdicts' rule — a method whose %s is below %s × the best method's (%s) did not train; not recorded: its runs have no %s. ",
 		lm.Key(sweep.TrainMetric), judge.FmtNum(l.MinTrainOrDefault(), 2), floor, lm.Key(sweep.TrainMetric))
 	b.WriteString("Not run: no final run stored yet.")
+	if best, ok := lb.BestFloor(); ok {
+		var arms []string
+		for _, f := range lb.Floor {
+			arms = append(arms, f.Method.Label)
+		}
+		fmt.Fprintf(&b, " Floor rows: the zero-shot floor, the network with no optimiser step (%s), placed by its mean, not ranked and not a loss; above the floor?: %s (the best arm here: %s, %s).",
+			strings.Join(arms, "; "), FloorRule(first), best.Method.Label, unitValue(best.Stats[l.Metrics[0]].Mean, l.Factor(l.Metrics[0]), l.DigitsOrDefault()))
+	}
 	return b.String()
+}
+
+// unitValue is v scaled by f at digits decimals with its unit: "38.5 %", "6.1 × 1000", "0.31".
+func unitValue(v, f float64, digits int) string {
+	t := judge.FmtNum(v*f, digits)
+	if u := sweep.Unit(f); u != "" {
+		t += " " + u
+	}
+	return t
 }
 
 // failedLine lists the methods with runs stored as failed ("" when none).
@@ -304,8 +489,9 @@ func (lb *Leaderboard) Markdown(lm sweep.LabelMap) string {
 		b.WriteString(" " + mdText(c) + " |")
 	}
 	b.WriteString("\n|")
+	text := lb.textColumns(h)
 	for i := range h {
-		if i == 1 || i == 2 || i == 3 || i == len(h)-1 {
+		if text(i) {
 			b.WriteString(":---|")
 		} else {
 			b.WriteString("---:|")
@@ -336,9 +522,10 @@ func (lb *Leaderboard) LaTeX(lm sweep.LabelMap, label string) string {
 	}
 	h := lb.Header(lm)
 	align := make([]byte, len(h))
+	text := lb.textColumns(h)
 	for i := range align {
 		align[i] = 'r'
-		if i == 1 || i == 2 || i == 3 || i == len(h)-1 {
+		if text(i) {
 			align[i] = 'l'
 		}
 	}
@@ -729,7 +916,11 @@ func LeaderboardSummary(s *sweep.Spec, recordsByScale map[string][]sweep.Record)
 			}
 			top = append(top, t)
 		}
-		fmt.Fprintf(&b, "%s (test %s%s, mean [95 %% CI] over seeds).\n", strings.Join(top, " · "), mdText(s.Labels.Key(m)), in)
+		fmt.Fprintf(&b, "%s (test %s%s, mean [95 %% CI] over seeds)", strings.Join(top, " · "), mdText(s.Labels.Key(m)), in)
+		if best, ok := lb.BestFloor(); ok {
+			fmt.Fprintf(&b, "; zero-shot floor (no training): %s %s, %d of %d ranked methods above it", mdText(best.Method.Label), intervalText(best.Stats[m], f, l.DigitsOrDefault()), len(ranked)-len(lb.NotAboveFloor()), len(ranked))
+		}
+		b.WriteString(".\n")
 	}
 	if len(boards) == 2 {
 		ra := AgreementOf(boards[0], boards[1])
@@ -754,7 +945,7 @@ func finalRuns(s *sweep.Spec, scale string, records []sweep.Record) (map[string]
 		}
 	}
 	ids := map[string]bool{}
-	for _, m := range l.Methods {
+	for _, m := range append(slices.Clone(l.Methods), l.Floor...) {
 		ids[m.ID] = true
 	}
 	runs, failed := map[string][]sweep.Record{}, map[string]int{}

@@ -67,7 +67,22 @@ func LeaderboardFigure(lb *Leaderboard, lm sweep.LabelMap) (*plots.Chart, error)
 		groups = append(groups, plots.ForestGroup{Name: g, Color: st.Color(slots[g]), Shape: plots.FilledGlyph(slots[g])})
 	}
 	lab := plots.Labels{Title: lb.Regime.Label, X: axisText(l, lm, m) + ": mean and 95 % CI over seeds"}
-	return plots.ForestWith(st, lab, rows, groups, plots.ForestOptions{NoZero: true})
+	return plots.ForestWith(st, lab, rows, groups, plots.ForestOptions{NoZero: true, Refs: floorLines(lb, m)})
+}
+
+// floorLines are the zero-shot floor's arms of lb as reference lines at their means of metric m
+// (scaled for display): "floor: <label>, <mean>".
+func floorLines(lb *Leaderboard, m string) []plots.RefLine {
+	l := lb.Spec
+	var out []plots.RefLine
+	for _, e := range lb.Floor {
+		v := e.Stats[m].Mean
+		if math.IsNaN(v) {
+			continue
+		}
+		out = append(out, plots.RefLine{X: v * l.Factor(m), Label: fmt.Sprintf("floor: %s, %s", e.Method.Label, unitValue(v, l.Factor(m), l.DigitsOrDefault()))})
+	}
+	return out
 }
 
 // paretoCluster and paretoSpread fix the x axis of [ParetoFigure]: the leading cluster is the
@@ -149,6 +164,7 @@ func ParetoFigure(lb *Leaderboard, lm sweep.LabelMap) (ch *plots.Chart, ok bool,
 	// The y label without "test": gonum shrinks the data area to the height of a longer one.
 	lab := plots.Labels{Title: lb.Regime.Label, X: axisText(l, lm, xm), Y: strings.TrimPrefix(axisText(l, lm, ym, extra...), "test ")}
 	opt.LogY = logY
+	opt.Refs = floorLines(lb, xm)
 	ch, err = plots.Pareto(st, lab, pts, opt)
 	return ch, true, err
 }
@@ -220,14 +236,14 @@ func RenderLeaderboardFigures(w atomicfile.Writer, s *sweep.Spec, records []swee
 	perScale = append(perScale, save(FigLeaderboard, ch, err, outDir, fmt.Sprintf(
 		"Leaderboard — %s (tables: leaderboard.md): each method's mean test %s (%s) over its seeds with the 95 %% t-interval (n − 1 degrees of freedom; no bar for one seed), best at the top. "+
 			"Colour and marker: the seed paper that proposes the method, black for an earlier method (a baseline). "+
-			"\"(did not train)\": its training R@1 is %s. Methods not run yet are left out (the table lists them).",
-		lb.Regime.Label, m, unitWords(l.Factor(l.Metrics[0])), floor)))
+			"\"(did not train)\": its training R@1 is %s. Methods not run yet are left out (the table lists them).%s",
+		lb.Regime.Label, m, unitWords(l.Factor(l.Metrics[0])), floor, floorCaption(lb, m))))
 	if xm, ym, ok := paretoAxes(l); ok {
 		ch, _, err := ParetoFigure(lb, lm)
 		perScale = append(perScale, save(FigPareto, ch, err, outDir, fmt.Sprintf(
 			"%s against %s — %s: every method run, means over seeds, bars ± SE both ways; colour and marker as in the leaderboard figure; numbers refer to the key below the plot. "+
-				"The dashed staircase is the Pareto frontier (%s %s, %s %s); the %s axis is logarithmic when the means span a factor of 10.",
-			titleCase(lm.Key(ym)), lm.Key(xm), lb.Regime.Label, betterWord(l.Lower(xm)), lm.Key(xm), betterWord(l.Lower(ym)), lm.Key(ym), lm.Key(ym))))
+				"The dashed staircase is the Pareto frontier (%s %s, %s %s); the %s axis is logarithmic when the means span a factor of 10.%s",
+			titleCase(lm.Key(ym)), lm.Key(xm), lb.Regime.Label, betterWord(l.Lower(xm)), lm.Key(xm), betterWord(l.Lower(ym)), lm.Key(ym), lm.Key(ym), floorCaption(lb, lm.Key(xm)))))
 	}
 	if !slices.ContainsFunc(l.Regimes, func(r sweep.LeaderboardRegime) bool { return r.Scale == scale }) || len(l.Regimes) < 2 {
 		return perScale, nil, nil
@@ -243,6 +259,14 @@ func RenderLeaderboardFigures(w atomicfile.Writer, s *sweep.Spec, records []swee
 			"Drawn when at least %d methods are ranked in both.",
 		m, ra.Regimes[0].Label, ra.Regimes[1].Label, ra.B, ra.Seed, MinAgreementMethods))
 	return perScale, &res, nil
+}
+
+// floorCaption is the captions' sentence on the zero-shot floor's lines ("" without floor runs).
+func floorCaption(lb *Leaderboard, metric string) string {
+	if len(lb.Floor) == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" Grey vertical lines, one dash pattern per arm (named in the legend with its value): the zero-shot floor, each arm's mean test %s over its seeds with no optimiser step (the network as it starts); the table flags the losses not above the best of them, by the rule in its caption.", metric)
 }
 
 func cmpFloat(a, b float64) int {

@@ -472,3 +472,143 @@ func TestBootstrapTauMethods(t *testing.T) {
 		t.Errorf("no replicate left out of 2000 (expected about 31 draws of a single method)")
 	}
 }
+
+// withFloor is the fixture with two zero-shot floor arms in the small regime: floor-a at test R@1
+// 0.601 on each of 5 seeds (MAP@R 0.2, OPIS 0.005, and a train R@1 of 0.95, above every method's:
+// a floor arm is no method, so it must not become the training rule's best) and floor-b at 0.50.
+func withFloor(t *testing.T) (*sweep.Spec, []sweep.Record) {
+	t.Helper()
+	s, recs := loadBoard(t)
+	s.Leaderboard.Floor = []sweep.LeaderboardMethod{{ID: "floor-a", Label: "Frozen A"}, {ID: "floor-b", Label: "Untrained B"}}
+	for seed := range 5 {
+		for _, f := range []struct {
+			id string
+			r1 float64
+		}{{"floor-a", 0.601}, {"floor-b", 0.50}} {
+			recs = append(recs, sweep.Record{Hash: fmt.Sprintf("%s-%d", f.id, seed), Scale: "small", Seed: int64(seed),
+				Config: map[string]any{"name": f.id, "seed": int64(seed)}, Metrics: sweep.Metrics{"R@1": f.r1, "MAP@R": 0.2, "OPIS": 0.005, "train/R@1": 0.95}})
+		}
+	}
+	return s, recs
+}
+
+// TestLeaderboardFloor: the floor rows and the flag, worked by hand. The best floor arm is floor-a
+// (mean 0.601 > 0.50). Beta's interval [0.6803676, 0.7196324] lies above it: yes; Alpha's mean
+// 0.64 does too, but its lower end 0.6007352 does not (the rule reads the interval): not above;
+// Epsilon (lower end 0.4257931) and Gamma (0.1007352) not above; Delta is not run: "—". The
+// floor rows sit where their means fall in the ranking (0.601 after Alpha's 0.64, 0.50 after
+// Epsilon's 0.55), unranked, and leave the training rule's best at Beta's 0.9.
+func TestLeaderboardFloor(t *testing.T) {
+	s, recs := withFloor(t)
+	lb, err := BuildLeaderboard(s, "small", recs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if best, ok := lb.BestFloor(); !ok || best.Method.ID != "floor-a" {
+		t.Fatalf("best floor %q (%v), want floor-a", best.Method.ID, ok)
+	}
+	if lb.BestTrain != 0.9 || lb.Records != 28 {
+		t.Errorf("best train R@1 %v, %d runs; want 0.9 (Beta's: floor arms are not methods) and 28 (18 + 10)", lb.BestTrain, lb.Records)
+	}
+	if h := lb.Header(s.Labels); h[len(h)-1] != "above the floor?" || len(h) != 11 {
+		t.Errorf("header %q: want 11 columns ending in \"above the floor?\"", h)
+	}
+	floorRow := func(label, r1 string) []string {
+		return []string{"floor", "Floor: " + label, "no training (zero-shot floor)", "—", r1, "20.0 [20.0, 20.0]", "5.0 [5.0, 5.0]", "5", "95.0", "—", "—"}
+	}
+	want := [][]string{
+		{"1", "Beta loss", "Poe, ICCV 2019", "RS@k", "70.0 [68.0, 72.0]", "35.0 [35.0, 35.0]", "4.0 [4.0, 4.0]", "5", "90.0", "yes", "yes"},
+		{"2", "Alpha loss", "Doe & Roe, CVPR 2006", "TCM, Contextual", "64.0 [60.1, 67.9]", "30.0 [30.0, 30.0]", "2.0 [2.0, 2.0]", "5", "80.0", "yes", "not above"},
+		floorRow("Frozen A", "60.1 [60.1, 60.1]"),
+		{"3", "Epsilon loss", "2022", "—", "55.0 [42.6, 67.4]", "25.0 [25.0, 25.0]", "3.0 [3.0, 3.0]", "3", "—", "not recorded", "not above"},
+		floorRow("Untrained B", "50.0 [50.0, 50.0]"),
+		{"4", "Gamma loss", "Moe, ECCV 2020", "CIT", "14.0 [10.1, 17.9]", "5.0 [5.0, 5.0]", "10.0 [10.0, 10.0]", "5", "20.0", "did not train", "not above"},
+		{"—", "Delta loss", "Zoe, NeurIPS 2021", "IDML", "—", "—", "—", "0", "—", "not run", "—"},
+	}
+	rows := lb.Rows()
+	if len(rows) != len(want) {
+		t.Fatalf("%d rows, want %d:\n%q", len(rows), len(want), rows)
+	}
+	for i := range want {
+		if !slices.Equal(rows[i], want[i]) {
+			t.Errorf("row %d\n%q\nwant\n%q", i, rows[i], want[i])
+		}
+	}
+	if n := len(lb.NotAboveFloor()); n != 3 {
+		t.Errorf("%d methods not above the floor, want 3 (Alpha, Epsilon, Gamma)", n)
+	}
+	md := lb.Markdown(s.Labels)
+	for _, w := range []string{
+		"below 0.50 × the best method's (best 90.0) did not train",
+		"Floor rows: the zero-shot floor, the network with no optimiser step (Frozen A; Untrained B)",
+		"the lower end of its 95 % t-interval of test R@1 lies above the best floor arm's mean",
+		"(the best arm here: Frozen A, 60.1 %)",
+		"| floor | Floor: Frozen A | no training (zero-shot floor) |",
+		"---:|:---|:---|\n", // trained? and above the floor? left-aligned
+	} {
+		if !strings.Contains(md, w) {
+			t.Errorf("Markdown lacks %q:\n%s", w, md)
+		}
+	}
+	sum, err := LeaderboardSummary(s, map[string][]sweep.Record{"small": recs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w := "zero-shot floor (no training): Frozen A 60.1 [60.1, 60.1], 1 of 4 ranked methods above it"; !strings.Contains(sum, w) {
+		t.Errorf("summary lacks %q:\n%s", w, sum)
+	}
+	// The rank agreement and the ranking know nothing of the floor.
+	for _, e := range lb.Entries {
+		if strings.HasPrefix(e.Method.ID, "floor") {
+			t.Errorf("floor arm %s among the entries", e.Method.ID)
+		}
+	}
+	// The figures draw each floor arm as a line with its legend entry.
+	ch, err := LeaderboardFigure(lb, s.Labels)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var legend []string
+	for _, e := range ch.Entries {
+		legend = append(legend, e.Text)
+	}
+	for _, w := range []string{"floor: Frozen A, 60.1 %", "floor: Untrained B, 50.0 %"} {
+		if !slices.Contains(legend, w) {
+			t.Errorf("leaderboard figure legend %q lacks %q", legend, w)
+		}
+	}
+	// Without floor runs nothing changes: no column, no sentence.
+	plain, err := BuildLeaderboard(s, "small", recs[:20])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h := plain.Header(s.Labels); len(h) != 10 || strings.Contains(plain.Caption(s.Labels), "Floor rows") {
+		t.Errorf("without floor runs: header %q, caption %q", h, plain.Caption(s.Labels))
+	}
+}
+
+// TestFloorAbove: the rule on hand cases. Higher is better: the lower end must exceed the floor
+// (0.61 > 0.6: yes; 0.6 = 0.6: not above); one seed (no interval) reads the mean. Lower is better
+// (OPIS): the upper end must lie below the floor. No floor or no value: no answer.
+func TestFloorAbove(t *testing.T) {
+	nan := math.NaN()
+	for _, c := range []struct {
+		iv    Interval
+		f     float64
+		lower bool
+		want  string
+	}{
+		{Interval{Mean: 0.7, Lo: 0.61, Hi: 0.79, N: 5}, 0.6, false, FloorAbove},
+		{Interval{Mean: 0.7, Lo: 0.6, Hi: 0.8, N: 5}, 0.6, false, FloorNotAbove},
+		{Interval{Mean: 0.7, Lo: nan, Hi: nan, N: 1}, 0.69, false, FloorAbove},
+		{Interval{Mean: 0.7, Lo: nan, Hi: nan, N: 1}, 0.7, false, FloorNotAbove},
+		{Interval{Mean: 3, Lo: 2, Hi: 4, N: 5}, 5, true, FloorAbove},
+		{Interval{Mean: 3, Lo: 2, Hi: 4, N: 5}, 3.5, true, FloorNotAbove},
+		{Interval{Mean: 3, Lo: 2, Hi: 4, N: 5}, nan, false, ""},
+		{Interval{Mean: nan, Lo: nan, Hi: nan, N: 0}, 0.5, false, ""},
+	} {
+		if got := floorAbove(c.iv, c.f, c.lower); got != c.want {
+			t.Errorf("floorAbove(%+v, %v, lower %v) = %q, want %q", c.iv, c.f, c.lower, got, c.want)
+		}
+	}
+}

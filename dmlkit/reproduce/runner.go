@@ -152,7 +152,8 @@ func OPISRangeKey(lo, hi float64) string { return fmt.Sprintf("OPIS_far_%.0e_%.0
 //     fractions in [0, 1]; "val/…" and "train/…" keep their prefix); "OPIS" and "10%-OPIS" (raw
 //     values, see opisOptions); "opis/d_min", "opis/d_max" (the calibration range, L2 distance);
 //     OPIS at every range of opisRanges ("OPIS_far_1e-03_5e-02", ..., and together, in the order of
-//     opisRanges, as the series "opis/far_ranges" for seed 000 Fig. 8); "steps", "epochs", "final_loss", "stopped_early" (0 or 1).
+//     opisRanges, as the series "opis/far_ranges" for seed 000 Fig. 8); "steps", "epochs", "final_loss" (not for a run of no
+//     optimiser step, epochs 0: it computed no loss), "stopped_early" (0 or 1).
 //   - Series: per evaluation, "curve/epoch", "curve/loss" (mean training loss since the previous
 //     evaluation; NaN where none) and "curve/<metric>" for each metric of the evaluation (e.g.
 //     "curve/test/R@1"); and OPIS curves over the N thresholds: "opis/thresholds",
@@ -237,7 +238,9 @@ func TrainRunner(ctx context.Context, rs sweep.RunSpec, progress func(string)) (
 	}
 	out.Metrics["steps"] = float64(res.Steps)
 	out.Metrics["epochs"] = float64(res.Epochs)
-	out.Metrics["final_loss"] = res.FinalLoss
+	if res.Steps > 0 { // a run of no optimiser step (epochs 0, steps 0) computed no loss
+		out.Metrics["final_loss"] = res.FinalLoss
+	}
 	if cfg.Eval.RestoreBest {
 		out.Metrics["best_step"] = float64(res.BestStep) // the evaluation reported (eval.restore_best)
 	}

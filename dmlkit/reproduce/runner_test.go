@@ -2,6 +2,7 @@ package reproduce
 
 import (
 	"context"
+	"math"
 	"path/filepath"
 	"reflect"
 	"testing"
@@ -82,6 +83,43 @@ func TestTrainRunnerCorruptionAndProtocols(t *testing.T) {
 	for _, k := range []string{"dist/pos", "dist/neg", "fig1/dstar_alphabet"} {
 		if _, ok := out.Series[k]; ok {
 			t.Errorf("series %s computed though no diagnostic was asked for", k)
+		}
+	}
+}
+
+// TestTrainRunnerNoStep: a run of no optimiser step (epochs 0, steps 0: the zero-shot floor)
+// stores steps 0, its one evaluation's metrics, and no final_loss (no loss was computed, and a NaN
+// metric would store the run as failed); every stored metric is finite.
+func TestTrainRunnerNoStep(t *testing.T) {
+	t.Setenv("GOMLX_BACKEND", "go")
+	cfg := map[string]any{
+		"seed":       1,
+		"data":       map[string]any{"name": "synth-reproduce-test"},
+		"model":      map[string]any{"channels": []any{4, 8}, "dim": 8},
+		"sampler":    map[string]any{"name": "m_per_class", "batch_size": 16, "m": 4},
+		"epochs":     0,
+		"eval":       map[string]any{"ks": []any{1, 2}, "batch_size": 32, "metric": "R@1", "train": true},
+		"checkpoint": map[string]any{"keep": 0},
+		"loss":       map[string]any{"name": "contrastive"},
+	}
+	out, err := TrainRunner(context.Background(), sweep.RunSpec{Config: cfg, Seed: 1, Dir: t.TempDir()}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Metrics["steps"] != 0 || out.Metrics["epochs"] != 0 {
+		t.Errorf("steps %v, epochs %v; want 0, 0", out.Metrics["steps"], out.Metrics["epochs"])
+	}
+	if _, ok := out.Metrics["final_loss"]; ok {
+		t.Errorf("final_loss stored for a run of no step: %v", out.Metrics["final_loss"])
+	}
+	for _, k := range []string{"R@1", "MAP@R", "train/R@1", "OPIS"} {
+		if _, ok := out.Metrics[k]; !ok {
+			t.Errorf("no %s", k)
+		}
+	}
+	for k, v := range out.Metrics {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			t.Errorf("%s = %v", k, v)
 		}
 	}
 }

@@ -38,6 +38,8 @@ const TrainMetric = "train/R@1"
 //	    - {id: contrastive-l2, label: "Contrastive (L2)", paper: "Hadsell, Chopra & LeCun, CVPR", year: 2006,
 //	       seeds: [tcm, contextual], origin: ""}  # seeds: the seed papers that use it; origin: the
 //	                                              # seed paper that proposes it ("" for a baseline)
+//	  floor:                           # the zero-shot floor: arms of no training (not ranked, not methods)
+//	    - {id: floor-features, label: "Frozen features as they come"}   # id: the arm key's value
 //	  regimes:                         # committed scales, in order (one or two)
 //	    - {scale: small, label: "from scratch: small CNN, Omniglot 964/659"}
 //	    - {scale: pretrained, label: "ImageNet MobileNetV2, frozen, CIFAR-10 5/5"}
@@ -60,8 +62,14 @@ type LeaderboardSpec struct {
 	Bootstrap   int                 `yaml:"bootstrap"`    // replicates B (default DefaultBootstrap)
 	Papers      map[string]string   `yaml:"papers"`       // seed paper id → label (default DefaultSeedPapers)
 	Methods     []LeaderboardMethod `yaml:"methods"`      // the field, in display order
-	Regimes     []LeaderboardRegime `yaml:"regimes"`      // one or two committed scales
-	Where       map[string]any      `yaml:"where"`        // extra filter on final runs
+	// Floor are the zero-shot floor's arms (issue 46): what the regime's network gives with no
+	// training (a frozen backbone's features, the untrained network), each an id of the arm key
+	// and a label (the other fields unused). They are not methods: a regime's leaderboard shows
+	// each one it has runs of as a floor row and a line, not ranked, and flags the methods not
+	// above the best of them; claims never select them.
+	Floor   []LeaderboardMethod `yaml:"floor"`
+	Regimes []LeaderboardRegime `yaml:"regimes"` // one or two committed scales
+	Where   map[string]any      `yaml:"where"`   // extra filter on final runs
 }
 
 // LeaderboardMethod is one method of the field.
@@ -253,6 +261,21 @@ func (l *LeaderboardSpec) check(s *Spec) error {
 		}
 		if _, ok := papers[m.Origin]; m.Origin != "" && !ok {
 			return bad(f+".origin", "unknown seed paper %q (known: %s)", m.Origin, strings.Join(SortedKeys(papers), ", "))
+		}
+	}
+	for i, m := range l.Floor {
+		f := fmt.Sprintf("floor[%d]", i)
+		switch {
+		case m.ID == "":
+			return bad(f+".id", "missing")
+		case slices.ContainsFunc(l.Floor[:i], func(o LeaderboardMethod) bool { return o.ID == m.ID }):
+			return bad(f+".id", "%q listed twice", m.ID)
+		case slices.ContainsFunc(l.Methods, func(o LeaderboardMethod) bool { return o.ID == m.ID }):
+			return bad(f+".id", "%q is also one of methods: a floor arm is not ranked", m.ID)
+		case !swept[m.ID]:
+			return bad(f+".id", "%q does not occur in the sweep as a value of %s (values: %s)", m.ID, l.ArmOrDefault(), strings.Join(SortedKeys(swept), ", "))
+		case strings.TrimSpace(m.Label) == "":
+			return bad(f+".label", "missing (%s's name in tables and figures)", m.ID)
 		}
 	}
 	return nil

@@ -39,15 +39,19 @@ import (
 
 // Config is a complete training run.
 type Config struct {
-	Name       string           `yaml:"name" doc:"run name (informational)"`
-	Seed       int64            `yaml:"seed" doc:"seed of initialisation, sampling and mixup"`
-	Data       DataConfig       `yaml:"data"`
-	Model      models.Config    `yaml:"model"`
-	Loss       LossConfig       `yaml:"loss"`
-	Optimizer  OptimizerConfig  `yaml:"optimizer"`
-	Schedule   ScheduleConfig   `yaml:"schedule"`
-	Sampler    SamplerConfig    `yaml:"sampler"`
-	Epochs     int              `yaml:"epochs" doc:"number of epochs (passes of the sampler)"`
+	Name      string          `yaml:"name" doc:"run name (informational)"`
+	Seed      int64           `yaml:"seed" doc:"seed of initialisation, sampling and mixup"`
+	Data      DataConfig      `yaml:"data"`
+	Model     models.Config   `yaml:"model"`
+	Loss      LossConfig      `yaml:"loss"`
+	Optimizer OptimizerConfig `yaml:"optimizer"`
+	Schedule  ScheduleConfig  `yaml:"schedule"`
+	Sampler   SamplerConfig   `yaml:"sampler"`
+	// Epochs is the number of passes of the sampler; Steps, when > 0, stops after that many
+	// optimiser steps. Both 0: no optimiser step at all — the run evaluates the initialised model
+	// once (step 0: a pretrained backbone's features, a fitted pca head, the untrained network) and
+	// writes its records as a trained run's: the zero-shot floor of a regime.
+	Epochs     int              `yaml:"epochs" doc:"number of epochs (passes of the sampler); epochs 0 with steps 0: no optimiser step, the initialised model is evaluated"`
 	Steps      int              `yaml:"steps" doc:"if > 0, stop after this many optimiser steps"`
 	Eval       EvalConfig       `yaml:"eval"`
 	Checkpoint CheckpointConfig `yaml:"checkpoint"`
@@ -407,11 +411,8 @@ func (c *Config) Validate() error {
 	if err := c.Sampler.Validate("sampler"); err != nil {
 		return err
 	}
-	if c.Epochs <= 0 && c.Steps <= 0 {
-		return fmt.Errorf("epochs: %d and steps: %d: set at least one > 0", c.Epochs, c.Steps)
-	}
 	if c.Epochs < 0 || c.Steps < 0 {
-		return fmt.Errorf("epochs/steps: want ≥ 0")
+		return fmt.Errorf("epochs: %d, steps: %d: want ≥ 0 (both 0: no optimiser step)", c.Epochs, c.Steps)
 	}
 	if c.Eval.Every < 0 || c.Eval.EverySteps < 0 || c.Eval.Patience < 0 || c.Eval.MaxTrain < 0 || c.Eval.BatchSize < 0 {
 		return fmt.Errorf("eval: every, every_steps, patience, max_train and batch_size must be ≥ 0")

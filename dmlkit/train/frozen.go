@@ -228,7 +228,10 @@ func freezeBackbone(ctx context.Context, cfg *Config, b compute.Backend, split *
 					y := models.BuildPrefix(scope.At(modelScope), cfg.Model, x)
 					return Reshape(y, y.Shape().Dim(0), -1)
 				}
-				return models.Build(scope.At(modelScope), cfg.Model, x, models.Mode{}).Features
+				// The features do not depend on the head; a pca head is fitted on them later.
+				m := cfg.Model
+				m.Head = "identity"
+				return models.Build(scope.At(modelScope), m, x, models.Mode{}).Features
 			})
 			if err != nil {
 				return nil, fmt.Errorf("train: %s: %w", field, err)

@@ -311,6 +311,11 @@ func runWithOptions(ctx context.Context, cfg Config, outDir string, opt Options)
 		if err := initModel(store, trainedModel(cfg)); err != nil {
 			return nil, err
 		}
+		if cfg.Model.Head == "pca" {
+			if err := fitPCAHead(store, split.train, cfg.Model.Dim); err != nil {
+				return nil, err
+			}
+		}
 	}
 	runCfg := cfg // after a resume, which may change cfg
 	runCfg.Model = trainedModel(cfg)
@@ -470,7 +475,8 @@ func (r *runner) loop(ctx context.Context, sampler *Sampler) error {
 			r.res.InitTrain["train/"+k] = v
 		}
 	}
-	if cfg.Eval.Initial && r.st.Step == 0 {
+	// eval.initial, or a run of no optimiser step (epochs 0, steps 0): its one evaluation.
+	if (cfg.Eval.Initial || r.total == 0) && r.st.Step == 0 {
 		if err := r.evaluate(); err != nil {
 			return err
 		}

@@ -31,7 +31,8 @@ func TestValidateNamesField(t *testing.T) {
 		{func(c *Config) { c.Schedule = ScheduleConfig{Name: "step"} }, "schedule.step_size"},
 		{func(c *Config) { c.Schedule = ScheduleConfig{Name: "multistep", Milestones: []int{5, 3}, Gamma: 0.1} }, "schedule.milestones"},
 		{func(c *Config) { c.Sampler.M = 3 }, "sampler.m"},
-		{func(c *Config) { c.Epochs, c.Steps = 0, 0 }, "epochs"},
+		{func(c *Config) { c.Epochs, c.Steps = -1, 0 }, "epochs"},
+		{func(c *Config) { c.Model.Head = "pca" }, "model.head"}, // a pca head needs fixed features
 		{func(c *Config) { c.Eval.Patience = 2 }, "eval.patience"},
 		{func(c *Config) { c.Multistage.Chunk = 4 }, "multistage.chunk"},
 		{func(c *Config) { c.Data.ValClasses = 1.5 }, "data.val_classes"},
