@@ -2,6 +2,7 @@ package main
 
 import (
 	"path/filepath"
+	"slices"
 
 	"github.com/dmlkit/dmlkit/dmlkit/sweep"
 )
@@ -23,14 +24,16 @@ const CommittedScale = "small"
 const PretrainedScale = "pretrained"
 
 // committed reports whether scale's results, tables and figures are committed (see
-// [CommittedScale], [PretrainedScale]).
-func committed(scale string) bool { return scale == CommittedScale || scale == PretrainedScale }
+// [CommittedScale], [PretrainedScale]; a spec may commit further scales, [sweep.Spec].Committed).
+func committed(spec *sweep.Spec, scale string) bool {
+	return scale == CommittedScale || scale == PretrainedScale || spec != nil && slices.Contains(spec.Committed, scale)
+}
 
 // scaleSubdir is the subdirectory of the committed tables and figures directories a committed
-// scale writes to: "" for small, "pretrained" for the pretrained scale.
-func scaleSubdir(scale string) string {
-	if scale == PretrainedScale {
-		return PretrainedScale
+// scale writes to: "" for small, the scale's name for the others (e.g. "pretrained").
+func scaleSubdir(spec *sweep.Spec, scale string) string {
+	if scale != CommittedScale && committed(spec, scale) {
+		return scale
 	}
 	return ""
 }
@@ -40,7 +43,7 @@ func scaleSubdir(scale string) string {
 // committed scale, or a spec outside reproductions/).
 func scratchDir(spec *sweep.Spec, scale string) string {
 	repro := filepath.Dir(spec.Dir)
-	if committed(scale) || filepath.Base(repro) != "reproductions" {
+	if committed(spec, scale) || filepath.Base(repro) != "reproductions" {
 		return ""
 	}
 	if scale == "" {
@@ -66,7 +69,7 @@ func tablesDir(s *sweep.Spec, scale string) string {
 	if d := scratchDir(s, scale); d != "" {
 		return filepath.Join(d, "tables")
 	}
-	return filepath.Join(s.Dir, "tables", scaleSubdir(scale))
+	return filepath.Join(s.Dir, "tables", scaleSubdir(s, scale))
 }
 
 // figuresDir is the default figures directory of a scale: figures/PAPER next to the reproductions/
@@ -78,7 +81,7 @@ func figuresDir(spec *sweep.Spec, scale string) string {
 	}
 	repro := filepath.Dir(spec.Dir)
 	if filepath.Base(repro) == "reproductions" {
-		return filepath.Join(filepath.Dir(repro), "figures", spec.Paper, scaleSubdir(scale))
+		return filepath.Join(filepath.Dir(repro), "figures", spec.Paper, scaleSubdir(spec, scale))
 	}
-	return filepath.Join("figures", spec.Paper, scaleSubdir(scale))
+	return filepath.Join("figures", spec.Paper, scaleSubdir(spec, scale))
 }

@@ -103,7 +103,7 @@ func makeClaims(w atomicfile.Writer, spec *sweep.Spec, scale string, recs []swee
 	if err != nil {
 		return err
 	}
-	if committed(scale) {
+	if committed(spec, scale) {
 		// Every committed scale's claims in one claims.md: each claim at its own scale (claims.yaml's,
 		// default the committed small scale).
 		scale = CommittedScale

@@ -32,6 +32,10 @@ type Spec struct {
 	Launch      Launch                    `yaml:"launch"`      // container image and resources for --emit
 	// Leaderboard ranks the methods of the sweep per regime (see [LeaderboardSpec]); nil: none.
 	Leaderboard *LeaderboardSpec `yaml:"leaderboard"`
+	// Committed names scales beyond small and pretrained whose records, tables and figures are
+	// committed with the paper: SPECDIR/results/<scale>.jsonl, SPECDIR/tables/<scale>/ and
+	// figures/PAPER/<scale>/ (e.g. the benchmark's converged protocol, run over several sessions).
+	Committed []string `yaml:"committed"`
 	// Diagnostics names the figure-specific evaluation protocols every run of the spec computes
 	// beyond the metrics (e.g. "fig1_thresholds", "pair_distances" for seed 000's Figs. 1 and 10;
 	// the names [SetDiagnostics] registered). A spec that names none gets none. Not part of any
@@ -196,6 +200,11 @@ func (s *Spec) check() error {
 	}
 	if !paperName.MatchString(s.Paper) {
 		return fmt.Errorf("field \"paper\": %q must be lower-case letters, digits, '-' or '_'", s.Paper)
+	}
+	for i, c := range s.Committed {
+		if _, ok := s.Scales[c]; !ok || c == "small" || c == "pretrained" || slices.Contains(s.Committed[:i], c) {
+			return fmt.Errorf("field \"committed[%d]\": %q is not a further scale of the spec (its scales: %s; small and pretrained are committed always)", i, c, strings.Join(s.ScaleNames(), ", "))
+		}
 	}
 	for _, k := range SortedKeys(s.Sweep.Grid) {
 		if k == "" {

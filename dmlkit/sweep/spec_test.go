@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -363,5 +364,33 @@ func TestLoadAppendsPaperYAML(t *testing.T) {
 	}
 	if _, err := Load(dir); err == nil || !strings.Contains(err.Error(), "paper.yaml") {
 		t.Fatalf("uncited paper.yaml reference: %v", err)
+	}
+}
+
+// TestSpecCommittedScales: "committed" names further scales of the spec, each once; small and
+// pretrained (always committed) and undefined scales are refused, naming the field.
+func TestSpecCommittedScales(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		committed string
+		ok        bool
+	}{
+		{"[long]", true},
+		{"[short]", false},
+		{"[small]", false},
+		{"[long, long]", false},
+	} {
+		path := filepath.Join(dir, "spec.yaml")
+		src := "paper: p\nscales:\n  small: {}\n  long: {epochs: 3}\ncommitted: " + tc.committed + "\nsweep:\n  grid: {optimizer.lr: [0.1]}\n"
+		if err := os.WriteFile(path, []byte(src), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		s, err := Load(path)
+		switch {
+		case tc.ok && (err != nil || !slices.Equal(s.Committed, []string{"long"})):
+			t.Errorf("committed %s: %v", tc.committed, err)
+		case !tc.ok && (err == nil || !strings.Contains(err.Error(), `"committed[`)):
+			t.Errorf("committed %s accepted or wrong error: %v", tc.committed, err)
+		}
 	}
 }
