@@ -124,7 +124,7 @@ set -e
 size=$("${pm[@]}" image inspect --format '{{.Size}}' "$image")
 took[build]=$(($(date +%s) - tb))
 cached=$(grep -c -- '--> Using cache' "$work/build.log" || true)
-steps=$(grep -c -E '^STEP [0-9]+/' "$work/build.log" || true)
+steps=$(grep -c -E '(^|\] )STEP [0-9]+/[0-9]+:' "$work/build.log" || true) # "[2/2] STEP 9/30: RUN …"
 step "built $image in ${took[build]} s, $((size / 1000000)) MB ($cached of $steps steps from the layer cache)"
 
 # --- 4. run -----------------------------------------------------------------------------------
