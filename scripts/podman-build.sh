@@ -174,7 +174,8 @@ fi
 
 # --- 5. check the volume ----------------------------------------------------------------------
 step "checking the results volume $results"
-grep -q '"backend": "go"' "$results/env.json" || die "env.json missing or not on the go backend"
+# The image's backend is go:ops_sequential (the Go backend, its ops one at a time).
+grep -q '"backend": "go[:"]' "$results/env.json" || die "env.json missing or not on the go backend"
 [[ -s $results/notebooks/nbcheck.json ]] || die "no notebooks/nbcheck.json"
 pngs=0
 while IFS= read -r -d '' f; do
