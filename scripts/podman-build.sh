@@ -23,7 +23,8 @@
 #   NOTEBOOKS="00_tour tcm_opis" PODMAN_README=1 scripts/podman-build.sh   # regenerate docker/README.md's table
 #
 # The benchmarks are mounted read-only at /data from $DMLKIT_DATA_HOST (default ../shared/data
-# beside the checkout) when that directory exists.
+# beside the checkout) when that directory exists, and Fashion-MNIST from Debian's
+# dataset-fashion-mnist package (installed when missing) at /usr/share/datasets/fashion-mnist.
 #
 # Needs root (debootstrap, rootful podman) and installs podman, buildah, debootstrap, runc and
 # fuse-overlayfs with apt-get when missing. Measured on the 2-core CI machine type: the table in
@@ -47,12 +48,16 @@ die() { printf 'podman-build: FAIL: %s\n' "$*" >&2; exit 1; }
 # --- tools ------------------------------------------------------------------------------------
 need=()
 for c in podman buildah debootstrap runc fuse-overlayfs; do command -v "$c" >/dev/null || need+=("$c"); done
+# Fashion-MNIST (Debian's dataset-fashion-mnist, 30 MB): IDML's smoke sweep and notebook train on it,
+# and the image carries no benchmark here (FETCH_DATA=""); it is mounted read-only where dmlkit looks.
+fmnist=/usr/share/datasets/fashion-mnist
+[[ -d $fmnist ]] || need+=(dataset-fashion-mnist)
 if ((${#need[@]})); then
 	step "apt-get install ${need[*]}"
 	ta=$(date +%s)
 	apt-get -o DPkg::Lock::Timeout=600 update -qq
 	DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends \
-		podman buildah debootstrap runc fuse-overlayfs uidmap >/dev/null
+		podman buildah debootstrap runc fuse-overlayfs uidmap dataset-fashion-mnist >/dev/null
 	took[apt]=$(($(date +%s) - ta))
 fi
 mkdir -p "$work"
@@ -134,6 +139,7 @@ rm -rf "$results" && mkdir -p "$results" && chmod 0777 "$results" # the image ru
 data=${DMLKIT_DATA_HOST:-$repo/../shared/data}
 datamount=()
 [[ -d $data ]] && datamount=(-v "$(cd "$data" && pwd):/data:ro")
+datamount+=(-v "$fmnist:$fmnist:ro")
 run=("${pm[@]}" run --rm --network none -v "$results:/results" "${datamount[@]}" -e SCALE=smoke "$image")
 step "reproduce env"
 tt=$(date +%s)
@@ -200,7 +206,7 @@ commit=$(git -C "$repo" rev-parse --short HEAD 2>/dev/null || echo "?")
 	echo
 	echo "| Step | Seconds |"
 	echo "|---|---|"
-	echo "| apt-get install of podman, buildah, debootstrap, runc, fuse-overlayfs | $(cell apt 'installed already') |"
+	echo "| apt-get install of podman, buildah, debootstrap, runc, fuse-overlayfs, dataset-fashion-mnist | $(cell apt 'installed already') |"
 	echo "| debootstrap of Debian bookworm + \`podman import\` as the base | $(cell base 'reused') |"
 	echo "| \`podman import\` of the $goversion toolchain | $(cell goimage 'reused') |"
 	echo "| \`podman build\` ($cached of $steps steps from the layer cache): image $((size / 1000000)) MB | ${took[build]} |"
