@@ -9,6 +9,10 @@
 #      the binaries in $(go env GOPATH)/bin already carry those versions.
 #   3. The GoNB kernel registered with Jupyter (`gonb --install --raw_error --force_deps`),
 #      skipped when the kernelspec already points at that gonb binary.
+#   4. Every module the notebooks build, in the module cache: `go mod download` of dmlkit's module
+#      and of tools/ (each checked against its go.sum; under a second when they are there). With
+#      the setup cells' go.sum line (notebooks/README.md) the notebooks then run with no network
+#      (scripts/check-notebooks-offline.sh).
 #
 # Options (environment):
 #   NB_STACK_APT=0        skip step 1 (e.g. Jupyter/JupyterLab installed with pip, see notebooks/README.md)
@@ -87,4 +91,7 @@ fi
 # SIGPIPE and pipefail turns the match into a failure.
 kernels=$(jupyter kernelspec list 2>/dev/null)
 grep -q '^ *gonb ' <<<"$kernels" || { log "gonb kernel not registered"; exit 1; }
+# --- 4. The notebooks' modules -----------------------------------------------------------------
+log "go mod download (dmlkit and tools/: the modules the notebooks build, for runs with no network)"
+(cd "$here" && go mod download) && (cd "$here/tools" && go mod download)
 log "done in $(($(date +%s) - t0)) s (gonb $gonb_want, goimports $gimp_want)"

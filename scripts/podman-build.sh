@@ -10,27 +10,37 @@
 #      here), FETCH_DATA="" and CHECK_NOTEBOOKS=0 (the benchmarks' hosts are unreachable here, so
 #      the image carries none; step 4 checks the notebooks with them mounted at /data);
 #   4. run the image with --network none and a mounted results volume: `reproduce env`,
-#      `reproduce notebooks` at SCALE=smoke, and `reproduce $PAPER` (default tcm) when reproductions/$PAPER/spec.yaml exists;
-#   5. check that env.json, the executed notebooks and the figures (valid PNGs) are on the volume.
+#      `reproduce notebooks` at SCALE=smoke (every notebook, or those $NOTEBOOKS names), and
+#      `reproduce $PAPER` (default tcm) when reproductions/$PAPER/spec.yaml exists;
+#   5. check that env.json, the executed notebooks and the figures (valid PNGs) are on the volume;
+#   6. write what it measured (each step's seconds, the image's size, the date, CPU and load) to
+#      $PODMAN_WORK/measured.md, and with PODMAN_README=1 into docker/README.md's measured table
+#      (between its podman-build markers; only when every step passed).
 #
-#   scripts/podman-build.sh                 # work dir /var/tmp/dmlkit-podman
+#   scripts/podman-build.sh                 # all notebooks; work dir /var/tmp/dmlkit-podman
+#   NOTEBOOKS="00_tour tcm_opis" scripts/podman-build.sh   # CI's variant (.ci/run): the tour and one paper notebook
 #   PODMAN_WORK=/big/disk PAPER=tcm DMLKIT_DATA_HOST=/data scripts/podman-build.sh
+#   NOTEBOOKS="00_tour tcm_opis" PODMAN_README=1 scripts/podman-build.sh   # regenerate docker/README.md's table
 #
 # The benchmarks are mounted read-only at /data from $DMLKIT_DATA_HOST (default ../shared/data
-# beside the checkout) when that directory exists.
+# beside the checkout) when that directory exists, and Fashion-MNIST from Debian's
+# dataset-fashion-mnist package (installed when missing) at /usr/share/datasets/fashion-mnist.
 #
 # Needs root (debootstrap, rootful podman) and installs podman, buildah, debootstrap, runc and
-# fuse-overlayfs with apt-get when missing. Measured on the 2-core CI machine type: see
-# docker/README.md. Not part of the default CI run (it takes minutes and most of the CPU).
+# fuse-overlayfs with apt-get when missing. Measured on the 2-core CI machine type: the table in
+# docker/README.md, written by this script (PODMAN_README=1) from its run.
 set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 work=${PODMAN_WORK:-/var/tmp/dmlkit-podman}
 image=${DMLKIT_IMAGE:-localhost/dmlkit:cpu-local}
 base=localhost/debian-local:bookworm
 paper=${PAPER:-tcm}
+notebooks=${NOTEBOOKS:-}
 export GOTOOLCHAIN=${GOTOOLCHAIN:-auto} GOFLAGS=${GOFLAGS:--modcacherw}
 
 t0=$(date +%s)
+load0=$(cut -d' ' -f1-3 /proc/loadavg)
+declare -A took=() # step -> seconds, for measured.md
 step() { printf '\npodman-build: [%4d s] %s\n' "$(($(date +%s) - t0))" "$*" >&2; }
 die() { printf 'podman-build: FAIL: %s\n' "$*" >&2; exit 1; }
 [[ $(id -u) == 0 ]] || die "run as root (debootstrap and rootful podman)"
@@ -38,11 +48,17 @@ die() { printf 'podman-build: FAIL: %s\n' "$*" >&2; exit 1; }
 # --- tools ------------------------------------------------------------------------------------
 need=()
 for c in podman buildah debootstrap runc fuse-overlayfs; do command -v "$c" >/dev/null || need+=("$c"); done
+# Fashion-MNIST (Debian's dataset-fashion-mnist, 30 MB): IDML's smoke sweep and notebook train on it,
+# and the image carries no benchmark here (FETCH_DATA=""); it is mounted read-only where dmlkit looks.
+fmnist=/usr/share/datasets/fashion-mnist
+[[ -d $fmnist ]] || need+=(dataset-fashion-mnist)
 if ((${#need[@]})); then
 	step "apt-get install ${need[*]}"
+	ta=$(date +%s)
 	apt-get -o DPkg::Lock::Timeout=600 update -qq
 	DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends \
-		podman buildah debootstrap runc fuse-overlayfs uidmap >/dev/null
+		podman buildah debootstrap runc fuse-overlayfs uidmap dataset-fashion-mnist >/dev/null
+	took[apt]=$(($(date +%s) - ta))
 fi
 mkdir -p "$work"
 # crun 1.8 fails here ("cgroups in hybrid mode not supported"); without CAP_SYS_RESOURCE the
@@ -63,6 +79,7 @@ pm=(podman --storage-driver overlay)
 if "${pm[@]}" image exists "$base"; then
 	step "base $base already present"
 else
+	tt=$(date +%s)
 	mirror=${MIRROR:-$(awk '/^URIs:/ {print $2; exit} /^deb / {print $2; exit}' /etc/apt/sources.list.d/*.sources /etc/apt/sources.list 2>/dev/null | head -1)}
 	[[ -n $mirror ]] || die "no apt mirror found in /etc/apt/sources.list*; set MIRROR=<debian mirror URL>"
 	step "debootstrap bookworm from $mirror"
@@ -71,6 +88,7 @@ else
 		die "debootstrap failed, see $work/debootstrap.log"
 	tar --numeric-owner -C "$work/rootfs" -c . | "${pm[@]}" import -q --change 'CMD ["/bin/bash"]' - "$base" >/dev/null
 	rm -rf "$work/rootfs"
+	took[base]=$(($(date +%s) - tt))
 fi
 
 # --- 2. Go toolchain image --------------------------------------------------------------------
@@ -83,8 +101,10 @@ if "${pm[@]}" image exists "$goimage"; then
 	step "Go image $goimage already present"
 else
 	step "import $goroot as $goimage"
+	tt=$(date +%s)
 	tar --numeric-owner --owner=0 --group=0 -C "$goroot" --transform 's,^\.,usr/local/go,' -c . |
 		"${pm[@]}" import -q - "$goimage" >/dev/null
+	took[goimage]=$(($(date +%s) - tt))
 fi
 
 # --- 3. build ---------------------------------------------------------------------------------
@@ -107,7 +127,10 @@ rc=${PIPESTATUS[0]}
 set -e
 ((rc == 0)) || die "build failed (rc=$rc), see $work/build.log"
 size=$("${pm[@]}" image inspect --format '{{.Size}}' "$image")
-step "built $image in $(($(date +%s) - tb)) s, $((size / 1000000)) MB"
+took[build]=$(($(date +%s) - tb))
+cached=$(grep -c -- '--> Using cache' "$work/build.log" || true)
+steps=$(grep -c -E '(^|\] )STEP [0-9]+/[0-9]+:' "$work/build.log" || true) # "[2/2] STEP 9/30: RUN …"
+step "built $image in ${took[build]} s, $((size / 1000000)) MB ($cached of $steps steps from the layer cache)"
 
 # --- 4. run -----------------------------------------------------------------------------------
 results=$work/results
@@ -116,17 +139,29 @@ rm -rf "$results" && mkdir -p "$results" && chmod 0777 "$results" # the image ru
 data=${DMLKIT_DATA_HOST:-$repo/../shared/data}
 datamount=()
 [[ -d $data ]] && datamount=(-v "$(cd "$data" && pwd):/data:ro")
+datamount+=(-v "$fmnist:$fmnist:ro")
 run=("${pm[@]}" run --rm --network none -v "$results:/results" "${datamount[@]}" -e SCALE=smoke "$image")
 step "reproduce env"
+tt=$(date +%s)
 "${run[@]}" reproduce env
-step "reproduce notebooks (SCALE=smoke)"
+took[env]=$(($(date +%s) - tt))
+nbargs=()
+for n in $notebooks; do
+	n=notebooks/$(basename "${n%.ipynb}").ipynb
+	[[ -f $ctx/$n ]] || die "NOTEBOOKS names $n, which the checkout does not have"
+	nbargs+=("$n")
+done
+nbnames=$(cd "$ctx" && if ((${#nbargs[@]})); then printf '%s\n' "${nbargs[@]}"; else ls notebooks/*.ipynb; fi |
+	xargs -n1 basename | sed 's/\.ipynb$//' | paste -sd' ')
+step "reproduce notebooks (SCALE=smoke): $nbnames"
 tr=$(date +%s)
 set +e
-"${run[@]}" reproduce notebooks 2>&1 | grep -v '^[IWE][0-9]\{4\} ' >&2 # leave out GoNB's klog lines
+"${run[@]}" reproduce notebooks "${nbargs[@]}" 2>&1 | grep -v '^[IWE][0-9]\{4\} ' >&2 # leave out GoNB's klog lines
 rc=${PIPESTATUS[0]}
 set -e
 ((rc == 0)) || die "reproduce notebooks failed (rc=$rc)"
-step "notebooks ran in the container in $(($(date +%s) - tr)) s"
+took[notebooks]=$(($(date +%s) - tr))
+step "notebooks ran in the container in ${took[notebooks]} s"
 if [[ -f $ctx/reproductions/$paper/spec.yaml ]]; then
 	step "reproduce $paper (SCALE=smoke)"
 	tp=$(date +%s)
@@ -137,14 +172,16 @@ if [[ -f $ctx/reproductions/$paper/spec.yaml ]]; then
 	((rc == 0)) || die "reproduce $paper failed (rc=$rc)"
 	[[ -n $(find "$results/$paper/figures" -name '*.png' 2>/dev/null | head -1) ]] ||
 		die "reproduce $paper wrote no PNG figures to $results/$paper/figures"
-	step "reproduce $paper took $(($(date +%s) - tp)) s"
+	took[paper]=$(($(date +%s) - tp))
+	step "reproduce $paper took ${took[paper]} s"
 else
 	step "reproductions/$paper/spec.yaml not in the checkout yet: skipped 'reproduce $paper'"
 fi
 
 # --- 5. check the volume ----------------------------------------------------------------------
 step "checking the results volume $results"
-grep -q '"backend": "go"' "$results/env.json" || die "env.json missing or not on the go backend"
+# The image's backend is go:ops_sequential (the Go backend, its ops one at a time).
+grep -q '"backend": "go[:"]' "$results/env.json" || die "env.json missing or not on the go backend"
 [[ -s $results/notebooks/nbcheck.json ]] || die "no notebooks/nbcheck.json"
 pngs=0
 while IFS= read -r -d '' f; do
@@ -155,3 +192,39 @@ done < <(find "$results" -name '*.png' -print0)
 ((pngs > 0)) || die "no figures on the volume"
 find "$results" -type f | sed "s|^$results/|  |" | sort >&2
 step "ok: image $image ($((size / 1000000)) MB), $pngs figures on the volume; total $(($(date +%s) - t0)) s"
+
+# --- 6. what was measured ---------------------------------------------------------------------
+total=$(($(date +%s) - t0))
+cell() { [[ -n ${took[$1]:-} ]] && echo "${took[$1]}" || echo "$2"; }
+commit=$(git -C "$repo" rev-parse --short HEAD 2>/dev/null || echo "?")
+[[ -n $(git -C "$repo" status --porcelain 2>/dev/null) ]] && commit="$commit + uncommitted changes"
+{
+	echo "<!-- podman-build: written by scripts/podman-build.sh (PODMAN_README=1) from its run; do not edit by hand -->"
+	echo "Measured $(date -u +%Y-%m-%d) (commit $commit) on $(grep -m1 '^model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//'),"
+	echo "$(nproc) cores shared with other jobs (load average $load0 at the start, $(cut -d' ' -f1-3 /proc/loadavg) at the end),"
+	echo "$("${pm[@]}" --version), \`NOTEBOOKS=\"$notebooks\"\`:"
+	echo
+	echo "| Step | Seconds |"
+	echo "|---|---|"
+	echo "| apt-get install of podman, buildah, debootstrap, runc, fuse-overlayfs, dataset-fashion-mnist | $(cell apt 'installed already') |"
+	echo "| debootstrap of Debian bookworm + \`podman import\` as the base | $(cell base 'reused') |"
+	echo "| \`podman import\` of the $goversion toolchain | $(cell goimage 'reused') |"
+	echo "| \`podman build\` ($cached of $steps steps from the layer cache): image $((size / 1000000)) MB | ${took[build]} |"
+	echo "| \`reproduce env\`, \`--network none\` | ${took[env]} |"
+	echo "| \`reproduce notebooks\` at \`SCALE=smoke\`, \`--network none\`: $nbnames | ${took[notebooks]} |"
+	echo "| \`reproduce $paper\` at \`SCALE=smoke\`, \`--network none\` ($pngs PNG figures on the volume in all) | $(cell paper 'skipped') |"
+	echo "| **whole script** | **$total** |"
+	echo "<!-- /podman-build -->"
+} >"$work/measured.md"
+cat "$work/measured.md" >&2
+if [[ ${PODMAN_README:-0} == 1 ]]; then
+	readme=$repo/docker/README.md
+	grep -q '^<!-- podman-build:' "$readme" && grep -q '^<!-- /podman-build -->' "$readme" ||
+		die "$readme has no <!-- podman-build: … --> … <!-- /podman-build --> block to replace"
+	awk -v f="$work/measured.md" '
+		/^<!-- podman-build:/ { while ((getline l < f) > 0) print l; skip = 1; next }
+		/^<!-- \/podman-build -->/ { skip = 0; next }
+		!skip' "$readme" >"$work/README.md.new"
+	mv "$work/README.md.new" "$readme"
+	step "wrote the measured table into $readme"
+fi

@@ -47,6 +47,9 @@ const stampName = "dmlkit-notebook-content"
 //   - "noise": an output line such as "no stored results match";
 //   - "html": the export is missing, carries no content stamp, or was made from other content
 //     than the notebook's ([ContentHash]): re-run scripts/export-notebooks.sh;
+//   - "setup": a cell that `go get`s modules into GoNB's temporary module (`!*go get …`) without
+//     first writing the checkout's checksums into it ([SetupGoSum]): the go command would then
+//     verify each module against the checksum database, which fails with no network;
 //   - "html-source": the export loads a script, stylesheet or image from a file:// URL (a file
 //     of the machine that exported it: Debian's nbconvert links its MathJax that way);
 //   - "math": a formula ($…$, $$…$$) left as TeX text in the export's prose instead of typeset
@@ -95,6 +98,9 @@ func LintWith(name string, data, html []byte, opts LintOptions) ([]Problem, erro
 			continue
 		}
 		head := headline(src)
+		if msg := lintSetup(src); msg != "" {
+			out = append(out, Problem{i, "setup", msg})
+		}
 		if c.ExecutionCount == nil {
 			out = append(out, Problem{i, "not-executed", fmt.Sprintf("%q has no execution_count: commit the notebook executed (scripts/export-notebooks.sh)", head)})
 		}
@@ -152,6 +158,38 @@ func LintWith(name string, data, html []byte, opts LintOptions) ([]Problem, erro
 	out = append(out, prose...)
 	sort.SliceStable(out, func(a, b int) bool { return out[a].Cell < out[b].Cell })
 	return out, nil
+}
+
+// SetupGoSum is the line of a notebook's setup cell that writes dmlkit's go.sum and tools/go.sum
+// (GoNB's gonbui is pinned there) into GoNB's temporary module before its `!*go get`: the modules
+// the notebook builds are then verified against the checkout's checksums, from the module cache,
+// and nothing is looked up in the checksum database — the notebooks run with no network
+// (notebooks/README.md, "The setup cell").
+const SetupGoSum = `!*cat "${GONB_DIR}/../go.sum" "${GONB_DIR}/../tools/go.sum" >> go.sum`
+
+// lintSetup returns what is wrong with a code cell's module setup: a `!*go get` line with no
+// [SetupGoSum] line before it, or one that gets GoNB's root package (the kernel, whose
+// dependencies' checksums are in no go.sum of the checkout) instead of gonbui. "" when fine.
+func lintSetup(src string) string {
+	seeded := false
+	for _, line := range strings.Split(src, "\n") {
+		line = strings.TrimSpace(line)
+		if line == SetupGoSum {
+			seeded = true
+		}
+		if !strings.HasPrefix(line, "!*go get ") {
+			continue
+		}
+		if !seeded {
+			return fmt.Sprintf("`!*go get` without the line %s before it: with no network the go command cannot verify the modules (checksum database unreachable)", SetupGoSum)
+		}
+		for _, arg := range strings.Fields(line)[2:] {
+			if strings.HasPrefix(arg, "github.com/janpfeifer/gonb@") {
+				return fmt.Sprintf("`!*go get %s` loads GoNB's kernel package, whose dependencies' checksums no go.sum of the checkout has: get github.com/janpfeifer/gonb/gonbui@… instead", arg)
+			}
+		}
+	}
+	return ""
 }
 
 // walkStrings calls f for every string in v (decoded JSON) with its location, skipping base64

@@ -226,3 +226,26 @@ func TestNormalize(t *testing.T) {
 		t.Errorf("not written the way nbformat writes: %.60q", out)
 	}
 }
+
+// TestLintSetup: a setup cell that `go get`s modules must write the checkout's checksums into
+// GoNB's module first, and get gonbui rather than GoNB's kernel package.
+func TestLintSetup(t *testing.T) {
+	const edit = "!*go mod edit -require=github.com/dmlkit/dmlkit@v0.0.0-00010101000000-000000000000 -replace=github.com/dmlkit/dmlkit=${GONB_DIR}/..\n"
+	const get = "!*go get github.com/gomlx/gomlx@v0.28.16 github.com/janpfeifer/gonb/gonbui@v0.11.5 gonum.org/v1/plot@v0.17.0\n"
+	const env = "%env GOMLX_BACKEND=go"
+	out := stdout("Set: GOMLX_BACKEND=\"go\"\n")
+	for _, c := range []struct {
+		name, src, want string
+	}{
+		{"seeded", edit + SetupGoSum + "\n" + get + env, ""},
+		{"no go get", edit + env, ""},
+		{"not seeded", edit + get + env, "setup"},
+		{"seeded after the go get", edit + get + SetupGoSum + "\n" + env, "setup"},
+		{"only dmlkit's go.sum", edit + `!*cat "${GONB_DIR}/../go.sum" >> go.sum` + "\n" + get + env, "setup"},
+		{"GoNB's kernel package", edit + SetupGoSum + "\n" + strings.Replace(get, "gonb/gonbui@", "gonb@", 1) + env, "setup"},
+	} {
+		if got := kinds(lintOne(t, mdCell("# title"), lintCell(c.src, nil, out))); got != c.want {
+			t.Errorf("%s: problems %q, want %q", c.name, got, c.want)
+		}
+	}
+}
