@@ -366,7 +366,7 @@ func abstractMarkdown(rep *judge.ClaimsReport, runs int) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "**Abstract.** %d claims of the paper tested at the %s scale on %d stored runs: **%s**%s. ",
 		len(rep.Verdicts), rep.Scale, runs, rep.OutcomeText(), whyText)
-	b.WriteString("A claim holds when the 95 % t-interval of its per-seed paired differences lies wholly on the claimed side ([rules](../docs/reproducing.md); what the interval alone gives: the paper's README); each verdict is below, by the paper's table or figure.")
+	b.WriteString("A claim holds when the 95 % t-interval of its per-seed paired differences lies wholly on the claimed side ([rules](../docs/reproducing.md)); each verdict is below.")
 	if fs := report.Findings(rep, 3); len(fs) > 0 {
 		b.WriteString("\n\n**Three findings** (rule: reversals, then the largest decisive central effects, then the method's failures to train):\n\n")
 		for i, f := range fs {
