@@ -31,11 +31,13 @@ func TestWideTableFixtures(t *testing.T) {
 		if w := tabs[0].MinWidth(); w < 1.3*PageWidth {
 			t.Errorf("%s: estimated %.0f px, want well past the page (%d px)", f, w, PageWidth)
 		}
-		ps := lintOne(t, lintCell("%%\nShowSetting()", nil, mdOutput(string(b))))
-		if kinds(ps) != "wide-table" || ps[0].Cell != 0 || !strings.Contains(ps[0].Msg, "16 columns") {
+		// The fixtures also show raw configuration (group names, null, run hashes), which the raw
+		// rule reports beside the width: only the width's problem is asserted here.
+		ps := ofKind(lintOne(t, lintCell("%%\nShowSetting()", nil, mdOutput(string(b)))), "wide-table")
+		if len(ps) != 1 || ps[0].Cell != 0 || !strings.Contains(ps[0].Msg, "16 columns") {
 			t.Errorf("%s as an output: %v", f, ps)
 		}
-		if ps := lintOne(t, mdCell(string(b))); kinds(ps) != "wide-table" {
+		if ps := ofKind(lintOne(t, mdCell(string(b))), "wide-table"); len(ps) != 1 {
 			t.Errorf("%s in a Markdown cell: %v", f, ps)
 		}
 	}
@@ -80,4 +82,15 @@ func TestWideTableRule(t *testing.T) {
 	if ps := lintOne(t, lintCell("x", nil, htmlOutput(h))); len(ps) != 0 {
 		t.Errorf("an HTML table whose cells break at <br>: %v", ps)
 	}
+}
+
+// ofKind keeps the problems of one kind.
+func ofKind(ps []Problem, kind string) []Problem {
+	var out []Problem
+	for _, p := range ps {
+		if p.Kind == kind {
+			out = append(out, p)
+		}
+	}
+	return out
 }
