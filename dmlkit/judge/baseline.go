@@ -275,14 +275,7 @@ func (b *Baseline) counts() (held, contradicted, inconclusive int) {
 			continue
 		}
 		seen[v.Claim] = true
-		switch v.Verdict {
-		case VerdictHeld:
-			held++
-		case VerdictContradicted:
-			contradicted++
-		default:
-			inconclusive++
-		}
+		tallyVerdict(v.Verdict, &held, &contradicted, &inconclusive)
 	}
 	return
 }

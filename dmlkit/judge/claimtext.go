@@ -68,16 +68,21 @@ func OutcomeText(vs []ClaimVerdict) string {
 // countVerdicts counts the verdicts that verdict(v) reads as held, contradicted and otherwise.
 func countVerdicts(vs []ClaimVerdict, verdict func(ClaimVerdict) string) (held, contradicted, inconclusive int) {
 	for _, v := range vs {
-		switch verdict(v) {
-		case VerdictHeld:
-			held++
-		case VerdictContradicted:
-			contradicted++
-		default:
-			inconclusive++
-		}
+		tallyVerdict(verdict(v), &held, &contradicted, &inconclusive)
 	}
 	return
+}
+
+// tallyVerdict adds one verdict to its count: held, contradicted, or else inconclusive.
+func tallyVerdict(verdict string, held, contradicted, inconclusive *int) {
+	switch verdict {
+	case VerdictHeld:
+		*held++
+	case VerdictContradicted:
+		*contradicted++
+	default:
+		*inconclusive++
+	}
 }
 
 // num formats x×factor with a sign when signed, "−" for negatives; "n/a" for NaN.

@@ -1,8 +1,6 @@
 package notebook
 
 import (
-	"encoding/json"
-	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -25,41 +23,16 @@ var (
 func TestNotebooksShowEveryTable(t *testing.T) {
 	for nbName, paper := range notebookPapers {
 		t.Run(nbName, func(t *testing.T) {
-			data, err := os.ReadFile(filepath.Join(root, "notebooks", nbName+".ipynb"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			var nb struct {
-				Cells []struct {
-					CellType string          `json:"cell_type"`
-					Source   json.RawMessage `json:"source"`
-				} `json:"cells"`
-			}
-			if err := json.Unmarshal(data, &nb); err != nil {
-				t.Fatal(err)
-			}
-			var code strings.Builder
-			for _, c := range nb.Cells {
-				if c.CellType != "code" {
-					continue
-				}
-				var lines []string
-				if json.Unmarshal(c.Source, &lines) != nil {
-					var s string
-					_ = json.Unmarshal(c.Source, &s)
-					lines = []string{s}
-				}
-				code.WriteString(strings.Join(lines, "") + "\n")
-			}
+			code := notebookCode(t, nbName)
 			shown := map[string]bool{}
 			var prefixes []string
-			for _, m := range showTablesCall.FindAllStringSubmatch(code.String(), -1) {
+			for _, m := range showTablesCall.FindAllStringSubmatch(code, -1) {
 				args := tableNamesCall.ReplaceAllString(m[1], "")
 				for _, q := range quoted.FindAllStringSubmatch(args, -1) {
 					shown[q[1]] = true
 				}
 			}
-			for _, m := range tableNamesCall.FindAllStringSubmatch(code.String(), -1) {
+			for _, m := range tableNamesCall.FindAllStringSubmatch(code, -1) {
 				prefixes = append(prefixes, m[1])
 			}
 			p := &Paper{Root: root, Name: paper, Scale: "small"}
