@@ -51,6 +51,46 @@ type LeaderboardEntry struct {
 	// AboveFloor is the floor rule's answer for a ranked method ([FloorRule]): FloorAbove,
 	// FloorNotAbove, or "" when the regime has no floor run or the method no value.
 	AboveFloor string
+	// BestSteps are the optimiser steps at which its seeds' reported evaluations were made
+	// ("best_step": the best validation evaluation under eval.restore_best), in Seeds order; empty
+	// when its records carry none. AtCap counts the seeds whose best evaluation was their last one
+	// ("best_step" equals "steps"): still improving when the step cap stopped them.
+	BestSteps []float64
+	AtCap     int
+}
+
+// Record metrics of a run trained under early stopping (eval.restore_best): the step of the
+// evaluation it reports and the steps it ran.
+const (
+	bestStepMetric = "best_step"
+	stepsMetric    = "steps"
+)
+
+// HasBestSteps reports whether any entry records the step of its reported evaluation, i.e. the
+// regime trains under early stopping and the table shows a "steps to best" column.
+func (lb *Leaderboard) HasBestSteps() bool {
+	for _, e := range lb.Entries {
+		if len(e.BestSteps) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// bestStepText is the "steps to best" cell: the mean over seeds of the step of the reported
+// evaluation, rounded to a step, and how many seeds were still improving at the cap.
+func bestStepText(e LeaderboardEntry) string {
+	if len(e.BestSteps) == 0 {
+		return "—"
+	}
+	t := strconv.FormatFloat(math.Round(sweep.MeanStd(e.BestSteps).Mean), 'f', 0, 64)
+	if len(e.BestSteps) != len(e.Seeds) {
+		t += fmt.Sprintf(" (n = %d)", len(e.BestSteps))
+	}
+	if e.AtCap > 0 {
+		t += fmt.Sprintf(" (%d at the cap)", e.AtCap)
+	}
+	return t
 }
 
 // Answers of the floor rule ([LeaderboardEntry].AboveFloor).
@@ -176,6 +216,12 @@ func BuildLeaderboard(s *sweep.Spec, scale string, records []sweep.Record) (*Lea
 			if v, ok := r.Metrics["init/"+sweep.TrainMetric]; ok && !math.IsNaN(v) {
 				init = append(init, v)
 			}
+			if v, ok := r.Metrics[bestStepMetric]; ok {
+				e.BestSteps = append(e.BestSteps, v)
+				if n, ok := r.Metrics[stepsMetric]; ok && v >= n {
+					e.AtCap++
+				}
+			}
 		}
 		if len(init) == len(recs) && len(init) > 0 {
 			e.InitR1 = sweep.MeanStd(init).Mean
@@ -296,6 +342,9 @@ func (lb *Leaderboard) Header(lm sweep.LabelMap) []string {
 	for _, m := range l.Metrics {
 		h = append(h, metricHeader(lm, m, l.Factor(m))+" [95 % CI]")
 	}
+	if lb.HasBestSteps() {
+		h = append(h, "steps to best")
+	}
 	h = append(h, "n", metricHeader(lm, sweep.TrainMetric, l.TrainFactor()), "trained?")
 	if len(lb.Floor) > 0 {
 		h = append(h, "above the floor?")
@@ -398,6 +447,9 @@ func (lb *Leaderboard) Rows() [][]string {
 			}
 			row = append(row, s)
 		}
+		if lb.HasBestSteps() {
+			row = append(row, bestStepText(e))
+		}
 		train := "—"
 		if !math.IsNaN(e.TrainR1) {
 			train = judge.FmtNum(e.TrainR1*tf, d)
@@ -444,6 +496,9 @@ func (lb *Leaderboard) Caption(lm sweep.LabelMap) string {
 	}
 	fmt.Fprintf(&b, "Trained?: the verdicts' rule — a method whose %s is below %s × the best method's (%s) did not train; not recorded: its runs have no %s. ",
 		lm.Key(sweep.TrainMetric), judge.FmtNum(l.MinTrainOrDefault(), 2), floor, lm.Key(sweep.TrainMetric))
+	if lb.HasBestSteps() {
+		b.WriteString("Steps to best: the mean over seeds of the optimiser step of the validation evaluation each run reports (its best; training stops once it has not improved for the patience), with the seeds whose best was their last evaluation (at the cap: still improving when the cap stopped them). ")
+	}
 	b.WriteString("Not run: no final run stored yet.")
 	if best, ok := lb.BestFloor(); ok {
 		var arms []string

@@ -2,6 +2,7 @@ package report
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
@@ -610,5 +611,47 @@ func TestFloorAbove(t *testing.T) {
 		if got := floorAbove(c.iv, c.f, c.lower); got != c.want {
 			t.Errorf("floorAbove(%+v, %v, lower %v) = %q, want %q", c.iv, c.f, c.lower, got, c.want)
 		}
+	}
+}
+
+// TestLeaderboardStepsToBest: records of early-stopped runs (best_step, steps) add a "steps to
+// best" column after the metrics. Worked by hand: alpha's seeds 0…4 report their evaluations at
+// steps 1000, 1500, 2000, 2695, 2695 having run 2000, 2500, 2695, 2695, 2695 steps → mean 9890 / 5
+// = 1978, and seeds 3 and 4 were still improving at the cap (best = last); beta records it for
+// seeds 0…2 only (500, 700, 900 → 700, none at the cap); the other methods have none (—).
+func TestLeaderboardStepsToBest(t *testing.T) {
+	s, recs := loadBoard(t)
+	best := map[string][]float64{"alpha": {1000, 1500, 2000, 2695, 2695}, "beta": {500, 700, 900}}
+	ran := map[string][]float64{"alpha": {2000, 2500, 2695, 2695, 2695}, "beta": {1500, 1700, 1900}}
+	for i := range recs {
+		id, _ := recs[i].Config["name"].(string)
+		if b, ok := best[id]; ok && recs[i].Seed < int64(len(b)) {
+			m := maps.Clone(recs[i].Metrics)
+			m["best_step"], m["steps"] = b[recs[i].Seed], ran[id][recs[i].Seed]
+			recs[i].Metrics = m
+		}
+	}
+	lb, err := BuildLeaderboard(s, "small", recs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := lb.Header(s.Labels)
+	col := slices.Index(h, "steps to best")
+	if col < 0 || h[col-1] != "OPIS (× 1000) [95 % CI]" || h[col+1] != "n" {
+		t.Fatalf("header %q: want \"steps to best\" between the metrics and n", h)
+	}
+	want := map[string]string{"Alpha loss": "1978 (2 at the cap)", "Beta loss": "700 (n = 3)", "Gamma loss": "—", "Epsilon loss": "—", "Delta loss": "—"}
+	for _, row := range lb.Rows() {
+		if w, ok := want[row[1]]; !ok || row[col] != w {
+			t.Errorf("%s: steps to best %q, want %q", row[1], row[col], w)
+		}
+	}
+	if c := lb.Caption(s.Labels); !strings.Contains(c, "Steps to best: the mean over seeds of the optimiser step") {
+		t.Errorf("caption does not say what the column is:\n%s", c)
+	}
+	// Without any such record the column is absent (TestLeaderboardTable's header).
+	_, plainRecs := loadBoard(t)
+	if plain, _ := BuildLeaderboard(s, "small", plainRecs); plain.HasBestSteps() {
+		t.Error("a regime without best_step records shows the column")
 	}
 }
