@@ -144,14 +144,15 @@ done
 # --- SLURM: one node, this machine -----------------------------------------------------------------
 # It declares 8 CPUs (config_overrides) whatever the machine has: each task asks for 2, so up to 4
 # run at once, as on a cluster with free nodes, and a later phase's tasks would start beside the
-# earlier ones' if the dependencies did not hold them. Memory is the machine's (slurmd -C).
+# earlier ones' if the dependencies did not hold them. Memory is the machine's (slurmd -C). The
+# daemons talk over 127.0.0.1: the host name need not resolve.
 host=$(hostname -s)
 mem=$(slurmd -C | sed -n 's/.* RealMemory=\([0-9]*\).*/\1/p' | head -n 1)
 [[ -n $mem ]] || die "slurmd -C gives no RealMemory: $(slurmd -C 2>&1 | head -n 2)"
 export SLURM_CONF=$work/slurm.conf
 cat >"$SLURM_CONF" <<EOF
 ClusterName=dmlkitcheck
-SlurmctldHost=$host
+SlurmctldHost=$host(127.0.0.1)
 SlurmctldPort=$port
 SlurmdPort=$((port + 1))
 AuthType=auth/munge
@@ -176,7 +177,7 @@ JobAcctGatherType=jobacct_gather/none
 # Finished jobs stay known to scontrol for an hour (the states are read after each submission).
 MinJobAge=3600
 SlurmdParameters=config_overrides
-NodeName=$host CPUs=8 RealMemory=$mem State=UNKNOWN
+NodeName=$host NodeAddr=127.0.0.1 CPUs=8 RealMemory=$mem State=UNKNOWN
 PartitionName=check Nodes=$host Default=YES MaxTime=INFINITE State=UP
 EOF
 say "slurmctld and slurmd ($work/slurm.conf, ports $port-$((port + 1)))"
