@@ -29,7 +29,7 @@
 # slurm-client and munge (SLURM 22.05 on bookworm); without root, or without the packages and
 # apt-get, it prints SKIPPED and exits 0. SLURM_CHECK_PORT (default 16817) and the next port are
 # the controller's and slurmd's. Measured on the 2-core CI machine type while two other sweeps
-# ran: 33-40 s (the go build cached), plus ~15 s to install the packages (apt-get update included)
+# ran: 30-40 s (the go build cached), plus ~15 s to install the packages (apt-get update included)
 # where they are missing.
 set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
