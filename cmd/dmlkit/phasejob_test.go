@@ -282,8 +282,19 @@ func TestEmittedPhasesRunInOrder(t *testing.T) {
 	cmd := exec.Command(bash, script)
 	cmd.Dir = root
 	cmd.Env = append(os.Environ(), "PATH="+stub+":/usr/bin:/bin", "SBATCH_LOG="+log, "SLURM_JOB_ID=", "DMLKIT_RESULTS="+t.TempDir())
-	if out, err := cmd.CombinedOutput(); err != nil || !strings.Contains(string(out), "phase 3: job 103 (2 array tasks, 2 runs)") {
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "phase 3: job 103 (2 array tasks, 2 runs)") {
 		t.Fatalf("submit: %v\n%s", err, out)
+	}
+	// After the queue: where the phases' states and the store's pending runs are read.
+	for _, want := range []string{
+		"submitted 3 phases: jobs 101 102 103; watch: squeue --me --name=dmlkit-toy-small-p1,dmlkit-toy-small-p2,dmlkit-toy-small-p3\n",
+		"sacct -j 101,102,103 (or scontrol show job ID)",
+		"dmlkit run toy --scale small --dry-run --results ",
+	} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("submit output lacks %q:\n%s", want, out)
+		}
 	}
 	b, _ := os.ReadFile(log)
 	subs := strings.Split(strings.TrimSpace(string(b)), "\n")

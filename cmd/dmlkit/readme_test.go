@@ -9,7 +9,7 @@ import (
 )
 
 // readmeDocs are the Markdown files whose sh blocks TestReadmeCommandsRunInCI checks.
-var readmeDocs = []string{"README.md", "docker/README.md", "notebooks/README.md"}
+var readmeDocs = []string{"README.md", "docker/README.md", "notebooks/README.md", "reproductions/README.md"}
 
 // readmeExternal are the sh-block commands of readmeDocs that CI cannot run, each with the
 // reason. Every other command must be a line of .ci/run or .ci/notebooks.sh, verbatim.

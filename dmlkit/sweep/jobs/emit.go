@@ -604,7 +604,7 @@ set -euo pipefail
 manifests() {
   cat <<'DMLKIT_MANIFESTS'
 `, workdir, ImageUID, opt.Results, opt.Workdir, pvcNote, ImageResultsDir, dataDir, name+"-files", name+"-files", dataDir,
-		paper, name, name+"-files", ImageResultsDir, paper, paper, paper, jp.Scale, paper)
+		paper, name, name+"-files", ImageResultsDir, paper, paper, opt.specArg(paper), jp.Scale, paper)
 	b.WriteString(buf.String())
 	fmt.Fprintf(&b, `DMLKIT_MANIFESTS
 }
@@ -710,7 +710,7 @@ if [[ ${1:-} == --phase ]]; then # an array task: --phase K N GPUS
   phase=$2 of=$3 gpus=${4:-0}
   : "${SLURM_ARRAY_TASK_ID:?a task of phase $phase runs as an array task (bash $0 submits the job)}"
   mkdir -p "$DMLKIT_RESULTS"
-`, strings.Join(phaseNames(name, jp), ","), paper, jp.Scale, paper, paper)
+`, strings.Join(phaseNames(name, jp), ","), opt.specArg(paper), jp.Scale, paper, paper)
 	for _, k := range sweep.SortedKeys(l.Env) {
 		fmt.Fprintf(&b, "  export %s=%s\n", k, shellQuote(l.Env[k]))
 	}
@@ -739,6 +739,7 @@ fi
 self=$(readlink -f "${BASH_SOURCE[0]}")
 mkdir -p "$DMLKIT_RESULTS/logs"
 dep=()
+ids=()
 `)
 	for _, p := range jp.Phases {
 		array := fmt.Sprintf("0-%d", p.Tasks-1)
@@ -757,8 +758,24 @@ dep=()
 		fmt.Fprintf(&b, "id=$(sbatch %s \"$self\" --phase %d %d %d)\n", strings.Join(opts, " "), p.Phase, p.Tasks, p.Res.GPUs)
 		fmt.Fprintf(&b, "id=${id%%%%;*}\necho \"phase %d: job $id (%d array tasks, %d runs)\"\n", p.Phase, p.Tasks, len(p.Runs))
 		b.WriteString("dep=(--dependency=afterok:$id --kill-on-invalid-dep=yes)\n")
+		b.WriteString("ids+=(\"$id\")\n")
 	}
+	// squeue lists queued and running jobs only: once the phases have left the queue, their
+	// states are sacct's (with accounting) or scontrol's (for MinJobAge, 300 s by default), and
+	// the store says what is still pending.
+	fmt.Fprintf(&b, `echo "submitted %d phases: jobs ${ids[*]}; watch: squeue --me --name=%s"
+echo "when they have left the queue: sacct -j $(IFS=,; echo "${ids[*]}") (or scontrol show job ID) for their states; what is still pending: dmlkit run %s --scale %s --dry-run --results $DMLKIT_RESULTS/%s/results"
+`, len(jp.Phases), strings.Join(phaseNames(name, jp), ","), opt.specArg(paper), jp.Scale, paper)
 	return b.String(), nil
+}
+
+// specArg names the spec as a command run from the repository root takes it: PAPER for
+// reproductions/PAPER/spec.yaml, else its path.
+func (o EmitOptions) specArg(paper string) string {
+	if o.SpecPath == "reproductions/"+paper+"/spec.yaml" {
+		return paper
+	}
+	return shellQuote(o.SpecPath)
 }
 
 func phaseNames(name string, jp *JobPlan) []string {

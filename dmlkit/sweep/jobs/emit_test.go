@@ -29,6 +29,11 @@ func TestHelpers(t *testing.T) {
 	if got := cpuImage("reg/dmlkit:cuda", 0); got != "reg/dmlkit:cpu" {
 		t.Errorf("cpuImage = %q", got)
 	}
+	for path, want := range map[string]string{"reproductions/tcm/spec.yaml": "tcm", "scripts/testdata/tcm.yaml": "scripts/testdata/tcm.yaml", "reproductions/cit/spec.yaml": "reproductions/cit/spec.yaml"} {
+		if got := (EmitOptions{SpecPath: path}).specArg("tcm"); got != want {
+			t.Errorf("specArg(%q) for paper tcm = %q, want %q", path, got, want)
+		}
+	}
 	if !CPUScale("smoke") || !CPUScale("small") || CPUScale("full") {
 		t.Error("CPUScale: want smoke and small only")
 	}
