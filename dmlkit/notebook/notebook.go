@@ -195,7 +195,8 @@ func (p *Paper) ClaimsMarkdown(prefixes ...string) (string, error) {
 }
 
 // TablesMarkdown returns the named tables of the spec (tuning tables included), each built from the
-// records with the paper's numbers beside ours (report.BuildTable), or a one-line note when
+// records with the paper's numbers beside ours (report.BuildTable) and their sources folded
+// (report.Table.FoldedMarkdown), or a one-line note when
 // the table has no records of its scale yet (the table's own scale, else the shown one). An unknown
 // name is an error.
 func (p *Paper) TablesMarkdown(names ...string) ([]string, error) {
@@ -226,7 +227,7 @@ func (p *Paper) TablesMarkdown(names ...string) ([]string, error) {
 			if err != nil {
 				return nil, fmt.Errorf("%s: %w", filepath.Join(p.Dir(), "spec.yaml"), err)
 			}
-			out = append(out, tab.Markdown())
+			out = append(out, tab.FoldedMarkdown())
 		}
 	}
 	return out, nil

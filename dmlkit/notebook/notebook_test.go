@@ -240,3 +240,21 @@ func TestReportReadsEveryScale(t *testing.T) {
 	}
 	t.Error("no claim t2p-opis-cifar10-smoothap")
 }
+
+// TestTableSourcesFolded: in a notebook the sources of a table's paper numbers fold under it.
+// TCM's Table 2 (R@k) cites 24 numbers of the paper, whose sources used to fill 800 px of the
+// export under the table; now one summary line shows, and the list opens on a click.
+func TestTableSourcesFolded(t *testing.T) {
+	p := &Paper{Root: root, Name: "tcm", Scale: "small"}
+	tabs, err := p.TablesMarkdown("table2_recall")
+	if err != nil {
+		t.Fatal(err)
+	}
+	md := tabs[0]
+	if want := "\n<details><summary>Paper numbers: where the 24 numbers in brackets come from</summary>\n<ol>\n<li>seed 000 Table 2, ArcFace + TCM row, R@1 column"; !strings.Contains(md, want) {
+		t.Errorf("table2_recall in the notebook lacks %q:\n%s", want, md)
+	}
+	if strings.Contains(md, "\nPaper numbers:\n") || strings.Count(md, "<li>") != 24 || !strings.HasSuffix(md, "</ol>\n</details>\n") {
+		t.Errorf("table2_recall in the notebook: want its 24 sources folded, not listed:\n%s", md)
+	}
+}
