@@ -41,8 +41,9 @@ func TestShortClaim(t *testing.T) {
 }
 
 // TestGroupedHTML: three claims from two tables and a figure. The groups come tables first by
-// number (Table 2 before Table 10), then figures; each has its own counts; every claim has one row
-// with its verdict and effect, and its arms, seeds and raw verdict only inside the <details>.
+// number (Table 2 before Table 10), then figures; each has its own counts in the summary of its
+// fold; every claim has one row with its verdict and effect, and its arms, seeds and raw verdict
+// only inside the inner <details>.
 func TestGroupedHTML(t *testing.T) {
 	mk := func(id, src, verdict, cause string, mean, lo, hi float64) ClaimVerdict {
 		return ClaimVerdict{Claim: ClaimSpec{ID: id, Paper: "T beats B on " + id, Source: src, Kind: KindBetter, Direction: "higher", Unit: "points"},
@@ -62,8 +63,8 @@ func TestGroupedHTML(t *testing.T) {
 	out := r.GroupedHTML()
 	for _, want := range []string{
 		"tested at small scale: 2 held, 0 contradicted, 1 inconclusive (of which 1 unequal comparison)</b>, in 3 groups",
-		"<p><b>Table 2</b> — 1 claim: 1 held, 0 contradicted, 0 inconclusive</p>",
-		"<p><b>Fig. 3</b> — 1 claim: 0 held, 0 contradicted, 1 inconclusive</p>",
+		"<details><summary><b>Table 2</b> — 1 claim: 1 held, 0 contradicted, 0 inconclusive</summary>\n<table>",
+		"<details><summary><b>Fig. 3</b> — 1 claim: 0 held, 0 contradicted, 1 inconclusive</summary>\n<table>",
 		`<td style="text-align:left"><code>b</code></td><td style="text-align:left">T beats B on b</td><td style="text-align:left"><b>inconclusive</b> (unequal)</td><td style="text-align:left">+5.00 [+4.00, +6.00] points</td>`,
 		"<details><summary>Details of the 1 claim of Table 10",
 		"arms (mean ± SE): B 50.00 ± 1.00; T 52.00 ± 1.00; seeds agreeing: 3 of 3 (need 3)",
@@ -82,7 +83,12 @@ func TestGroupedHTML(t *testing.T) {
 	if strings.Contains(row, "± 1.00") {
 		t.Errorf("the one-line row shows the arms: %s", row)
 	}
-	if n := strings.Count(out, "<details>"); n != 3 || strings.Contains(out, "<details open") {
-		t.Errorf("%d <details> elements (want 3, all closed)", n)
+	// Two folds a group, all closed, each group's whole: the fold, its table, its details, in order.
+	if n := strings.Count(out, "<details>"); n != 6 || strings.Count(out, "</details>") != 6 || strings.Contains(out, "<details open") {
+		t.Errorf("%d <details> elements (want 6, all closed)", n)
+	}
+	g2 := out[strings.Index(out, "<details><summary><b>Table 2</b>"):strings.Index(out, "<details><summary><b>Table 10</b>")]
+	if !strings.Contains(g2, "<code>c</code>") || !strings.HasSuffix(g2, "</ul>\n</details>\n</details>\n") {
+		t.Errorf("the Table 2 group does not fold its table and details whole:\n%s", g2)
 	}
 }

@@ -6,6 +6,7 @@
 package notebook
 
 import (
+	"encoding/binary"
 	"fmt"
 	"math"
 	"os"
@@ -195,7 +196,8 @@ func (p *Paper) ClaimsMarkdown(prefixes ...string) (string, error) {
 }
 
 // TablesMarkdown returns the named tables of the spec (tuning tables included), each built from the
-// records with the paper's numbers beside ours (report.BuildTable), or a one-line note when
+// records with the paper's numbers beside ours (report.BuildTable) and their sources folded
+// (report.Table.FoldedMarkdown), or a one-line note when
 // the table has no records of its scale yet (the table's own scale, else the shown one). An unknown
 // name is an error.
 func (p *Paper) TablesMarkdown(names ...string) ([]string, error) {
@@ -226,7 +228,7 @@ func (p *Paper) TablesMarkdown(names ...string) ([]string, error) {
 			if err != nil {
 				return nil, fmt.Errorf("%s: %w", filepath.Join(p.Dir(), "spec.yaml"), err)
 			}
-			out = append(out, tab.Markdown())
+			out = append(out, tab.FoldedMarkdown())
 		}
 	}
 	return out, nil
@@ -237,6 +239,31 @@ type Figure struct {
 	Name    string
 	PNG     []byte
 	Caption string // "**<stands_for>.** <caption>" from the spec, as figures/<paper>/README.md
+	Width   int    // the PNG's width, pixels (0: not a PNG)
+}
+
+// ShownWidth is the width a notebook shows the figure at, px: half its pixels. The committed
+// figures are drawn 990 pixels a panel, with tick labels about 30 pixels high; shown at their
+// pixel size they took 800 px of height each, and a paper notebook's results 25,000-40,000 px. At half size a panel is 495 px wide and its labels as
+// large as the text around it; a two-panel figure (2070 pixels) still fills the column.
+func (f Figure) ShownWidth() int { return (f.Width + 1) / 2 }
+
+// Metadata is the display metadata that shows the figure at [Figure.ShownWidth] (Jupyter's
+// image/png width, which JupyterLab and nbconvert's HTML export honour):
+// {"image/png": {"width": w}}; nil when the width is unknown.
+func (f Figure) Metadata() map[string]any {
+	if f.Width <= 0 {
+		return nil
+	}
+	return map[string]any{"image/png": map[string]int{"width": f.ShownWidth()}}
+}
+
+// pngWidth reads the width of a PNG from its header (0 when b is not a PNG).
+func pngWidth(b []byte) int {
+	if len(b) < 24 || string(b[:8]) != "\x89PNG\r\n\x1a\n" || string(b[12:16]) != "IHDR" {
+		return 0
+	}
+	return int(binary.BigEndian.Uint32(b[16:20]))
 }
 
 // Figures reads the named committed figures (the notebook does not redraw them: `dmlkit figures
@@ -263,7 +290,7 @@ func (p *Paper) Figures(names ...string) (figs []Figure, missing []string, err e
 				caption = "**" + s + ".** " + caption
 			}
 		}
-		figs = append(figs, Figure{Name: name, PNG: png, Caption: caption})
+		figs = append(figs, Figure{Name: name, PNG: png, Caption: caption, Width: pngWidth(png)})
 	}
 	return figs, missing, nil
 }

@@ -240,3 +240,50 @@ func TestReportReadsEveryScale(t *testing.T) {
 	}
 	t.Error("no claim t2p-opis-cifar10-smoothap")
 }
+
+// TestTableSourcesFolded: in a notebook the sources of a table's paper numbers fold under it.
+// TCM's Table 2 (R@k) cites 24 numbers of the paper, whose sources used to fill 800 px of the
+// export under the table; now one summary line shows, and the list opens on a click.
+func TestTableSourcesFolded(t *testing.T) {
+	p := &Paper{Root: root, Name: "tcm", Scale: "small"}
+	tabs, err := p.TablesMarkdown("table2_recall")
+	if err != nil {
+		t.Fatal(err)
+	}
+	md := tabs[0]
+	if want := "\n<details><summary>Paper numbers: where the 24 numbers in brackets come from</summary>\n<ol>\n<li>seed 000 Table 2, ArcFace + TCM row, R@1 column"; !strings.Contains(md, want) {
+		t.Errorf("table2_recall in the notebook lacks %q:\n%s", want, md)
+	}
+	if strings.Contains(md, "\nPaper numbers:\n") || strings.Count(md, "<li>") != 24 || !strings.HasSuffix(md, "</ol>\n</details>\n") {
+		t.Errorf("table2_recall in the notebook: want its 24 sources folded, not listed:\n%s", md)
+	}
+}
+
+// TestFigureShownWidth: a notebook shows a committed figure at half its pixels — CIT's Table 3
+// figure, one panel 990 pixels wide, at 495 px; TCM's Fig. 9, two panels in 2070 pixels, at 1035.
+func TestFigureShownWidth(t *testing.T) {
+	for _, tc := range []struct {
+		paper, name  string
+		width, shown int
+	}{
+		{"cit", "table3_gamma_r1", 990, 495},
+		{"tcm", "fig9_variants_r1_curve", 2070, 1035},
+	} {
+		p := &Paper{Root: root, Name: tc.paper, Scale: "small"}
+		figs, _, err := p.Figures(tc.name)
+		if err != nil || len(figs) != 1 {
+			t.Fatalf("%s %s: %d figures, %v", tc.paper, tc.name, len(figs), err)
+		}
+		f := figs[0]
+		if f.Width != tc.width || f.ShownWidth() != tc.shown {
+			t.Errorf("%s %s: width %d shown at %d, want %d shown at %d", tc.paper, tc.name, f.Width, f.ShownWidth(), tc.width, tc.shown)
+		}
+		md, ok := f.Metadata()["image/png"].(map[string]int)
+		if !ok || md["width"] != tc.shown {
+			t.Errorf("%s %s: Metadata() = %v, want {image/png: {width: %d}}", tc.paper, tc.name, f.Metadata(), tc.shown)
+		}
+	}
+	if md := (Figure{Name: "x", PNG: []byte("not a png")}).Metadata(); md != nil {
+		t.Errorf("Metadata of a figure of unknown width = %v, want nil", md)
+	}
+}

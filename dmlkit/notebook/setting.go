@@ -71,6 +71,10 @@ const SettingColumns = 6
 // [SettingColumns]), with the number of runs of each group; a row without a value in any group of
 // a table is left out of it.
 //
+// The tables are folded under one summary line (a <details> element; the blank lines around them
+// let JupyterLab, nbconvert and GitHub render the Markdown inside): a paper notebook's setting took
+// 1,000-2,400 px of its results, for reference that a reader opens when they want it.
+//
 // Each group is headed by its words in labels ([sweep.LabelMap.Value]: the map's "name=fig8" entry,
 // else "Fig. 8"), never by the raw group name.
 func SettingMarkdown(recs []sweep.Record, scale, group string, rows []SettingRow, perTable int, labels sweep.LabelMap) string {
@@ -142,6 +146,9 @@ func SettingMarkdown(recs []sweep.Record, scale, group string, rows []SettingRow
 	if len(alike) > 0 {
 		fmt.Fprintf(&b, "The same in every group: %s.\n\n", strings.Join(alike, "; "))
 	}
+	if len(names) > 0 {
+		fmt.Fprintf(&b, "<details><summary>What differs between the %s: one column each, with its runs</summary>\n\n", counted(len(names), "group", "groups"))
+	}
 	for lo := 0; lo < len(names); lo += perTable {
 		hi := min(lo+perTable, len(names))
 		fmt.Fprintf(&b, "| | %s |\n|---|%s\n| runs |", strings.Join(heads[lo:hi], " | "), strings.Repeat("---|", hi-lo))
@@ -160,6 +167,9 @@ func SettingMarkdown(recs []sweep.Record, scale, group string, rows []SettingRow
 			b.WriteString("\n")
 		}
 		b.WriteString("\n")
+	}
+	if len(names) > 0 {
+		b.WriteString("</details>\n")
 	}
 	return b.String()
 }

@@ -30,8 +30,10 @@ func TestSettingMarkdown(t *testing.T) {
 	got := SettingMarkdown(recs, "small", "name", rows, 2, sweep.LabelMap{})
 	want := "**5 stored small-scale runs** in 3 groups (by `name`).\n\n" +
 		"The same in every group: optimiser adam; widths [16, 32]; queries 10.\n\n" +
+		"<details><summary>What differs between the 3 groups: one column each, with its runs</summary>\n\n" +
 		"| | a | b |\n|---|---|---|\n| runs | 2 | 1 |\n| seeds | 0, 1 | 0 |\n| batch | 48 | 48 |\n\n" +
-		"| | c |\n|---|---|\n| runs | 2 |\n| seeds | 0, 1 |\n| batch | 48, 196 |\n| τ | 5 |\n\n"
+		"| | c |\n|---|---|\n| runs | 2 |\n| seeds | 0, 1 |\n| batch | 48, 196 |\n| τ | 5 |\n\n" +
+		"</details>\n"
 	if got != want {
 		t.Errorf("SettingMarkdown:\n got %q\nwant %q", got, want)
 	}
@@ -62,7 +64,9 @@ func TestSettingMarkdownLabels(t *testing.T) {
 	rows := []SettingRow{{"start", Key("model.init_from")}, {"g", Key("loss.set.g")}}
 	got := SettingMarkdown(recs, "small", "name", rows, 0, sweep.LabelMap{})
 	want := "**5 stored small-scale runs** in 3 groups (by `name`).\n\n" +
-		"| | (no name) | fine | pre |\n|---|---|---|---|\n| runs | 1 | 2 | 2 |\n| start | — | the pre run | — |\n\n"
+		"<details><summary>What differs between the 3 groups: one column each, with its runs</summary>\n\n" +
+		"| | (no name) | fine | pre |\n|---|---|---|---|\n| runs | 1 | 2 | 2 |\n| start | — | the pre run | — |\n\n" +
+		"</details>\n"
 	if got != want {
 		t.Errorf("SettingMarkdown:\n got %q\nwant %q", got, want)
 	}
@@ -84,8 +88,10 @@ func TestSettingMarkdownGroupWords(t *testing.T) {
 	labels := sweep.LabelMap{Keys: []string{"name=lr-check"}, Text: map[string]string{"name=lr-check": "half the tuned rate"}}
 	got := SettingMarkdown(recs, "small", "name", rows, 0, labels)
 	want := "**3 stored small-scale runs** in 3 groups (by `name`).\n\n" +
+		"<details><summary>What differs between the 3 groups: one column each, with its runs</summary>\n\n" +
 		"| | Fig. 8 | half the tuned rate | Table 4 (qir) |\n|---|---|---|---|\n| runs | 1 | 1 | 1 |\n" +
-		"| batch | 48 | 96 | 196 |\n| start | — | the Fig. 8 run | — |\n\n"
+		"| batch | 48 | 96 | 196 |\n| start | — | the Fig. 8 run | — |\n\n" +
+		"</details>\n"
 	if got != want {
 		t.Errorf("SettingMarkdown:\n got %q\nwant %q", got, want)
 	}

@@ -2,6 +2,7 @@ package report
 
 import (
 	"fmt"
+	"html"
 	"math"
 	"path/filepath"
 	"slices"
@@ -191,7 +192,14 @@ func (t *Table) digits() int {
 }
 
 // Markdown renders the table as GitHub-flavoured Markdown, with the sources as a numbered list.
-func (t *Table) Markdown() string {
+func (t *Table) Markdown() string { return t.markdown(false) }
+
+// FoldedMarkdown is [Table.Markdown] with the sources of the paper's numbers folded in a closed
+// <details> element under the table (a notebook's results: one line where a table's two dozen
+// sources used to take 800 px; the [n] beside each paper number is its item in the list).
+func (t *Table) FoldedMarkdown() string { return t.markdown(true) }
+
+func (t *Table) markdown(foldSources bool) string {
 	var b strings.Builder
 	if t.Spec.Caption != "" {
 		fmt.Fprintf(&b, "**%s**\n\n", mdText(t.Spec.Caption))
@@ -239,7 +247,17 @@ func (t *Table) Markdown() string {
 	if len(t.Failed) > 0 {
 		b.WriteString("\n" + mdText(t.failedLine()) + "\n")
 	}
-	if len(t.Sources) > 0 {
+	if len(t.Sources) > 0 && foldSources {
+		what := fmt.Sprintf("the %d numbers in brackets come", len(t.Sources))
+		if len(t.Sources) == 1 {
+			what = "the number in brackets comes"
+		}
+		fmt.Fprintf(&b, "\n<details><summary>Paper numbers: where %s from</summary>\n<ol>\n", what)
+		for _, s := range t.Sources {
+			fmt.Fprintf(&b, "<li>%s</li>\n", html.EscapeString(s))
+		}
+		b.WriteString("</ol>\n</details>\n")
+	} else if len(t.Sources) > 0 {
 		b.WriteString("\nPaper numbers:\n")
 		for i, s := range t.Sources {
 			fmt.Fprintf(&b, "[%d] %s  \n", i+1, mdText(s))

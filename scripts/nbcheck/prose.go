@@ -106,6 +106,7 @@ type proseCell struct {
 		OutputType string                     `json:"output_type"`
 		Text       json.RawMessage            `json:"text"`
 		Data       map[string]json.RawMessage `json:"data"`
+		Metadata   map[string]json.RawMessage `json:"metadata"`
 	} `json:"outputs"`
 }
 

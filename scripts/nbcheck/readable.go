@@ -2,6 +2,9 @@ package main
 
 import (
 	"crypto/sha256"
+	"encoding/base64"
+	"encoding/binary"
+	"encoding/json"
 	"fmt"
 	"strings"
 
@@ -17,7 +20,13 @@ import (
 //     are the notebook's references, not its words; the papers' symbols, L_context, may stand);
 //   - "figure-twice": the same image is shown twice in one notebook (the regime figure used to be
 //     embedded by its section and again by "Other figures");
-//   - "caption": a figure whose caption line names its file and nothing else.
+//   - "caption": a figure whose caption line names its file and nothing else;
+//   - "figure-size": a committed figure (its caption line names figures/…) of one panel, at most
+//     [ColumnPixels] pixels wide, shown without a display width (image/png metadata "width"): the
+//     browser draws it at its pixel size, 800 px high with labels twice the text's size, where
+//     the paper notebooks show it at half (notebook.Figure.Metadata, the setup cell's showFigure);
+//   - "sources": a table's "Paper numbers:" sources listed under it instead of folded
+//     (report.Table.FoldedMarkdown): two dozen lines under each of TCM's tables.
 
 // lintReadable runs the checks above on a notebook's cells.
 func lintReadable(cells []proseCell) []Problem {
@@ -39,6 +48,9 @@ func lintReadable(cells []proseCell) []Problem {
 				if emptyCaption(c, k) {
 					out = append(out, Problem{i, "caption", "a figure under an empty caption: give it the spec's caption (or show it once, where it has one)"})
 				}
+				if w := pngWidth(raw); committedFigure(c, k) && w > 0 && w <= ColumnPixels && shownWidth(c.Outputs[k].Metadata) == 0 {
+					out = append(out, Problem{i, "figure-size", fmt.Sprintf("a %d-pixel figure shown at its pixel size: give it a display width (image/png metadata width, notebook.Figure.Metadata: %d)", w, (w+1)/2)})
+				}
 				continue
 			}
 			for _, mime := range []string{"text/markdown", "text/html"} {
@@ -47,6 +59,9 @@ func lintReadable(cells []proseCell) []Problem {
 					continue
 				}
 				t, _ := multiline(raw)
+				if strings.Contains(t, "Paper numbers:\n[1]") {
+					out = append(out, Problem{i, "sources", "a table's sources listed under it: fold them (report.Table.FoldedMarkdown)"})
+				}
 				for _, p := range sweep.ReaderRawTexts(t) {
 					out = append(out, Problem{i, "raw", fmt.Sprintf("shows %s (give it words in the spec's labels map or the generator)", p)})
 				}
@@ -70,4 +85,51 @@ func emptyCaption(c *proseCell, k int) bool {
 	t, _ := multiline(raw)
 	head, rest, ok := strings.Cut(t, " — ")
 	return ok && strings.Contains(head, "figures/") && strings.TrimSpace(rest) == ""
+}
+
+// ColumnPixels is the widest figure, in pixels, that the HTML export draws at its pixel size: its
+// output column is about 1,080 px wide in a 1,200-px window; a wider figure is scaled down to it.
+const ColumnPixels = 1100
+
+// committedFigure reports whether output k of c (an image) is a committed figure: the output
+// after it is its caption line, naming a file under figures/.
+func committedFigure(c *proseCell, k int) bool {
+	if k+1 >= len(c.Outputs) {
+		return false
+	}
+	raw, ok := c.Outputs[k+1].Data["text/markdown"]
+	if !ok {
+		return false
+	}
+	t, _ := multiline(raw)
+	head, _, _ := strings.Cut(t, " — ")
+	return strings.Contains(head, "figures/")
+}
+
+// pngWidth is the width in pixels of a base64 image/png output (0 when it is not a PNG).
+func pngWidth(raw json.RawMessage) int {
+	s, err := multiline(raw)
+	if err != nil {
+		return 0
+	}
+	s = strings.Join(strings.Fields(s), "")
+	if len(s) > 64 {
+		s = s[:64]
+	}
+	b, err := base64.StdEncoding.DecodeString(s)
+	if err != nil || len(b) < 24 || string(b[:8]) != "\x89PNG\r\n\x1a\n" || string(b[12:16]) != "IHDR" {
+		return 0
+	}
+	return int(binary.BigEndian.Uint32(b[16:20]))
+}
+
+// shownWidth is the display width an output's metadata gives its image/png, px (0: none).
+func shownWidth(md map[string]json.RawMessage) float64 {
+	var png struct {
+		Width float64 `json:"width"`
+	}
+	if raw, ok := md["image/png"]; !ok || json.Unmarshal(raw, &png) != nil {
+		return 0
+	}
+	return png.Width
 }

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"encoding/base64"
+	"encoding/binary"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -53,5 +55,56 @@ func TestLintReadable(t *testing.T) {
 	)
 	if probs := lintReadable(good); len(probs) > 0 {
 		t.Errorf("lintReadable of the notebook in words: %v", probs)
+	}
+}
+
+// TestLintFigureSizeAndSources: a committed one-panel figure (990 pixels) shown without a display
+// width fails, as the paper notebooks showed theirs, 800 px high; the same at 495 px passes, and so
+// does a two-panel figure (2070 pixels, scaled to the column anyway) or a figure the notebook drew
+// itself (no figures/ caption). A table's sources listed under it fail; folded, they pass.
+func TestLintFigureSizeAndSources(t *testing.T) {
+	header := func(w uint32) string {
+		b := []byte("\x89PNG\r\n\x1a\n\x00\x00\x00\x0dIHDR")
+		b = binary.BigEndian.AppendUint32(b, w)
+		b = binary.BigEndian.AppendUint32(b, 795)
+		return base64.StdEncoding.EncodeToString(append(b, 8, 6, 0, 0, 0))
+	}
+	out := func(data, metadata string) string {
+		return `{"output_type": "display_data", "data": ` + data + `, "metadata": ` + metadata + `}`
+	}
+	png := func(w uint32, md string) string { return out(`{"image/png": "`+header(w)+`"}`, md) }
+	md := func(s string) string {
+		j, _ := json.Marshal(s)
+		return out(`{"text/markdown": `+string(j)+`}`, `{}`)
+	}
+	cell := func(outs ...string) proseCell {
+		var c proseCell
+		if err := json.Unmarshal([]byte(`{"cell_type": "code", "source": "", "metadata": {}, "outputs": [`+strings.Join(outs, ", ")+`]}`), &c); err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	caption := func(name string) string {
+		return md("*`figures/cit/" + name + ".png`* — **Table 3 (γ).** Final test R@1.")
+	}
+	for _, tc := range []struct {
+		name string
+		c    proseCell
+		want string // the problem's kind; "" passes
+	}{
+		{"one panel at its pixel size", cell(png(990, `{}`), caption("a")), "figure-size"},
+		{"one panel at half", cell(png(990, `{"image/png": {"width": 495}}`), caption("b")), ""},
+		{"two panels", cell(png(2070, `{}`), caption("c")), ""},
+		{"drawn by the notebook", cell(png(990, `{}`)), ""},
+		{"sources listed", cell(md("**Toy**\n\n| a |\n|---|\n| 1 [1] |\n\nPaper numbers:\n[1] seed 003 Table 1, CUB row  \n")), "sources"},
+		{"sources folded", cell(md("**Toy**\n\n| a |\n|---|\n| 1 [1] |\n\n<details><summary>Paper numbers: where the number in brackets comes from</summary>\n<ol>\n<li>seed 003 Table 1, CUB row</li>\n</ol>\n</details>\n")), ""},
+	} {
+		var kinds []string
+		for _, p := range lintReadable([]proseCell{tc.c}) {
+			kinds = append(kinds, p.Kind)
+		}
+		if got := strings.Join(kinds, ","); got != tc.want {
+			t.Errorf("%s: problems %q, want %q", tc.name, got, tc.want)
+		}
 	}
 }

@@ -13,12 +13,13 @@
 //
 //	browsercheck [-notebook notebooks/00_tour.ipynb] [-out out/browser] [-scale smoke] [-timeout 10m]
 //	browsercheck -exports 'notebooks/*.html' [-out out/browser]
+//	browsercheck -read 'notebooks/*.html README.md reproductions/*/README.md' [-out DIR]
 //	JUPYTER_TOKEN=… browsercheck -lab http://127.0.0.1:PORT -lab-open a.ipynb,b.ipynb -lab-run a.ipynb [-out out/jupyterlab]
 //
 // With -exports it runs no notebook: it opens the HTML exports offline and checks their
 // formulas and first screen instead (see [checkExports]). With -lab it starts no server either: it
 // drives a running JupyterLab (scripts/check-jupyterlab.sh starts one) through its UI (see
-// [checkLab]).
+// [checkLab]). With -read it lays out pages whole and screenshots them (see [checkRead]).
 //
 // SCALE and DMLKIT_FIGURES_DIR (default <out>/figures) are put in the server's, hence the
 // kernel's, environment. It lives in the tools module so chromedp stays out of dmlkit's go.mod.
@@ -113,6 +114,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 	lab := fs.String("lab", "", "do not start a server: drive the JupyterLab server at this URL (token in $JUPYTER_TOKEN)")
 	labOpen := fs.String("lab-open", "", "with -lab: notebooks to open, comma-separated, relative to the server's root directory")
 	labRun := fs.String("lab-run", "", "with -lab: of those, the notebooks to run (Run All Cells), comma-separated")
+	read := fs.String("read", "", "do not run a notebook: lay out these pages whole as a reader sees them (globs, space-separated: HTML exports, Markdown READMEs) and screenshot them")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -135,6 +137,21 @@ func run(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 		fmt.Fprintf(stdout, "browsercheck: ok, %d exports in %.1f s\n", len(files), time.Since(t0).Seconds())
+		return nil
+	}
+	if *read != "" {
+		var files []string
+		for _, g := range strings.Fields(*read) {
+			m, err := filepath.Glob(g)
+			if err != nil || len(m) == 0 {
+				return fmt.Errorf("-read %q: no files", g)
+			}
+			files = append(files, m...)
+		}
+		if err := checkRead(ctx, *chromium, files, absOut, stdout); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "browsercheck: ok, %d pages read in %.1f s\n", len(files), time.Since(t0).Seconds())
 		return nil
 	}
 	if *lab != "" {
