@@ -116,8 +116,9 @@ func loadRecords(spec *sweep.Spec, scale, results string, skipTorn bool, stderr 
 
 // makeFigures draws the spec's figures from recs (loaded once by the caller, see loadRecords), and
 // the leaderboard's (report.RenderLeaderboardFigures): leaderboard and leaderboard_pareto
-// beside them, the rank agreement in the first regime's figures directory (with --out, beside
-// them), each with its caption in the README of the directory it is in. Files go through w.
+// beside them, the rank agreement of each pair of regimes in the first regime's figures directory
+// (with --out, beside them), each with its caption in the README of the directory it is in. Files
+// go through w.
 func makeFigures(w atomicfile.Writer, spec *sweep.Spec, scale string, recs []sweep.Record, out string, formats []string, stdout, stderr io.Writer) error {
 	if len(spec.Figures) == 0 && spec.Leaderboard == nil {
 		fmt.Fprintf(stdout, "%s declares no figures\n", spec.Path)
@@ -136,15 +137,15 @@ func makeFigures(w atomicfile.Writer, spec *sweep.Spec, scale string, recs []swe
 	rendered := report.RenderFigures(w, spec, recs, scale, out, st, formats...)
 	var drawn []report.FigureResult // also those not in out's README (the rank agreement of another directory)
 	if spec.Leaderboard != nil {
-		per, ra, err := report.RenderLeaderboardFigures(w, spec, recs, scale, out, agree, formats...)
+		per, ras, err := report.RenderLeaderboardFigures(w, spec, recs, scale, out, agree, formats...)
 		if err != nil {
 			return err
 		}
 		rendered = append(rendered, per...)
-		if ra != nil && agree == out {
-			rendered = append(rendered, *ra)
-		} else if ra != nil {
-			drawn = append(drawn, *ra)
+		if agree == out {
+			rendered = append(rendered, ras...)
+		} else {
+			drawn = append(drawn, ras...)
 		}
 	}
 	for _, r := range append(slices.Clone(rendered), drawn...) {

@@ -81,9 +81,9 @@ func commitOutputs(w *atomicfile.Batch, held *bytes.Buffer, stdout io.Writer) er
 	return err
 }
 
-// leaderboardAgreeDir is where the leaderboard's rank agreement goes by default: the directory dir
-// (tablesDir or figuresDir) of the spec's first regime, so that both regimes' runs of `dmlkit
-// tables` and `dmlkit figures` write it to one place; dflt when the spec has no leaderboard.
+// leaderboardAgreeDir is where the leaderboard's rank agreements go by default: the directory dir
+// (tablesDir or figuresDir) of the spec's first regime, so that every regime's run of `dmlkit
+// tables` and `dmlkit figures` writes them to one place; dflt when the spec has no leaderboard.
 func leaderboardAgreeDir(spec *sweep.Spec, dir func(*sweep.Spec, string) string, dflt string) string {
 	if spec.Leaderboard == nil || len(spec.Leaderboard.Regimes) == 0 {
 		return dflt
@@ -168,9 +168,10 @@ func makeClaims(w atomicfile.Writer, spec *sweep.Spec, scale string, recs []swee
 
 // makeTables renders the spec's tables from recs (loaded once by the caller, see loadRecords), and
 // its leaderboard (report.RenderLeaderboard): leaderboard.md / .tex beside the tables and,
-// at a scale of the leaderboard's regimes, rank_agreement.md in the first regime's tables
-// directory (SPECDIR/tables for the committed scales; with --out, beside the tables). Files go
-// through w.
+// at a scale of the leaderboard's regimes, the rank agreement of each pair of regimes
+// (rank_agreement.md, then rank_agreement-<a>-<b>.md for a third regime's pairs) in the first
+// regime's tables directory (SPECDIR/tables for the committed scales; with --out, beside the
+// tables). Files go through w.
 func makeTables(w atomicfile.Writer, spec *sweep.Spec, scale string, recs []sweep.Record, out string, print bool, stdout, stderr io.Writer) error {
 	if len(spec.Tables) == 0 && len(spec.Tune) == 0 && spec.Leaderboard == nil {
 		fmt.Fprintf(stdout, "%s declares no tables\n", spec.Path)

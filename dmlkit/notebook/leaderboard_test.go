@@ -3,6 +3,7 @@ package notebook
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -91,5 +92,66 @@ func TestReadFrontPage(t *testing.T) {
 	must(os.Remove(filepath.Join(root, "reproductions", "README.md")))
 	if _, err := ReadFrontPage(root); err == nil {
 		t.Error("no reproductions/README.md: no error")
+	}
+}
+
+// TestRankAgreements: the fixture's two regimes give one pair, its figure rank_agreement in the
+// small scale's directory, and RankAgreementMarkdown is its table as before. With a third regime
+// (the committed scale "converged" added to the spec, no records of it yet) there are three pairs
+// in the spec's order, the further ones named rank_agreement-<a>-<b> and not computed yet; a
+// committed further scale's figures are read from its own directory, figures/board/converged.
+func TestRankAgreements(t *testing.T) {
+	p := boardPaper(t)
+	ras, err := p.RankAgreements()
+	if err != nil {
+		t.Fatal(err)
+	}
+	md, err := p.RankAgreementMarkdown()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ras) != 1 || ras[0].Scales != [2]string{"small", "pretrained"} || ras[0].Scale != "small" || ras[0].Figure != "rank_agreement" || md != ras[0].Markdown {
+		t.Fatalf("two regimes: %+v", ras)
+	}
+
+	spec := filepath.Join(p.Dir(), "spec.yaml")
+	b, err := os.ReadFile(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := strings.Replace(string(b), "\nscales:\n", "\ncommitted: [converged]\n\nscales:\n  converged:\n    epochs: 3\n    seeds: [0, 1, 2]\n    list:\n      - {name: alpha, loss.name: contrastive}\n      - {name: beta, loss.name: triplet}\n      - {name: gamma, loss.name: multisimilarity}\n      - {name: delta, loss.name: arcface}\n", 1)
+	s = strings.Replace(s, "    - {scale: pretrained, label: \"pretrained, CIFAR-10\"}\n", "    - {scale: pretrained, label: \"pretrained, CIFAR-10\"}\n    - {scale: converged, label: \"converged\"}\n", 1)
+	if err := os.WriteFile(spec, []byte(s), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ras, err = p.RankAgreements()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, ra := range ras {
+		got = append(got, ra.Scales[0]+"–"+ra.Scales[1]+" "+ra.Scale+"/"+ra.Figure)
+	}
+	if want := []string{"small–pretrained small/rank_agreement", "small–converged small/rank_agreement-small-converged", "pretrained–converged small/rank_agreement-pretrained-converged"}; !slices.Equal(got, want) {
+		t.Fatalf("three regimes: %q, want %q", got, want)
+	}
+	if ras[0].Markdown != md || !strings.Contains(ras[2].Markdown, "not computed: 0 methods ranked in both regimes") {
+		t.Errorf("three regimes: the first pair's table changed, or the third's computed:\n%s\n%s", ras[0].Markdown, ras[2].Markdown)
+	}
+	if all, err := p.RankAgreementMarkdown(); err != nil || all != ras[0].Markdown+"\n"+ras[1].Markdown+"\n"+ras[2].Markdown {
+		t.Errorf("RankAgreementMarkdown: %v\n%s", err, all)
+	}
+	conv := filepath.Join(p.Root, "figures", "board", "converged")
+	if err := os.MkdirAll(conv, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(conv, "leaderboard.png"), []byte("PNG"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if f, ok, err := p.LeaderboardFigure("converged", "leaderboard"); !ok || err != nil || f.Name != "converged/leaderboard" || string(f.PNG) != "PNG" {
+		t.Errorf("converged figure: %+v, found %v, error %v", f, ok, err)
+	}
+	if _, ok, err := p.LeaderboardFigure("small", "leaderboard"); ok || err != nil {
+		t.Errorf("small's figure read from another directory: found %v, error %v", ok, err)
 	}
 }

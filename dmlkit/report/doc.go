@@ -24,10 +24,11 @@
 // A spec whose sweep trains many methods under one protocol (issue 31's benchmark of DML losses)
 // declares a leaderboard: section ([sweep.LeaderboardSpec]): the config key naming a method, the
 // metrics (the first ranks), their display factors, which are lower-is-better, the methods in
-// display order (label, who proposed them, the seed papers using them) and one or two regimes
+// display order (label, who proposed them, the seed papers using them) and one or more regimes
 // (scales). [BuildLeaderboard] ranks each regime's final runs by the mean over seeds with 95 %
 // t-intervals and the verdicts' training rule; [AgreementOf] compares two regimes' rankings by
-// Kendall's τ-b ([KendallTauB]) with a seeded percentile bootstrap over seeds ([BootstrapTau]);
+// Kendall's τ-b ([KendallTauB]) with a seeded percentile bootstrap over seeds ([BootstrapTau]),
+// and [Agreements] every pair of the spec's regimes (files named by [AgreementName]);
 // [RenderLeaderboard] and [RenderLeaderboardFigures] write the tables and figures that `dmlkit
 // tables` and `dmlkit figures` regenerate, and [LeaderboardSummary] the lines of a README block.
 package report

@@ -747,6 +747,8 @@ const MinAgreementMethods = 3
 type RankAgreement struct {
 	Metric  string
 	Regimes [2]sweep.LeaderboardRegime
+	// Name is the base name of its files (.md; .png, .svg, .pdf): [AgreementName].
+	Name    string
 	Methods []sweep.LeaderboardMethod // the common methods, in the spec's order
 	Means   [2][]float64              // per regime, per common method: the first metric's mean
 	Ranks   [2][]float64              // per regime: rank among the common methods (1 best; ties averaged)
@@ -766,12 +768,37 @@ type RankAgreement struct {
 // Computed reports whether there are enough common methods for τ.
 func (r *RankAgreement) Computed() bool { return len(r.Methods) >= MinAgreementMethods }
 
+// AgreementName is the base name of the files of the rank agreement of the regimes of scales a and
+// b: [FigRankAgreement] for the spec's first two regimes (in their order), so that a spec's first
+// pair keeps its files when a regime is added; "rank_agreement-<a>-<b>" for any other pair.
+func AgreementName(l *sweep.LeaderboardSpec, a, b string) string {
+	if len(l.Regimes) >= 2 && a == l.Regimes[0].Scale && b == l.Regimes[1].Scale {
+		return FigRankAgreement
+	}
+	return FigRankAgreement + "-" + a + "-" + b
+}
+
+// Subject is how the rank agreement's README line and figure caption name it: "the two regimes"
+// when the spec has two (the wording of the committed READMEs), else its regimes' labels ("**A**
+// and **B**" with bold, "A and B" without).
+func (r *RankAgreement) Subject(l *sweep.LeaderboardSpec, bold bool) string {
+	if len(l.Regimes) <= 2 {
+		return "the two regimes"
+	}
+	a, b := r.Regimes[0].Label, r.Regimes[1].Label
+	if bold {
+		return "**" + mdText(a) + "** and **" + mdText(b) + "**"
+	}
+	return a + " and " + b
+}
+
 // AgreementOf computes the rank agreement of two leaderboards (of the first metric) over the
 // methods ranked in both.
 func AgreementOf(a, b *Leaderboard) *RankAgreement {
 	l := a.Spec
 	m := l.Metrics[0]
-	r := &RankAgreement{Metric: m, Regimes: [2]sweep.LeaderboardRegime{a.Regime, b.Regime}, Tau: math.NaN(), Lo: math.NaN(), Hi: math.NaN(),
+	r := &RankAgreement{Metric: m, Regimes: [2]sweep.LeaderboardRegime{a.Regime, b.Regime}, Name: AgreementName(l, a.Regime.Scale, b.Regime.Scale),
+		Tau: math.NaN(), Lo: math.NaN(), Hi: math.NaN(),
 		B: l.BootstrapOrDefault(), Seed: sweep.BootstrapSeed}
 	byID := func(lb *Leaderboard) map[string]LeaderboardEntry {
 		out := map[string]LeaderboardEntry{}
@@ -874,8 +901,8 @@ func (r *RankAgreement) Markdown(lm sweep.LabelMap) string {
 
 func rankText(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
 
-// Agreement builds the leaderboards of the spec's two regimes from records (all scales) and their
-// rank agreement; nil when the spec has fewer than two regimes.
+// Agreement is the rank agreement of the spec's first two regimes (the first of [Agreements]),
+// their leaderboards built from records (all scales); nil when the spec has fewer than two regimes.
 func Agreement(s *sweep.Spec, records []sweep.Record) (*RankAgreement, error) {
 	l := s.Leaderboard
 	if l == nil || len(l.Regimes) < 2 {
@@ -892,10 +919,41 @@ func Agreement(s *sweep.Spec, records []sweep.Record) (*RankAgreement, error) {
 	return AgreementOf(a, b), nil
 }
 
+// Agreements builds the leaderboards of the spec's regimes from records (all scales) and the rank
+// agreement of every pair of them: regimes i < j in the spec's order, (0, 1), (0, 2), …, (1, 2),
+// …; none when the spec has fewer than two regimes.
+func Agreements(s *sweep.Spec, records []sweep.Record) ([]*RankAgreement, error) {
+	l := s.Leaderboard
+	if l == nil || len(l.Regimes) < 2 {
+		return nil, nil
+	}
+	var boards []*Leaderboard
+	for _, rg := range l.Regimes {
+		lb, err := BuildLeaderboard(s, rg.Scale, records)
+		if err != nil {
+			return nil, err
+		}
+		boards = append(boards, lb)
+	}
+	return agreementsOf(boards), nil
+}
+
+// agreementsOf is the rank agreement of every pair of boards (i < j, in their order).
+func agreementsOf(boards []*Leaderboard) []*RankAgreement {
+	var out []*RankAgreement
+	for i := range boards {
+		for j := i + 1; j < len(boards); j++ {
+			out = append(out, AgreementOf(boards[i], boards[j]))
+		}
+	}
+	return out
+}
+
 // RenderLeaderboard writes the leaderboard of scale to outDir/leaderboard.md and .tex and, when
-// scale is one of the spec's regimes and the spec has two, the rank agreement to
-// agreeDir/rank_agreement.md (records of both regimes' scales are read from records). It returns
-// the leaderboard and the files written.
+// scale is one of the spec's regimes and the spec has two or more, the rank agreement of every
+// pair of regimes to agreeDir/<name>.md ([AgreementName]: rank_agreement.md for the first pair,
+// rank_agreement-<a>-<b>.md for each further one; records of every regime's scale are read from
+// records). It returns the leaderboard and the files written.
 func RenderLeaderboard(w atomicfile.Writer, s *sweep.Spec, records []sweep.Record, scale, outDir, agreeDir string) (*Leaderboard, []string, error) {
 	lb, err := BuildLeaderboard(s, scale, records)
 	if err != nil {
@@ -913,21 +971,25 @@ func RenderLeaderboard(w atomicfile.Writer, s *sweep.Spec, records []sweep.Recor
 	if !slices.ContainsFunc(s.Leaderboard.Regimes, func(r sweep.LeaderboardRegime) bool { return r.Scale == scale }) {
 		return lb, files, nil
 	}
-	ra, err := Agreement(s, records)
-	if err != nil || ra == nil {
+	ras, err := Agreements(s, records)
+	if err != nil {
 		return lb, files, err
 	}
-	p := filepath.Join(agreeDir, "rank_agreement.md")
-	if err := writeOut(w, p, []byte(ra.Markdown(s.Labels))); err != nil {
-		return nil, nil, err
+	for _, ra := range ras {
+		p := filepath.Join(agreeDir, ra.Name+".md")
+		if err := writeOut(w, p, []byte(ra.Markdown(s.Labels))); err != nil {
+			return nil, nil, err
+		}
+		files = append(files, p)
 	}
-	return lb, append(files, p), nil
+	return lb, files, nil
 }
 
 // LeaderboardSummary is a short Markdown summary for a README block (<!-- leaderboard -->): per
-// regime the top three methods with their mean and 95 % interval of the first metric, then the
-// rank agreement of the two regimes. recordsByScale maps each regime's scale to its records (a
-// scale missing: no runs).
+// regime the top three methods with their mean and 95 % interval of the first metric, then one
+// line per pair of regimes with their rank agreement ("of the two regimes" when the spec has two,
+// else naming the pair). recordsByScale maps each regime's scale to its records (a scale missing:
+// no runs).
 func LeaderboardSummary(s *sweep.Spec, recordsByScale map[string][]sweep.Record) (string, error) {
 	l := s.Leaderboard
 	if l == nil {
@@ -977,12 +1039,11 @@ func LeaderboardSummary(s *sweep.Spec, recordsByScale map[string][]sweep.Record)
 		}
 		b.WriteString(".\n")
 	}
-	if len(boards) == 2 {
-		ra := AgreementOf(boards[0], boards[1])
+	for _, ra := range agreementsOf(boards) {
 		if ra.Computed() {
-			fmt.Fprintf(&b, "- Rank agreement of the two regimes over %d methods: Kendall's %s (95 %% bootstrap over seeds, B = %d); %s.\n", len(ra.Methods), ra.TauText(), ra.B, ra.TrainedText())
+			fmt.Fprintf(&b, "- Rank agreement of %s over %d methods: Kendall's %s (95 %% bootstrap over seeds, B = %d); %s.\n", ra.Subject(l, true), len(ra.Methods), ra.TauText(), ra.B, ra.TrainedText())
 		} else {
-			fmt.Fprintf(&b, "- Rank agreement of the two regimes: %s.\n", ra.TauText())
+			fmt.Fprintf(&b, "- Rank agreement of %s: %s.\n", ra.Subject(l, true), ra.TauText())
 		}
 	}
 	return b.String(), nil

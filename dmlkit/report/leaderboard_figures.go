@@ -23,10 +23,11 @@ import (
 //	                    method (black: an earlier method, a baseline)
 //	leaderboard_pareto  per regime: the Pareto metrics' means (default R@1 against OPIS), ± SE
 //	                    both ways, the Pareto frontier, the points numbered with a key
-//	rank_agreement      once, in the first regime's directory: each method's rank in one regime
-//	                    against the other, the diagonal, Kendall's τ-b and its bootstrap
-//	                    interval in the title (drawn with at least MinAgreementMethods methods
-//	                    ranked in both)
+//	rank_agreement      once per pair of regimes, in the first regime's directory: each method's
+//	                    rank in one regime against the other, the diagonal, Kendall's τ-b and its
+//	                    bootstrap interval in the title (drawn with at least MinAgreementMethods
+//	                    methods ranked in both); the spec's first two regimes as rank_agreement,
+//	                    each further pair as rank_agreement-<scale a>-<scale b> ([AgreementName])
 
 // Figure names of the leaderboard.
 const (
@@ -200,10 +201,11 @@ func AgreementFigure(ra *RankAgreement, l *sweep.LeaderboardSpec, lm sweep.Label
 }
 
 // RenderLeaderboardFigures draws the leaderboard and Pareto figures of scale into outDir and, when
-// scale is one of the spec's two regimes, the rank agreement into agreeDir (records: all scales),
-// as PNG, SVG and PDF (or formats). Each result carries its caption for the figures' README
+// scale is one of the spec's regimes and it has two or more, the rank agreement of every pair of
+// regimes into agreeDir ([Agreements], named by [AgreementName]; records: all scales), as PNG, SVG
+// and PDF (or formats). Each result carries its caption for the figures' README
 // ([WriteFigureReadme]); a figure with nothing to draw has an error wrapping ErrNoRecords.
-func RenderLeaderboardFigures(w atomicfile.Writer, s *sweep.Spec, records []sweep.Record, scale, outDir, agreeDir string, formats ...string) (perScale []FigureResult, agreement *FigureResult, err error) {
+func RenderLeaderboardFigures(w atomicfile.Writer, s *sweep.Spec, records []sweep.Record, scale, outDir, agreeDir string, formats ...string) (perScale, agreements []FigureResult, err error) {
 	l := s.Leaderboard
 	if l == nil {
 		return nil, nil, fmt.Errorf("experiments: %s: no leaderboard section", s.Name())
@@ -248,17 +250,19 @@ func RenderLeaderboardFigures(w atomicfile.Writer, s *sweep.Spec, records []swee
 	if !slices.ContainsFunc(l.Regimes, func(r sweep.LeaderboardRegime) bool { return r.Scale == scale }) || len(l.Regimes) < 2 {
 		return perScale, nil, nil
 	}
-	ra, err := Agreement(s, records)
+	ras, err := Agreements(s, records)
 	if err != nil {
 		return nil, nil, err
 	}
-	ch, err = AgreementFigure(ra, l, lm)
-	res := save(FigRankAgreement, ch, err, agreeDir, fmt.Sprintf(
-		"Rank agreement of the two regimes (tables: rank_agreement.md): each method ranked in both, by its rank by mean test %s in the two regimes, %s (x) and %s (y); 1 is the best; the dashed diagonal: equal ranks. "+
-			"Title: Kendall's τ-b between the regimes' means, with its 95 %% percentile bootstrap interval (B = %d replicates, each resampling every method's seeds with replacement in each regime independently; generator seed %d). "+
-			"Drawn when at least %d methods are ranked in both.",
-		m, ra.Regimes[0].Label, ra.Regimes[1].Label, ra.B, ra.Seed, MinAgreementMethods))
-	return perScale, &res, nil
+	for _, ra := range ras {
+		ch, err = AgreementFigure(ra, l, lm)
+		agreements = append(agreements, save(ra.Name, ch, err, agreeDir, fmt.Sprintf(
+			"Rank agreement of %s (tables: %s.md): each method ranked in both, by its rank by mean test %s in the two regimes, %s (x) and %s (y); 1 is the best; the dashed diagonal: equal ranks. "+
+				"Title: Kendall's τ-b between the regimes' means, with its 95 %% percentile bootstrap interval (B = %d replicates, each resampling every method's seeds with replacement in each regime independently; generator seed %d). "+
+				"Drawn when at least %d methods are ranked in both.",
+			ra.Subject(l, false), ra.Name, m, ra.Regimes[0].Label, ra.Regimes[1].Label, ra.B, ra.Seed, MinAgreementMethods)))
+	}
+	return perScale, agreements, nil
 }
 
 // floorCaption is the captions' sentence on the zero-shot floor's lines ("" without floor runs).

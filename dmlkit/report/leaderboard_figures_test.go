@@ -157,12 +157,12 @@ func TestRenderLeaderboardFigures(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if agree == nil || agree.Err != nil {
-				t.Fatalf("%s: rank agreement %+v", c.scale, agree)
+			if len(agree) != 1 || agree[0].Err != nil || agree[0].Name != FigRankAgreement {
+				t.Fatalf("%s: rank agreements %+v, want one, %s", c.scale, agree, FigRankAgreement)
 			}
 			results := per
 			if c.dir == small {
-				results = append(results, *agree)
+				results = append(results, agree...)
 			}
 			for _, r := range results {
 				if r.Err != nil || len(r.Files) != 3 {

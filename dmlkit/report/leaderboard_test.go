@@ -407,7 +407,9 @@ func TestLeaderboardSpecErrors(t *testing.T) {
 		{"no metrics", "metrics: [R@1, MAP@R, OPIS]", "metrics: []", `field "leaderboard.metrics": missing`},
 		{"min_train", "lower_better: [OPIS]", "lower_better: [OPIS]\n  min_train: 2", `field "leaderboard.min_train": 2: want a fraction in [0, 1]`},
 		{"pareto", "lower_better: [OPIS]", "lower_better: [OPIS]\n  pareto: [R@1]", `field "leaderboard.pareto": want two different metrics`},
-		{"three regimes", "    - {scale: pretrained, label: \"pretrained, CIFAR-10\"}", "    - {scale: pretrained, label: \"pretrained, CIFAR-10\"}\n    - {scale: small, label: again}", `field "leaderboard.regimes": want one or two regimes`},
+		// Three regimes are allowed (every pair is compared); a scale twice is not.
+		{"regime twice", "    - {scale: pretrained, label: \"pretrained, CIFAR-10\"}", "    - {scale: pretrained, label: \"pretrained, CIFAR-10\"}\n    - {scale: small, label: again}", `field "leaderboard.regimes[2].scale": "small" listed twice`},
+		{"no regimes", "  regimes:\n    - {scale: small, label: \"from scratch, Omniglot\"}\n    - {scale: pretrained, label: \"pretrained, CIFAR-10\"}", "  regimes: []", `field "leaderboard.regimes": missing`},
 		{"unknown field", "lower_better: [OPIS]", "lower_better: [OPIS]\n  lowerbetter: [OPIS]", "field lowerbetter not found"},
 	} {
 		t.Run(c.name, func(t *testing.T) {

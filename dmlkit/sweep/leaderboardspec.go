@@ -19,7 +19,7 @@ const TrainMetric = "train/R@1"
 // protocol, each a method of the sweep told apart by one config key (its informational "name"),
 // ranked per regime (a committed scale: from scratch, pretrained) by the mean over seeds of a
 // metric, with 95 % t-intervals, the training rule of the verdicts, an OPIS–R@1 Pareto view and
-// the agreement of the two regimes' rankings (Kendall's τ-b with a bootstrap over seeds).
+// the agreement of the regimes' rankings, pair by pair (Kendall's τ-b with a bootstrap over seeds).
 //
 // In the spec:
 //
@@ -40,7 +40,8 @@ const TrainMetric = "train/R@1"
 //	                                              # seed paper that proposes it ("" for a baseline)
 //	  floor:                           # the zero-shot floor: arms of no training (not ranked, not methods)
 //	    - {id: floor-features, label: "Frozen features as they come"}   # id: the arm key's value
-//	  regimes:                         # committed scales, in order (one or two)
+//	  regimes:                         # committed scales, in order (one or more; each pair's rank
+//	                                   # agreement is computed, the first two's first)
 //	    - {scale: small, label: "from scratch: small CNN, Omniglot 964/659"}
 //	    - {scale: pretrained, label: "ImageNet MobileNetV2, frozen, CIFAR-10 5/5"}
 //	  where: {}                        # optional extra filter on the final runs
@@ -68,7 +69,7 @@ type LeaderboardSpec struct {
 	// each one it has runs of as a floor row and a line, not ranked, and flags the methods not
 	// above the best of them; claims never select them.
 	Floor   []LeaderboardMethod `yaml:"floor"`
-	Regimes []LeaderboardRegime `yaml:"regimes"` // one or two committed scales
+	Regimes []LeaderboardRegime `yaml:"regimes"` // committed scales, one or more
 	Where   map[string]any      `yaml:"where"`   // extra filter on final runs
 }
 
@@ -222,8 +223,8 @@ func (l *LeaderboardSpec) check(s *Spec) error {
 		}
 	}
 	papers, _ := l.PapersOrDefault()
-	if len(l.Regimes) == 0 || len(l.Regimes) > 2 {
-		return bad("regimes", "want one or two regimes (the rank agreement compares two), got %d", len(l.Regimes))
+	if len(l.Regimes) == 0 {
+		return bad("regimes", "missing (want one or more committed scales; the rank agreement compares each pair)")
 	}
 	for i, r := range l.Regimes {
 		if _, ok := s.Scales[r.Scale]; !ok {
@@ -232,7 +233,7 @@ func (l *LeaderboardSpec) check(s *Spec) error {
 		if strings.TrimSpace(r.Label) == "" {
 			return bad(fmt.Sprintf("regimes[%d].label", i), "missing (the regime in words)")
 		}
-		if i > 0 && r.Scale == l.Regimes[0].Scale {
+		if slices.ContainsFunc(l.Regimes[:i], func(o LeaderboardRegime) bool { return o.Scale == r.Scale }) {
 			return bad(fmt.Sprintf("regimes[%d].scale", i), "%q listed twice", r.Scale)
 		}
 	}
