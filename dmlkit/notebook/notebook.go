@@ -6,8 +6,9 @@
 package notebook
 
 import (
-	"encoding/binary"
+	"bytes"
 	"fmt"
+	"image/png"
 	"math"
 	"os"
 	"path/filepath"
@@ -260,10 +261,11 @@ func (f Figure) Metadata() map[string]any {
 
 // pngWidth reads the width of a PNG from its header (0 when b is not a PNG).
 func pngWidth(b []byte) int {
-	if len(b) < 24 || string(b[:8]) != "\x89PNG\r\n\x1a\n" || string(b[12:16]) != "IHDR" {
+	c, err := png.DecodeConfig(bytes.NewReader(b))
+	if err != nil {
 		return 0
 	}
-	return int(binary.BigEndian.Uint32(b[16:20]))
+	return c.Width
 }
 
 // Figures reads the named committed figures (the notebook does not redraw them: `dmlkit figures
