@@ -111,7 +111,13 @@ func FindingsMarkdown(reports []*judge.ClaimsReport, links map[string]PaperLinks
 			if v.Cause == judge.CauseMethodUntrained {
 				verdict = "the method did not train here"
 			}
-			fmt.Fprintf(&b, "- **%s**: %s — %s (%s; %s)", verdict, judge.MdEscape(v.Claim.Paper), judge.MdEscape(v.EffectText()),
+			// The note tells apart claims whose text reads alike (paper margins / tuned margins,
+			// the data, the noise): printed beside the claim, as in the figure's labels.
+			note := ""
+			if cc.Note != "" {
+				note = " [" + judge.MdEscape(cc.Note) + "]"
+			}
+			fmt.Fprintf(&b, "- **%s**: %s%s — %s (%s; %s)", verdict, judge.MdEscape(v.Claim.Paper), note, judge.MdEscape(v.EffectText()),
 				judge.MdEscape(v.Regime()), judge.MdEscape(shortReason(v)))
 			if why := v.Why(); why != "" {
 				b.WriteString(". Why: " + judge.MdEscape(why))
