@@ -404,7 +404,7 @@ func (r *ClaimsReport) ChangesMarkdown(base *Baseline) string {
 			if inner, ok := strings.CutPrefix(why, "unequal comparison ("); ok {
 				why = strings.TrimSuffix(inner, ")")
 			}
-			rows = append(rows, fmt.Sprintf("| %s | %s | %s | %s | %s: %s |", MdEscape(id), MdEscape(v.Claim.Source), f.Raw, f.Verdict, cause, MdEscape(why)))
+			rows = append(rows, fmt.Sprintf("| %s | %s | %s | %s | %s: %s |", MdEscape(id), MdEscape(v.Claim.Source), f.Raw, f.Verdict, cause, MdEscape(r.Labels.Humanize(why))))
 		}
 	}
 	rh, rc, ri := r.RawCounts()
@@ -436,7 +436,7 @@ func (r *ClaimsReport) changesSinceMarkdown(base *Baseline) string {
 		causeKinds(rows), MdEscape(base.Commit), MdEscape(base.Commit))
 	fmt.Fprintf(&b, "| claim | where | at %s | interval alone now | verdict now | cause |\n|---|---|---|---|---|---|\n", MdEscape(base.Commit))
 	for _, c := range rows {
-		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s |\n", MdEscape(c.id), MdEscape(c.where), c.was, c.raw, c.now, MdEscape(c.cause))
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s |\n", MdEscape(c.id), MdEscape(c.where), c.was, c.raw, c.now, MdEscape(r.Labels.Humanize(c.cause)))
 	}
 	return b.String()
 }
