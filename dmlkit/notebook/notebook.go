@@ -316,7 +316,7 @@ func (p *Paper) MissingFigures(missing []string) string {
 // false are skipped), formatted as sweep.FormatValue, sorted and comma-separated; "—" when
 // there are none.
 func Distinct(recs []sweep.Record, value func(r *sweep.Record) (any, bool)) string {
-	out := distinctValues(recs, value, func(s string) string { return s })
+	out := distinctValues(recs, value, func(v any, _ string) string { return sweep.FormatValue(v) })
 	sort.Strings(out)
 	if len(out) == 0 {
 		return "—"
@@ -325,8 +325,8 @@ func Distinct(recs []sweep.Record, value func(r *sweep.Record) (any, bool)) stri
 }
 
 // distinctValues is the distinct values value gives over recs in first-seen order, each
-// formatted as sweep.FormatValue and then by format.
-func distinctValues(recs []sweep.Record, value func(r *sweep.Record) (any, bool), format func(string) string) []string {
+// formatted by format (with its key when value is a [Key]: [KeyedValue]).
+func distinctValues(recs []sweep.Record, value func(r *sweep.Record) (any, bool), format func(v any, key string) string) []string {
 	seen := map[string]bool{}
 	var out []string
 	for i := range recs {
@@ -334,7 +334,7 @@ func distinctValues(recs []sweep.Record, value func(r *sweep.Record) (any, bool)
 		if !ok {
 			continue
 		}
-		s := format(sweep.FormatValue(v))
+		s := format(unkeyed(v))
 		if !seen[s] {
 			seen[s] = true
 			out = append(out, s)
