@@ -1,0 +1,71 @@
+package notebook
+
+import (
+	"bytes"
+	"fmt"
+	"image"
+	"image/color"
+	"image/draw"
+	"image/png"
+	"strings"
+)
+
+// FigureGrid composes figs into one figure of perRow panels a row, in reading order, each panel at
+// its own pixels in a cell as large as the largest panel (centred in it; a last row with fewer
+// panels is centred too), on white: panels the reader compares (one histogram per loss) side by
+// side. A notebook shows it at half its pixels like any figure
+// ([Figure.Metadata]; the browser scales a grid wider than its column down to it): five
+// histograms of 990 × 755 pixels, three a row, take one 2,970 × 1,510 figure about 510 px high in
+// a 1,000-px column, where one under the other they took 5 × 378 px and five captions.
+//
+// The grid's Name is the panels' names joined by "+"; its Caption is empty (see [GridCaption]).
+func FigureGrid(figs []Figure, perRow int) (Figure, error) {
+	if len(figs) == 0 {
+		return Figure{}, fmt.Errorf("figure grid: no figures")
+	}
+	if perRow <= 0 {
+		perRow = len(figs)
+	}
+	perRow = min(perRow, len(figs))
+	imgs := make([]image.Image, len(figs))
+	cw, ch := 0, 0
+	names := make([]string, len(figs))
+	for i, f := range figs {
+		img, err := png.Decode(bytes.NewReader(f.PNG))
+		if err != nil {
+			return Figure{}, fmt.Errorf("figure grid: %s: %w", f.Name, err)
+		}
+		imgs[i] = img
+		b := img.Bounds()
+		cw, ch = max(cw, b.Dx()), max(ch, b.Dy())
+		names[i] = f.Name
+	}
+	rows := (len(figs) + perRow - 1) / perRow
+	out := image.NewRGBA(image.Rect(0, 0, perRow*cw, rows*ch))
+	draw.Draw(out, out.Bounds(), &image.Uniform{color.White}, image.Point{}, draw.Src)
+	for i, img := range imgs {
+		row, col := i/perRow, i%perRow
+		inRow := min(perRow, len(figs)-row*perRow)
+		x0 := (perRow-inRow)*cw/2 + col*cw // the last row centred
+		b := img.Bounds()
+		at := image.Pt(x0+(cw-b.Dx())/2, row*ch+(ch-b.Dy())/2)
+		draw.Draw(out, image.Rectangle{Min: at, Max: at.Add(b.Size())}, img, b.Min, draw.Over)
+	}
+	var buf bytes.Buffer
+	if err := png.Encode(&buf, out); err != nil {
+		return Figure{}, err
+	}
+	return Figure{Name: strings.Join(names, "+"), PNG: buf.Bytes(), Width: out.Bounds().Dx()}, nil
+}
+
+// GridCaption is the caption of a [FigureGrid] of figs: one line that says how the panels are laid
+// out, then each panel's caption line as [Paper.FigureCaption] writes it (its file and the spec's
+// caption), in reading order.
+func (p *Paper) GridCaption(figs []Figure, perRow int) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "*%d panels, %d a row, left to right and top to bottom:*\n\n", len(figs), min(max(perRow, 1), len(figs)))
+	for i, f := range figs {
+		fmt.Fprintf(&b, "%d. %s\n", i+1, p.FigureCaption(f))
+	}
+	return b.String()
+}
