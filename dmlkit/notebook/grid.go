@@ -10,13 +10,16 @@ import (
 	"strings"
 )
 
+// GridColumn is the widest a notebook shows a [FigureGrid], px: the output column of the HTML
+// export (about 1,060 px in a 1,200-px window) with a margin.
+const GridColumn = 1000
+
 // FigureGrid composes figs into one figure of perRow panels a row, in reading order, each panel at
 // its own pixels in a cell as large as the largest panel (centred in it; a last row with fewer
 // panels is centred too), on white: panels the reader compares (one histogram per loss) side by
-// side. A notebook shows it at half its pixels like any figure
-// ([Figure.Metadata]; the browser scales a grid wider than its column down to it): five
-// histograms of 990 × 755 pixels, three a row, take one 2,970 × 1,510 figure about 510 px high in
-// a 1,000-px column, where one under the other they took 5 × 378 px and five captions.
+// side. A notebook shows it at half its pixels, at most [GridColumn] ([Figure.Metadata]): five
+// histograms of 990 × 755 pixels, three a row, make one 2,970 × 1,510 figure shown 1,000 px wide
+// and 508 px high, where one under the other they took 5 × 378 px and five captions.
 //
 // The grid's Name is the panels' names joined by "+"; its Caption is empty (see [GridCaption]).
 func FigureGrid(figs []Figure, perRow int) (Figure, error) {
@@ -55,7 +58,8 @@ func FigureGrid(figs []Figure, perRow int) (Figure, error) {
 	if err := png.Encode(&buf, out); err != nil {
 		return Figure{}, err
 	}
-	return Figure{Name: strings.Join(names, "+"), PNG: buf.Bytes(), Width: out.Bounds().Dx()}, nil
+	w := out.Bounds().Dx()
+	return Figure{Name: strings.Join(names, "+"), PNG: buf.Bytes(), Width: w, Shown: min((w+1)/2, GridColumn)}, nil
 }
 
 // GridCaption is the caption of a [FigureGrid] of figs: one line that says how the panels are laid

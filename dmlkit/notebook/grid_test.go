@@ -27,8 +27,7 @@ func solidPNG(t *testing.T, w, h int, c color.Color) []byte {
 
 // TestFigureGrid, by hand: three 2 × 1 panels (red, green, blue), two a row, make a 4 × 2 figure:
 // red at x 0-1 and green at x 2-3 of row 0; the last row's one panel centred, blue at x 1-2 of
-// row 1, white at x 0 and 3. A 1 × 1 panel beside a 2 × 1 one sits in the middle-left of its 2 × 1
-// cell (x offset (2 − 1) / 2 = 0).
+// row 1, white at x 0 and 3; shown at half its pixels, 2 px.
 func TestFigureGrid(t *testing.T) {
 	red, green, blue := color.RGBA{255, 0, 0, 255}, color.RGBA{0, 255, 0, 255}, color.RGBA{0, 0, 255, 255}
 	white := color.RGBA{255, 255, 255, 255}
@@ -41,8 +40,13 @@ func TestFigureGrid(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if g.Name != "r+g+b" || g.Width != 4 || img.Bounds() != image.Rect(0, 0, 4, 2) {
-		t.Fatalf("grid %q, width %d, bounds %v; want r+g+b, 4, 4 × 2", g.Name, g.Width, img.Bounds())
+	if g.Name != "r+g+b" || g.Width != 4 || g.ShownWidth() != 2 || img.Bounds() != image.Rect(0, 0, 4, 2) {
+		t.Fatalf("grid %q, width %d shown at %d, bounds %v; want r+g+b, 4 at 2, 4 × 2", g.Name, g.Width, g.ShownWidth(), img.Bounds())
+	}
+	// A grid wider than twice the column is shown at the column's width: 3 panels of 990 pixels.
+	wide := Figure{Name: "w", PNG: solidPNG(t, 990, 2, red)}
+	if g3, err := FigureGrid([]Figure{wide, wide, wide}, 3); err != nil || g3.Width != 2970 || g3.ShownWidth() != GridColumn {
+		t.Errorf("3 × 990-pixel grid: width %d shown at %d (err %v), want 2970 at %d", g3.Width, g3.ShownWidth(), err, GridColumn)
 	}
 	want := [2][4]color.RGBA{{red, red, green, green}, {white, blue, blue, white}}
 	for y := range 2 {

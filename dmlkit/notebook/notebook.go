@@ -240,13 +240,19 @@ type Figure struct {
 	PNG     []byte
 	Caption string // "**<stands_for>.** <caption>" from the spec, as figures/<paper>/README.md
 	Width   int    // the PNG's width, pixels (0: not a PNG)
+	Shown   int    // the width to show it at, px (0: half its pixels, [Figure.ShownWidth])
 }
 
 // ShownWidth is the width a notebook shows the figure at, px: half its pixels. The committed
 // figures are drawn 990 pixels a panel, with tick labels about 30 pixels high; shown at their
 // pixel size they took 800 px of height each, and a paper notebook's results 25,000-40,000 px. At half size a panel is 495 px wide and its labels as
 // large as the text around it; a two-panel figure (2070 pixels) still fills the column.
-func (f Figure) ShownWidth() int { return (f.Width + 1) / 2 }
+func (f Figure) ShownWidth() int {
+	if f.Shown > 0 {
+		return f.Shown
+	}
+	return (f.Width + 1) / 2
+}
 
 // Metadata is the display metadata that shows the figure at [Figure.ShownWidth] (Jupyter's
 // image/png width, which JupyterLab and nbconvert's HTML export honour):
