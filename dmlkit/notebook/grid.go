@@ -62,14 +62,80 @@ func FigureGrid(figs []Figure, perRow int) (Figure, error) {
 	return Figure{Name: strings.Join(names, "+"), PNG: buf.Bytes(), Width: w, Shown: min((w+1)/2, GridColumn)}, nil
 }
 
-// GridCaption is the caption of a [FigureGrid] of figs: one line that says how the panels are laid
-// out, then each panel's caption line as [Paper.FigureCaption] writes it (its file and the spec's
-// caption), in reading order.
+// GridCaption is the caption of a [FigureGrid] of figs: the panels' files, how they are laid out,
+// and their captions. Captions that differ only in one clause (the arm of each panel: "…, pooled
+// over the seeds, RS@k + TCM, Omniglot; …") are written once, the clause listed panel by panel
+// ([mergeCaptions]); others are listed one a line, in reading order.
 func (p *Paper) GridCaption(figs []Figure, perRow int) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "*%d panels, %d a row, left to right and top to bottom:*\n\n", len(figs), min(max(perRow, 1), len(figs)))
+	paths := make([]string, len(figs))
+	caps := make([]string, len(figs))
 	for i, f := range figs {
-		fmt.Fprintf(&b, "%d. %s\n", i+1, p.FigureCaption(f))
+		paths[i] = fmt.Sprintf("*`figures/%s/%s.png`*", p.Name, f.Name)
+		caps[i] = f.Caption
+	}
+	head := fmt.Sprintf("%s (%d panels, %d a row, left to right and top to bottom)", strings.Join(paths, ", "), len(figs), min(max(perRow, 1), len(figs)))
+	if merged, ok := mergeCaptions(caps); ok {
+		return head + " — " + merged
+	}
+	var b strings.Builder
+	b.WriteString(head + " — panel by panel:\n\n")
+	for i, c := range caps {
+		fmt.Fprintf(&b, "%d. %s\n", i+1, c)
 	}
 	return b.String()
+}
+
+// mergeCaptions writes captions that share their words but for one clause as one caption: the
+// common words before the clause (up to a word that ends in ",", ";", ":" or "."), the clauses
+// numbered "(1) …; (2) …", and the common words after them. False when there are fewer than two
+// captions, they share no such beginning and end, or a clause is empty.
+func mergeCaptions(caps []string) (string, bool) {
+	if len(caps) < 2 {
+		return "", false
+	}
+	words := make([][]string, len(caps))
+	shortest := -1
+	for i, c := range caps {
+		words[i] = strings.Fields(c)
+		if shortest < 0 || len(words[i]) < shortest {
+			shortest = len(words[i])
+		}
+	}
+	same := func(at func(ws []string) string) bool {
+		for _, ws := range words[1:] {
+			if at(ws) != at(words[0]) {
+				return false
+			}
+		}
+		return true
+	}
+	pre := 0
+	for pre < shortest && same(func(ws []string) string { return ws[pre] }) {
+		pre++
+	}
+	for pre > 0 && !strings.ContainsAny(words[0][pre-1][len(words[0][pre-1])-1:], ",;:.") {
+		pre-- // the clause starts after a punctuation mark
+	}
+	suf := 0
+	for suf < shortest-pre && same(func(ws []string) string { return ws[len(ws)-1-suf] }) {
+		suf++
+	}
+	if pre == 0 || suf == 0 {
+		return "", false
+	}
+	var clauses []string
+	end := ""
+	for i, ws := range words {
+		mid := ws[pre : len(ws)-suf]
+		if len(mid) == 0 {
+			return "", false
+		}
+		c := strings.Join(mid, " ")
+		end = c[len(c)-1:]
+		if !strings.ContainsAny(end, ",;:.") {
+			end = ""
+		}
+		clauses = append(clauses, fmt.Sprintf("(%d) %s", i+1, strings.TrimRight(c, ",;:.")))
+	}
+	return strings.Join(words[0][:pre], " ") + " " + strings.Join(clauses, "; ") + end + " " + strings.Join(words[0][len(words[0])-suf:], " "), true
 }

@@ -5,7 +5,6 @@ import (
 	"image"
 	"image/color"
 	"image/png"
-	"strings"
 	"testing"
 )
 
@@ -61,9 +60,33 @@ func TestFigureGrid(t *testing.T) {
 	}
 	p := &Paper{Name: "toy"}
 	capt := p.GridCaption(figs, 2)
-	for _, want := range []string{"*3 panels, 2 a row, left to right and top to bottom:*", "1. *`figures/toy/r.png`*", "3. *`figures/toy/b.png`*"} {
-		if !strings.Contains(capt, want) {
-			t.Errorf("GridCaption lacks %q:\n%s", want, capt)
+	wantCapt := "*`figures/toy/r.png`*, *`figures/toy/g.png`*, *`figures/toy/b.png`* (3 panels, 2 a row, left to right and top to bottom) — panel by panel:\n\n1. \n2. \n3. \n"
+	if capt != wantCapt {
+		t.Errorf("GridCaption:\n got %q\nwant %q", capt, wantCapt)
+	}
+}
+
+// TestMergeCaptions, by hand: captions that differ in one clause are written once with the clauses
+// numbered — the common beginning cut back to its last punctuation ("the seeds,"), the clauses'
+// own commas dropped and the last one's restored before the common end; captions with nothing in
+// common, or one that is another's beginning, are not merged.
+func TestMergeCaptions(t *testing.T) {
+	got, ok := mergeCaptions([]string{
+		"**Fig. 10.** Distances pooled over the seeds, RS@k + TCM, Omniglot; density-normalised.",
+		"**Fig. 10.** Distances pooled over the seeds, RS@k + TCM positive term only, Omniglot; density-normalised.",
+		"**Fig. 10.** Distances pooled over the seeds, RS@k + ROADMAP calibration, Omniglot; density-normalised.",
+	})
+	want := "**Fig. 10.** Distances pooled over the seeds, (1) RS@k + TCM; (2) RS@k + TCM positive term only; (3) RS@k + ROADMAP calibration, Omniglot; density-normalised."
+	if !ok || got != want {
+		t.Errorf("mergeCaptions = %q, %v\nwant %q", got, ok, want)
+	}
+	for _, caps := range [][]string{
+		{"A test OPIS grid.", "Validation R@1 of the grid."},
+		{"Distances, RS@k.", "Distances, RS@k, Omniglot."},
+		{"one caption"},
+	} {
+		if got, ok := mergeCaptions(caps); ok {
+			t.Errorf("mergeCaptions(%q) = %q, want no merge", caps, got)
 		}
 	}
 }
