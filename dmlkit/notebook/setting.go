@@ -49,8 +49,10 @@ func Metric(name string) func(r *sweep.Record) (any, bool) {
 
 // settingValues lists the distinct values of row over recs like [Distinct], but each value of a
 // key ([Key]) in the words labels has for it ("omniglot" → "Omniglot", "[16,32,64]" → "CNN-S
-// (16-32-64)"), a list the map does not name with spaces ("[16, 32, 64]", so that a table cell can
-// wrap it), and numbers sorted by value ("48, 98, 196"); "—" when there are none.
+// (16-32-64)"; without a symbol the row's label already names: "γ = 0.1 (with the regulariser)" →
+// "0.1 (with the regulariser)"), a list the map does not name with spaces ("[16, 32, 64]", so that
+// a table cell can wrap it), and values that start with a number sorted by it ("48, 98, 196");
+// "—" when there are none.
 func settingValues(recs []sweep.Record, value func(r *sweep.Record) (any, bool), runLabel func(string) string, labels sweep.LabelMap) string {
 	out := distinctValues(recs, value, func(v any, key string) string {
 		s := sweep.FormatValue(v)
@@ -62,7 +64,7 @@ func settingValues(recs []sweep.Record, value func(r *sweep.Record) (any, bool),
 		}
 		if key != "" {
 			if t, ok := labels.Lookup(key, v); ok {
-				return t
+				return sweep.SymbolPrefix.ReplaceAllString(t, "") // the row names the key: "0.1 (with the regulariser)", not "γ = 0.1 (…)"
 			}
 		}
 		if strings.HasPrefix(s, "[") {
@@ -74,9 +76,10 @@ func settingValues(recs []sweep.Record, value func(r *sweep.Record) (any, bool),
 	if len(out) == 0 {
 		return "—"
 	}
+	lead := func(s string) string { f, _, _ := strings.Cut(s, " "); return f } // "0 (contrastive term alone)" sorts as 0
 	sort.Slice(out, func(a, b int) bool {
-		x, errA := strconv.ParseFloat(out[a], 64)
-		y, errB := strconv.ParseFloat(out[b], 64)
+		x, errA := strconv.ParseFloat(lead(out[a]), 64)
+		y, errB := strconv.ParseFloat(lead(out[b]), 64)
 		if errA == nil && errB == nil {
 			return x < y
 		}

@@ -101,7 +101,8 @@ func TestSettingMarkdownGroupWords(t *testing.T) {
 
 // TestSettingMarkdownValueWords: the values of a setting table read in words — the spec's map
 // first (contextual → Contextual, combo → baseline + regulariser), the shared vocabulary for what
-// it does not name (omniglot → Omniglot, adam → Adam, cnn → CNN) — and the runs without a group
+// it does not name (omniglot → Omniglot, adam → Adam, cnn → CNN), without the symbol the row names
+// (λ = 1 (…) → 1 (…)) and sorted by their numbers (0.8 before 1 (…)) — and the runs without a group
 // that all hold out training classes are headed "tuning runs", not "(no name)".
 func TestSettingMarkdownValueWords(t *testing.T) {
 	rec := func(name any, loss, data string, val bool) sweep.Record {
@@ -119,16 +120,22 @@ func TestSettingMarkdownValueWords(t *testing.T) {
 		rec("fig6", "contextual", "omniglot", false), rec("fig6", "multisimilarity", "fashion-mnist", false),
 		rec(nil, "combo", "omniglot", true), rec(nil, "contextual", "omniglot", true),
 	}
-	rows := []SettingRow{{"backbone", Key("model.backbone")}, {"optimiser", Key("optimizer.name")}, {"loss", Key("loss.name")}, {"dataset", Key("data.name")}}
+	recs[0].Config["loss"].(map[string]any)["set"] = map[string]any{"lambda": 1.0}
+	recs[1].Config["loss"].(map[string]any)["set"] = map[string]any{"lambda": 0.8}
+	recs[3].Config["loss"].(map[string]any)["set"] = map[string]any{"lambda": 0.0}
+	rows := []SettingRow{{"backbone", Key("model.backbone")}, {"optimiser", Key("optimizer.name")}, {"loss", Key("loss.name")}, {"dataset", Key("data.name")},
+		{"λ", Key("loss.set.lambda")}}
 	labels := sweep.LabelMap{Keys: []string{"contextual", "multisimilarity", "combo", "name=fig6"}, Text: map[string]string{
-		"contextual": "Contextual", "multisimilarity": "Multi-similarity", "combo": "baseline + regulariser", "name=fig6": "Fig. 6 setting"}}
+		"contextual": "Contextual", "multisimilarity": "Multi-similarity", "combo": "baseline + regulariser", "name=fig6": "Fig. 6 setting",
+		"loss.set.lambda=1": "λ = 1 (contextual term alone)", "loss.set.lambda=0": "λ = 0 (contrastive term alone)"}}
 	got := SettingMarkdown(recs, "small", "name", rows, 0, labels)
 	want := "**4 stored small-scale runs** in 2 groups (by `name`).\n\n" +
 		"The same in every group: backbone CNN; optimiser Adam.\n\n" +
 		"<details><summary>What differs between the 2 groups: one column each, with its runs</summary>\n\n" +
 		"| | tuning runs | Fig. 6 setting |\n|---|---|---|\n| runs | 2 | 2 |\n" +
 		"| loss | Contextual, baseline + regulariser | Contextual, Multi-similarity |\n" +
-		"| dataset | Omniglot | Fashion-MNIST, Omniglot |\n\n" +
+		"| dataset | Omniglot | Fashion-MNIST, Omniglot |\n" +
+		"| λ | 0 (contrastive term alone) | 0.8, 1 (contextual term alone) |\n\n" +
 		"</details>\n"
 	if got != want {
 		t.Errorf("SettingMarkdown:\n got %q\nwant %q", got, want)
