@@ -24,7 +24,7 @@ func TestPretrainedClaimsMatchSpecs(t *testing.T) {
 	for _, c := range []struct {
 		paper  string
 		claims int
-	}{{"tcm", 12}, {"cit", 8}, {"idml", 4}, {"rsk", 10}, {"contextual", 18}} {
+	}{{"tcm", 16}, {"cit", 8}, {"idml", 4}, {"rsk", 10}, {"contextual", 18}} {
 		t.Run(c.paper, func(t *testing.T) {
 			dir := filepath.Join("..", "..", "reproductions", c.paper)
 			s := mustLoadSpec(t, filepath.Join(dir, "spec.yaml"))
@@ -38,6 +38,12 @@ func TestPretrainedClaimsMatchSpecs(t *testing.T) {
 				if cl.Scale == "pretrained" {
 					n++
 					metrics = append(metrics, cl.Metric)
+				}
+			}
+			for _, st := range s.Tune { // the metrics the tuning steps select on (TCM's margins: val/OPIS)
+				metrics = append(metrics, st.Select.Metric)
+				if st.Select.Guard != "" {
+					metrics = append(metrics, st.Select.Guard)
 				}
 			}
 			if n != c.claims {

@@ -69,7 +69,7 @@ func txRepo(t *testing.T) (root, spec, results string) {
 		}
 	}
 	for p, want := range map[string]string{
-		"reproductions/toy/README.md": "| c1 |",
+		"reproductions/toy/README.md": "| `c1`: ",
 		"README.md":                   "toy",
 		"reproductions/README.md":     "toy",
 		"figures/toy/README.md":       "![bars](bars.png)",

@@ -170,8 +170,18 @@ func (v *ClaimVerdict) seedsText() string {
 	return fmt.Sprintf("%d of %d (need %d)", v.Toward, n, v.Need)
 }
 
-// Markdown renders the verdict table with the rule above it and one details line per claim below.
-func (r *ClaimsReport) Markdown() string {
+// Markdown renders the verdict table with the rule above it and one details line per claim below:
+// tables/claims.md, every column.
+func (r *ClaimsReport) Markdown() string { return r.markdown(false) }
+
+// ReadmeMarkdown is [ClaimsReport.Markdown] for the paper's README, whose tables GitHub lays out
+// in a 980-px column: five columns — the claim (its id, the paper's words and where), the regime,
+// the arms, the effect and the verdict with its reason — which the full table's ten (with the
+// kind, the seeds agreeing and the comparability note) overflow; a line above the table says
+// where the full table is.
+func (r *ClaimsReport) ReadmeMarkdown() string { return r.markdown(true) }
+
+func (r *ClaimsReport) markdown(narrow bool) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "**Claims of the paper (%s), tested at %s scale: %s%s.** ",
 		MdEscape(r.Paper), MdEscape(r.Scale), r.OutcomeText(), r.InconclusiveSplit())
@@ -180,8 +190,13 @@ func (r *ClaimsReport) Markdown() string {
 		b.WriteString("> **Provisional:** records written from a tree with uncommitted changes are included in these verdicts.\n\n")
 	}
 	b.WriteString("Rule: " + VerdictRule + "\n\n")
-	b.WriteString("| id | the paper's claim | where | regime | kind | arms: mean ± SE | effect [95 % CI] | seeds agreeing | comparability | verdict |\n")
-	b.WriteString("|---|---|---|---|---|---|---|---|---|---|\n")
+	if narrow {
+		b.WriteString("Each claim's kind, seeds agreeing and comparability note (tuning, budget, training of the arms) are in the full table, `tables/claims.md`; a verdict decided by a comparability or training rule gives it as its reason.\n\n")
+		b.WriteString("| claim | regime | arms: mean ± SE | effect [95 % CI] | verdict |\n|---|---|---|---|---|\n")
+	} else {
+		b.WriteString("| id | the paper's claim | where | regime | kind | arms: mean ± SE | effect [95 % CI] | seeds agreeing | comparability | verdict |\n")
+		b.WriteString("|---|---|---|---|---|---|---|---|---|---|\n")
+	}
 	for _, v := range r.Verdicts {
 		forms := v.Forms
 		if len(forms) == 0 {
@@ -202,6 +217,12 @@ func (r *ClaimsReport) Markdown() string {
 				vs += " — weak baseline"
 			}
 			verdict = append(verdict, vs)
+		}
+		if narrow {
+			fmt.Fprintf(&b, "| `%s`: %s (%s) | %s | %s | %s | %s |\n",
+				v.Claim.ID, MdEscape(v.Claim.Paper), MdEscape(v.Claim.Source), MdEscape(v.Regime()),
+				strings.Join(arms, "<br>"), strings.Join(effect, "<br>"), strings.Join(verdict, "<br>"))
+			continue
 		}
 		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
 			MdEscape(v.Claim.ID), MdEscape(v.Claim.Paper), MdEscape(v.Claim.Source), MdEscape(v.Regime()), MdEscape(v.kindLabel()),
@@ -404,7 +425,7 @@ func (r *ClaimsReport) ChangesMarkdown(base *Baseline) string {
 			if inner, ok := strings.CutPrefix(why, "unequal comparison ("); ok {
 				why = strings.TrimSuffix(inner, ")")
 			}
-			rows = append(rows, fmt.Sprintf("| %s | %s | %s | %s | %s: %s |", MdEscape(id), MdEscape(v.Claim.Source), f.Raw, f.Verdict, cause, MdEscape(why)))
+			rows = append(rows, fmt.Sprintf("| %s | %s | %s | %s | %s: %s |", MdEscape(id), MdEscape(v.Claim.Source), f.Raw, f.Verdict, cause, MdEscape(r.Labels.Humanize(why))))
 		}
 	}
 	rh, rc, ri := r.RawCounts()
@@ -436,7 +457,7 @@ func (r *ClaimsReport) changesSinceMarkdown(base *Baseline) string {
 		causeKinds(rows), MdEscape(base.Commit), MdEscape(base.Commit))
 	fmt.Fprintf(&b, "| claim | where | at %s | interval alone now | verdict now | cause |\n|---|---|---|---|---|---|\n", MdEscape(base.Commit))
 	for _, c := range rows {
-		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s |\n", MdEscape(c.id), MdEscape(c.where), c.was, c.raw, c.now, MdEscape(c.cause))
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s |\n", MdEscape(c.id), MdEscape(c.where), c.was, c.raw, c.now, MdEscape(r.Labels.Humanize(c.cause)))
 	}
 	return b.String()
 }

@@ -327,21 +327,159 @@ func parentOfTuned(key string, tuned map[string]bool) bool {
 	return false
 }
 
-// diffText renders at most two diffs and the count of the others. Where the loss itself differs,
-// its options (loss.set.*) follow from it and are counted, not listed.
+// diffText says in a few words how an arm's configuration differs from the runs it borrowed its
+// tuning from (diffs as [TuningDiff] writes them, sorted). It names the differences that decide
+// whether a borrowed value fits, each once and in this order: the loss itself, the dataset, the
+// batch, the training budget and the start (the weights the network starts from), each by its
+// principal key (data.name before the training classes, sampler.batch_size before sampler.m) with
+// the keys of the same aspect folded into it; the budget reads in epochs and steps ("budget: tuned
+// at 2 epochs, this arm 1 epoch capped at 200 steps"), the start in words ("start: tuned at random
+// weights, this arm a stored run's weights"). Where the loss itself differs, its options
+// (loss.set.*) follow from it and are neither named nor counted. Other differences fill the text up
+// to two parts, in key order; those left are counted ("and 3 other settings"). A difference between
+// two unset values (a key set to null against a key absent) is no difference. The keys and values
+// stay raw: [sweep.LabelMap.Humanize] writes them in words where the text is shown.
 func diffText(diffs []string) string {
-	shown := diffs
-	if slices.ContainsFunc(diffs, func(d string) bool { return strings.HasPrefix(d, "loss.name:") }) {
-		shown = slices.DeleteFunc(slices.Clone(diffs), func(d string) bool { return strings.HasPrefix(d, "loss.set.") })
+	type diff struct{ key, tuned, arm string }
+	unset := func(v string) bool { return v == "unset" || v == "null" || v == "" }
+	var ds []diff
+	byKey := map[string]diff{}
+	for _, d := range diffs {
+		k, rest, ok := strings.Cut(d, ": tuned at ")
+		t, a, ok2 := strings.Cut(rest, ", this arm ")
+		if !ok || !ok2 {
+			ds = append(ds, diff{key: d}) // not in TuningDiff's form: shown as it is
+			continue
+		}
+		if unset(t) && unset(a) {
+			continue
+		}
+		x := diff{k, t, a}
+		ds = append(ds, x)
+		byKey[k] = x
 	}
-	if len(shown) > 2 {
-		shown = shown[:2]
+	show := func(x diff) string {
+		if x.tuned == "" && x.arm == "" {
+			return x.key
+		}
+		t, a := x.tuned, x.arm
+		if t == "" {
+			t = "unset"
+		}
+		if a == "" {
+			a = "unset"
+		}
+		return x.key + ": tuned at " + t + ", this arm " + a
 	}
-	s := strings.Join(shown, "; ")
-	if rest := len(diffs) - len(shown); rest > 0 {
-		s += fmt.Sprintf(" and %d more", rest)
+	_, lossDiffers := byKey["loss.name"]
+	if _, ok := byKey["loss.set.expr"]; ok {
+		lossDiffers = true
+	}
+	var parts []string
+	folded := map[string]bool{}
+	// aspect adds one part for the differences in: its first key of keys that differs (else its
+	// first difference), the others folded into it.
+	aspect := func(in func(string) bool, keys ...string) {
+		first, found := diff{}, false
+		for _, k := range keys {
+			if x, ok := byKey[k]; ok {
+				first, found = x, true
+				break
+			}
+		}
+		for _, x := range ds {
+			if !in(x.key) || folded[x.key] {
+				continue
+			}
+			if !found {
+				first, found = x, true
+			}
+			folded[x.key] = true
+		}
+		if found {
+			parts = append(parts, show(first))
+		}
+	}
+	aspect(func(k string) bool {
+		return k == "loss.name" || k == "loss.set.expr" || lossDiffers && strings.HasPrefix(k, "loss.set.")
+	}, "loss.name", "loss.set.expr")
+	aspect(func(k string) bool {
+		return strings.HasPrefix(k, "data.") && !slices.ContainsFunc(conditionKeys, func(c string) bool { return k == c || strings.HasPrefix(k, c+".") })
+	}, "data.name", "data.train_classes")
+	aspect(func(k string) bool { return strings.HasPrefix(k, "sampler.") }, "sampler.batch_size", "sampler.m")
+	if b := budgetText(byKey["epochs"].tuned, byKey["epochs"].arm, byKey["steps"].tuned, byKey["steps"].arm); b != "" {
+		parts = append(parts, b)
+		folded["epochs"], folded["steps"] = true, true
+	}
+	if x, ok := byKey["model.init_from"]; ok {
+		parts = append(parts, "start: tuned at "+startText(x.tuned)+", this arm "+startText(x.arm))
+		folded["model.init_from"], folded["model.init_head"] = true, true
+	}
+	aspect(func(k string) bool {
+		return slices.Contains([]string{"model.pretrained", "model.freeze_backbone", "model.trainable_tail", "model.init_head"}, k)
+	}, "model.pretrained", "model.freeze_backbone", "model.trainable_tail")
+	rest := 0
+	for _, x := range ds {
+		switch {
+		case folded[x.key]:
+		case len(parts) < 2:
+			parts = append(parts, show(x))
+		default:
+			rest++
+		}
+	}
+	s := strings.Join(parts, "; ")
+	switch {
+	case rest == 1:
+		s += " and 1 other setting"
+	case rest > 1:
+		s += fmt.Sprintf(" and %d other settings", rest)
 	}
 	return s
+}
+
+// budgetText is the budget part of [diffText] from the tuning runs' and the arm's epochs and steps
+// as the differences give them ("" where a key does not differ; "" when neither does): a side with
+// steps > 0 reads "N epochs capped at S steps" (the trainer stops at whichever comes first), else
+// "N epochs"; a side whose epochs do not differ reads "a cap of S steps" or "no cap on steps".
+func budgetText(epochsT, epochsA, stepsT, stepsA string) string {
+	if epochsT == "" && epochsA == "" && stepsT == "" && stepsA == "" {
+		return ""
+	}
+	side := func(epochs, steps string, stepsDiffer bool) string {
+		e := ""
+		switch epochs {
+		case "", "unset", "null":
+		case "1":
+			e = "1 epoch"
+		default:
+			e = epochs + " epochs"
+		}
+		capped := stepsDiffer && steps != "0" && steps != "unset" && steps != "null"
+		switch {
+		case capped && e != "":
+			return e + " capped at " + steps + " steps"
+		case capped:
+			return "a cap of " + steps + " steps"
+		case e != "":
+			return e
+		}
+		return "no cap on steps"
+	}
+	differ := stepsT != "" || stepsA != ""
+	return "budget: tuned at " + side(epochsT, stepsT, differ) + ", this arm " + side(epochsA, stepsA, differ)
+}
+
+// startText is a side of the start part of [diffText], from model.init_from: the network's weights
+// at the start of training.
+func startText(initFrom string) string {
+	switch {
+	case initFrom == "" || initFrom == "unset" || initFrom == "null":
+		return "random weights"
+	case strings.HasPrefix(initFrom, sweep.RunRefPrefix):
+		return "a stored run's weights"
+	}
+	return "a checkpoint's weights"
 }
 
 // weakFor returns the reason of the first weak baseline all of recs match ("" if none or no recs).

@@ -128,7 +128,9 @@ func (r *ClaimsReport) RegimePairs() []RegimePair {
 }
 
 // RegimeMarkdown is the table of the claims tested in two regimes: each claim's verdict and effect
-// in both, and whether the verdict changes with the regime; "" when no claim has a twin.
+// in both, and whether the verdict changes with the regime; "" when no claim has a twin. Each
+// regime is one column (its name, the verdict and the effect in one cell), so that the table's
+// four columns fit a README's 980-px column on GitHub (nine, one per field, did not).
 func (r *ClaimsReport) RegimeMarkdown() string {
 	pairs := r.RegimePairs()
 	if len(pairs) == 0 {
@@ -149,7 +151,7 @@ func (r *ClaimsReport) RegimeMarkdown() string {
 		fmt.Fprintf(&b, " (%d not run yet in both)", pending)
 	}
 	b.WriteString(".\n\n")
-	b.WriteString("| claim | the paper's claim | regime | verdict | effect [95 % CI] | regime | verdict | effect [95 % CI] | changes |\n|---|---|---|---|---|---|---|---|---|\n")
+	b.WriteString("| claim | first regime: verdict, effect [95 % CI] | re-tested in: verdict, effect [95 % CI] | the verdict changes |\n|---|---|---|---|\n")
 	short := func(v *ClaimVerdict) string {
 		s := "**" + v.Verdict + "**"
 		if RuleDecided(v.Cause) {
@@ -165,10 +167,11 @@ func (r *ClaimsReport) RegimeMarkdown() string {
 		case p.Changed():
 			ch = "**yes**: " + p.Original.Verdict + " → " + p.Retest.Verdict
 		}
-		fmt.Fprintf(&b, "| %s / %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
-			MdEscape(p.Original.Claim.ID), MdEscape(p.Retest.Claim.ID), MdEscape(p.Retest.Claim.Paper),
-			MdEscape(p.Original.Regime()), short(p.Original), MdEscape(p.Original.effectText()),
-			MdEscape(p.Retest.Regime()), short(p.Retest), MdEscape(p.Retest.effectText()), ch)
+		cell := func(v *ClaimVerdict) string {
+			return MdEscape(v.Regime()) + ": " + short(v) + "<br>" + MdEscape(v.effectText())
+		}
+		fmt.Fprintf(&b, "| `%s` / `%s`: %s | %s | %s | %s |\n",
+			p.Original.Claim.ID, p.Retest.Claim.ID, MdEscape(p.Retest.Claim.Paper), cell(p.Original), cell(p.Retest), ch)
 	}
 	return b.String()
 }

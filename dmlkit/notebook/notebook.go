@@ -241,13 +241,19 @@ type Figure struct {
 	PNG     []byte
 	Caption string // "**<stands_for>.** <caption>" from the spec, as figures/<paper>/README.md
 	Width   int    // the PNG's width, pixels (0: not a PNG)
+	Shown   int    // the width to show it at, px (0: half its pixels, [Figure.ShownWidth])
 }
 
 // ShownWidth is the width a notebook shows the figure at, px: half its pixels. The committed
 // figures are drawn 990 pixels a panel, with tick labels about 30 pixels high; shown at their
 // pixel size they took 800 px of height each, and a paper notebook's results 25,000-40,000 px. At half size a panel is 495 px wide and its labels as
 // large as the text around it; a two-panel figure (2070 pixels) still fills the column.
-func (f Figure) ShownWidth() int { return (f.Width + 1) / 2 }
+func (f Figure) ShownWidth() int {
+	if f.Shown > 0 {
+		return f.Shown
+	}
+	return (f.Width + 1) / 2
+}
 
 // Metadata is the display metadata that shows the figure at [Figure.ShownWidth] (Jupyter's
 // image/png width, which JupyterLab and nbconvert's HTML export honour):
@@ -318,7 +324,7 @@ func (p *Paper) MissingFigures(missing []string) string {
 // false are skipped), formatted as sweep.FormatValue, sorted and comma-separated; "—" when
 // there are none.
 func Distinct(recs []sweep.Record, value func(r *sweep.Record) (any, bool)) string {
-	out := distinctValues(recs, value, func(s string) string { return s })
+	out := distinctValues(recs, value, func(v any, _ string) string { return sweep.FormatValue(v) })
 	sort.Strings(out)
 	if len(out) == 0 {
 		return "—"
@@ -327,8 +333,8 @@ func Distinct(recs []sweep.Record, value func(r *sweep.Record) (any, bool)) stri
 }
 
 // distinctValues is the distinct values value gives over recs in first-seen order, each
-// formatted as sweep.FormatValue and then by format.
-func distinctValues(recs []sweep.Record, value func(r *sweep.Record) (any, bool), format func(string) string) []string {
+// formatted by format (with its key when value is a [Key]: [KeyedValue]).
+func distinctValues(recs []sweep.Record, value func(r *sweep.Record) (any, bool), format func(v any, key string) string) []string {
 	seen := map[string]bool{}
 	var out []string
 	for i := range recs {
@@ -336,7 +342,7 @@ func distinctValues(recs []sweep.Record, value func(r *sweep.Record) (any, bool)
 		if !ok {
 			continue
 		}
-		s := format(sweep.FormatValue(v))
+		s := format(unkeyed(v))
 		if !seen[s] {
 			seen[s] = true
 			out = append(out, s)

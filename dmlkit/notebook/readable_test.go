@@ -76,7 +76,9 @@ func settingOf(t *testing.T, code string) ([]SettingRow, string, int) {
 // regime table, the discussion, the conclusion and the figure captions — from the committed records
 // through this package, as the export does, and fails on what a reader should not read: a null
 // value, a run hash, a dotted config key, a config expression, a run group's name
-// ([sweep.ReaderRawTexts]). nbcheck's "raw" lint checks the same in the committed exports.
+// ([sweep.ReaderRawTexts]), a tuning difference's value the labels map or the shared vocabulary
+// writes in words ([sweep.LabelMap.UnwordedTexts]: "dataset: tuned at omniglot"). nbcheck's "raw"
+// lint checks the first in the committed exports.
 func TestNotebookTextsInWords(t *testing.T) {
 	for nbName, paper := range notebookPapers {
 		t.Run(nbName, func(t *testing.T) {
@@ -100,7 +102,40 @@ func TestNotebookTextsInWords(t *testing.T) {
 			}
 			texts = append(texts, rep.RegimeMarkdown())
 			rows, group, per := settingOf(t, notebookCode(t, nbName))
-			add(p.SettingMarkdown(group, rows, per))
+			setting, err := p.SettingMarkdown(group, rows, per)
+			add(setting, err)
+			spec, err := p.Spec()
+			if err != nil {
+				t.Fatal(err)
+			}
+			// The setting's values in words: no cell item that the labels map or the shared
+			// vocabulary writes otherwise ("omniglot", "multisimilarity"), no "(no name)" group.
+			for _, line := range strings.Split(setting, "\n") {
+				if strings.Contains(line, "| (no ") {
+					t.Errorf("setting: a group headed by the key's absence: %q", line)
+				}
+				if !strings.HasPrefix(line, "| ") {
+					continue
+				}
+				for _, cell := range strings.Split(strings.Trim(line, "| "), " | ") {
+					for _, item := range strings.Split(cell, ", ") {
+						if w, ok := spec.Labels.RawValue(item); ok {
+							t.Errorf("setting: %q, which the labels write as %q, in %q", item, w, line)
+						}
+					}
+				}
+			}
+			for _, line := range strings.Split(setting, "\n") {
+				if rest, ok := strings.CutPrefix(line, "The same in every group: "); ok {
+					for _, item := range strings.Split(strings.TrimSuffix(rest, "."), "; ") {
+						if f := strings.Fields(item); len(f) > 0 {
+							if w, ok := spec.Labels.RawValue(f[len(f)-1]); ok {
+								t.Errorf("setting: %q, which the labels write as %q, in %q", f[len(f)-1], w, item)
+							}
+						}
+					}
+				}
+			}
 			names, err := p.TableNames("")
 			if err != nil {
 				t.Fatal(err)
@@ -110,15 +145,14 @@ func TestNotebookTextsInWords(t *testing.T) {
 				t.Fatal(err)
 			}
 			texts = append(texts, tabs...)
-			spec, err := p.Spec()
-			if err != nil {
-				t.Fatal(err)
-			}
 			for _, f := range spec.Figures {
 				texts = append(texts, p.FigureCaption(Figure{Name: f.Name, Caption: f.Caption}))
 			}
 			for _, s := range texts {
 				for _, prob := range sweep.ReaderRawTexts(s) {
+					t.Error(prob)
+				}
+				for _, prob := range spec.Labels.UnwordedTexts(s) {
 					t.Error(prob)
 				}
 			}
@@ -138,6 +172,11 @@ func TestFrontPageInWords(t *testing.T) {
 	}
 	for _, s := range []string{fp.Summary, fp.Leaderboard} {
 		for _, prob := range sweep.ReaderRawTexts(s) {
+			t.Error(prob)
+		}
+		// The front page speaks of every paper: its values are checked against the shared
+		// vocabulary ("tuned at omniglot" where every paper says Omniglot).
+		for _, prob := range (sweep.LabelMap{}).UnwordedTexts(s) {
 			t.Error(prob)
 		}
 	}

@@ -17,9 +17,29 @@ type SettingRow struct {
 }
 
 // Key reads a configuration key of a record ([sweep.Record.Value]: "seed", "name",
-// "loss.set.gamma", …).
+// "loss.set.gamma", …). The value comes with its key (a [KeyedValue]), so that [SettingMarkdown]
+// writes it in the words of the labels map ("omniglot" → "Omniglot", "adam" → "Adam").
 func Key(key string) func(r *sweep.Record) (any, bool) {
-	return func(r *sweep.Record) (any, bool) { return r.Value(key) }
+	return func(r *sweep.Record) (any, bool) {
+		v, ok := r.Value(key)
+		return KeyedValue{Key: key, Value: v}, ok
+	}
+}
+
+// KeyedValue is a configuration value with its key, as [Key] reads it. [Distinct] and
+// [SettingMarkdown] read the value; SettingMarkdown writes it with the labels map's text of
+// "key=value" or the value ([sweep.LabelMap.Lookup], which falls back to the shared vocabulary).
+type KeyedValue struct {
+	Key   string
+	Value any
+}
+
+// unkeyed is the value v read by a row: a [KeyedValue]'s value and its key, else v and "".
+func unkeyed(v any) (any, string) {
+	if kv, ok := v.(KeyedValue); ok {
+		return kv.Value, kv.Key
+	}
+	return v, ""
 }
 
 // Metric reads a final metric of a record ("n_queries").
@@ -27,17 +47,27 @@ func Metric(name string) func(r *sweep.Record) (any, bool) {
 	return func(r *sweep.Record) (any, bool) { v, ok := r.Metrics[name]; return v, ok }
 }
 
-// settingValues lists the distinct values of row over recs like [Distinct], but a list is written
-// with spaces ("[16, 32, 64]", so that a table cell can wrap it) and numbers sort by value
-// ("48, 98, 196"); "—" when there are none.
-func settingValues(recs []sweep.Record, value func(r *sweep.Record) (any, bool), runLabel func(string) string) string {
-	out := distinctValues(recs, value, func(s string) string {
+// settingValues lists the distinct values of row over recs like [Distinct], but each value of a
+// key ([Key]) in the words labels has for it ("omniglot" → "Omniglot", "[16,32,64]" → "CNN-S
+// (16-32-64)"; without a symbol the row's label already names: "γ = 0.1 (with the regulariser)" →
+// "0.1 (with the regulariser)"), a list the map does not name with spaces ("[16, 32, 64]", so that
+// a table cell can wrap it), and values that start with a number sorted by it ("48, 98, 196");
+// "—" when there are none.
+func settingValues(recs []sweep.Record, value func(r *sweep.Record) (any, bool), runLabel func(string) string, labels sweep.LabelMap) string {
+	out := distinctValues(recs, value, func(v any, key string) string {
+		s := sweep.FormatValue(v)
 		switch {
 		case s == "null":
 			return "—" // a key set to null: unset
 		case strings.HasPrefix(s, sweep.RunRefPrefix) && runLabel != nil:
 			return runLabel(strings.TrimPrefix(s, sweep.RunRefPrefix))
-		case strings.HasPrefix(s, "["):
+		}
+		if key != "" {
+			if t, ok := labels.Lookup(key, v); ok {
+				return sweep.SymbolPrefix.ReplaceAllString(t, "") // the row names the key: "0.1 (with the regulariser)", not "γ = 0.1 (…)"
+			}
+		}
+		if strings.HasPrefix(s, "[") {
 			return strings.ReplaceAll(s, ",", ", ")
 		}
 		return s
@@ -46,9 +76,10 @@ func settingValues(recs []sweep.Record, value func(r *sweep.Record) (any, bool),
 	if len(out) == 0 {
 		return "—"
 	}
+	lead := func(s string) string { f, _, _ := strings.Cut(s, " "); return f } // "0 (contrastive term alone)" sorts as 0
 	sort.Slice(out, func(a, b int) bool {
-		x, errA := strconv.ParseFloat(out[a], 64)
-		y, errB := strconv.ParseFloat(out[b], 64)
+		x, errA := strconv.ParseFloat(lead(out[a]), 64)
+		y, errB := strconv.ParseFloat(lead(out[b]), 64)
 		if errA == nil && errB == nil {
 			return x < y
 		}
@@ -120,6 +151,8 @@ func SettingMarkdown(recs []sweep.Record, scale, group string, rows []SettingRow
 		heads[i] = n
 		if v, ok := by[n][0].Value(group); ok && v != nil {
 			heads[i] = labels.Value(group, v)
+		} else {
+			heads[i] = ungrouped(by[n], group, labels)
 		}
 	}
 	var b strings.Builder
@@ -131,7 +164,7 @@ func SettingMarkdown(recs []sweep.Record, scale, group string, rows []SettingRow
 		vals := make([]string, len(names))
 		same := true
 		for i, n := range names {
-			vals[i] = settingValues(by[n], row.Value, runLabel)
+			vals[i] = settingValues(by[n], row.Value, runLabel, labels)
 			same = same && vals[i] == vals[0]
 		}
 		switch {
@@ -172,6 +205,21 @@ func SettingMarkdown(recs []sweep.Record, scale, group string, rows []SettingRow
 		b.WriteString("</details>\n")
 	}
 	return b.String()
+}
+
+// ungrouped is the heading of the records that do not set the group key: the labels map's words
+// for the key's null ("name=null"), else "tuning runs" when every one holds out training classes
+// for validation (data.val_classes: the runs of the spec's tuning steps), else "other runs".
+func ungrouped(recs []sweep.Record, group string, labels sweep.LabelMap) string {
+	if t, ok := labels.Lookup(group, nil); ok {
+		return t
+	}
+	for i := range recs {
+		if v, ok := recs[i].Value("data.val_classes"); !ok || v == nil {
+			return "other runs"
+		}
+	}
+	return "tuning runs"
 }
 
 // ProvenanceMarkdown says which commits wrote the records and how many came from a tree with

@@ -6,7 +6,8 @@ import (
 	"github.com/dmlkit/dmlkit/dmlkit/sweep"
 )
 
-// TestSettingMarkdown, by hand: three groups a, b, c; the optimiser is adam everywhere (one line),
+// TestSettingMarkdown, by hand: three groups a, b, c; the optimiser is adam everywhere (one line, in
+// the shared vocabulary's words: Adam),
 // the batch differs (48 in a and b … 196 and 48 in c, sorted by value), the block widths are a
 // list (written with spaces), γ is set nowhere (left out), τ only in c (left out of a and b's
 // table); two groups per table gives two tables.
@@ -29,7 +30,7 @@ func TestSettingMarkdown(t *testing.T) {
 	}
 	got := SettingMarkdown(recs, "small", "name", rows, 2, sweep.LabelMap{})
 	want := "**5 stored small-scale runs** in 3 groups (by `name`).\n\n" +
-		"The same in every group: optimiser adam; widths [16, 32]; queries 10.\n\n" +
+		"The same in every group: optimiser Adam; widths [16, 32]; queries 10.\n\n" +
 		"<details><summary>What differs between the 3 groups: one column each, with its runs</summary>\n\n" +
 		"| | a | b |\n|---|---|---|\n| runs | 2 | 1 |\n| seeds | 0, 1 | 0 |\n| batch | 48 | 48 |\n\n" +
 		"| | c |\n|---|---|\n| runs | 2 |\n| seeds | 0, 1 |\n| batch | 48, 196 |\n| τ | 5 |\n\n" +
@@ -43,8 +44,9 @@ func TestSettingMarkdown(t *testing.T) {
 }
 
 // TestSettingMarkdownLabels: a key set to null is unset ("—", the row dropped where no group has
-// a value), a record without the group key falls in "(no name)", and a run reference reads as the
-// run it names — the seeds of one source run give one value.
+// a value), a record without the group key (and without a validation split) falls in "other
+// runs", and a run reference reads as the run it names — the seeds of one source run give one
+// value.
 func TestSettingMarkdownLabels(t *testing.T) {
 	rec := func(hash string, name any, seed int64, from string) sweep.Record {
 		cfg := map[string]any{"seed": seed, "loss": map[string]any{"set": map[string]any{"g": nil}}}
@@ -65,7 +67,7 @@ func TestSettingMarkdownLabels(t *testing.T) {
 	got := SettingMarkdown(recs, "small", "name", rows, 0, sweep.LabelMap{})
 	want := "**5 stored small-scale runs** in 3 groups (by `name`).\n\n" +
 		"<details><summary>What differs between the 3 groups: one column each, with its runs</summary>\n\n" +
-		"| | (no name) | fine | pre |\n|---|---|---|---|\n| runs | 1 | 2 | 2 |\n| start | — | the pre run | — |\n\n" +
+		"| | other runs | fine | pre |\n|---|---|---|---|\n| runs | 1 | 2 | 2 |\n| start | — | the pre run | — |\n\n" +
 		"</details>\n"
 	if got != want {
 		t.Errorf("SettingMarkdown:\n got %q\nwant %q", got, want)
@@ -91,6 +93,49 @@ func TestSettingMarkdownGroupWords(t *testing.T) {
 		"<details><summary>What differs between the 3 groups: one column each, with its runs</summary>\n\n" +
 		"| | Fig. 8 | half the tuned rate | Table 4 (qir) |\n|---|---|---|---|\n| runs | 1 | 1 | 1 |\n" +
 		"| batch | 48 | 96 | 196 |\n| start | — | the Fig. 8 run | — |\n\n" +
+		"</details>\n"
+	if got != want {
+		t.Errorf("SettingMarkdown:\n got %q\nwant %q", got, want)
+	}
+}
+
+// TestSettingMarkdownValueWords: the values of a setting table read in words — the spec's map
+// first (contextual → Contextual, combo → baseline + regulariser), the shared vocabulary for what
+// it does not name (omniglot → Omniglot, adam → Adam, cnn → CNN), without the symbol the row names
+// (λ = 1 (…) → 1 (…)) and sorted by their numbers (0.8 before 1 (…)) — and the runs without a group
+// that all hold out training classes are headed "tuning runs", not "(no name)".
+func TestSettingMarkdownValueWords(t *testing.T) {
+	rec := func(name any, loss, data string, val bool) sweep.Record {
+		cfg := map[string]any{"loss": map[string]any{"name": loss}, "data": map[string]any{"name": data},
+			"optimizer": map[string]any{"name": "adam"}, "model": map[string]any{"backbone": "cnn"}}
+		if name != nil {
+			cfg["name"] = name
+		}
+		if val {
+			cfg["data"].(map[string]any)["val_classes"] = 0.1
+		}
+		return sweep.Record{Config: cfg}
+	}
+	recs := []sweep.Record{
+		rec("fig6", "contextual", "omniglot", false), rec("fig6", "multisimilarity", "fashion-mnist", false),
+		rec(nil, "combo", "omniglot", true), rec(nil, "contextual", "omniglot", true),
+	}
+	recs[0].Config["loss"].(map[string]any)["set"] = map[string]any{"lambda": 1.0}
+	recs[1].Config["loss"].(map[string]any)["set"] = map[string]any{"lambda": 0.8}
+	recs[3].Config["loss"].(map[string]any)["set"] = map[string]any{"lambda": 0.0}
+	rows := []SettingRow{{"backbone", Key("model.backbone")}, {"optimiser", Key("optimizer.name")}, {"loss", Key("loss.name")}, {"dataset", Key("data.name")},
+		{"λ", Key("loss.set.lambda")}}
+	labels := sweep.LabelMap{Keys: []string{"contextual", "multisimilarity", "combo", "name=fig6"}, Text: map[string]string{
+		"contextual": "Contextual", "multisimilarity": "Multi-similarity", "combo": "baseline + regulariser", "name=fig6": "Fig. 6 setting",
+		"loss.set.lambda=1": "λ = 1 (contextual term alone)", "loss.set.lambda=0": "λ = 0 (contrastive term alone)"}}
+	got := SettingMarkdown(recs, "small", "name", rows, 0, labels)
+	want := "**4 stored small-scale runs** in 2 groups (by `name`).\n\n" +
+		"The same in every group: backbone CNN; optimiser Adam.\n\n" +
+		"<details><summary>What differs between the 2 groups: one column each, with its runs</summary>\n\n" +
+		"| | tuning runs | Fig. 6 setting |\n|---|---|---|\n| runs | 2 | 2 |\n" +
+		"| loss | Contextual, baseline + regulariser | Contextual, Multi-similarity |\n" +
+		"| dataset | Omniglot | Fashion-MNIST, Omniglot |\n" +
+		"| λ | 0 (contrastive term alone) | 0.8, 1 (contextual term alone) |\n\n" +
 		"</details>\n"
 	if got != want {
 		t.Errorf("SettingMarkdown:\n got %q\nwant %q", got, want)

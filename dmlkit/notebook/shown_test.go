@@ -63,13 +63,13 @@ func TestNotebooksShowEveryTable(t *testing.T) {
 var (
 	sectionFiguresSrc = regexp.MustCompile(`(?s)var SectionFigures = map\[string\]\[\]string\{(.*?)\n\}`)
 	sectionEntrySrc   = regexp.MustCompile(`"([^"]+)":\s*\{([^}]*)\}`)
-	sectionUseSrc     = regexp.MustCompile(`(?:ShowFigures\(|range )SectionFigures\["([^"]+)"\]`)
+	sectionUseSrc     = regexp.MustCompile(`(?:ShowFigures\(|ShowFigureGrid\(\d+, |range )SectionFigures\["([^"]+)"\]`)
 	showFigureSrc     = regexp.MustCompile(`ShowFigure\("([^"]+)"`)
 )
 
 // TestNotebooksShowEachFigureOnce counts, from each paper notebook's code, how often each committed
-// figure (figures/<paper>/*.png) is shown — by a section (ShowFigures(SectionFigures[k]...) or a
-// loop over SectionFigures[k]), by ShowFigure("name", …), or by "Other figures", which shows every
+// figure (figures/<paper>/*.png) is shown — by a section (ShowFigures(SectionFigures[k]...), a grid
+// of them, ShowFigureGrid(n, SectionFigures[k]...), or a loop over SectionFigures[k]), by ShowFigure("name", …), or by "Other figures", which shows every
 // figure no SectionFigures entry names — and fails unless each is shown exactly once (the regime
 // figure was shown by its section and again, without a caption, by "Other figures"; CIT's
 // fig4_gradients likewise).

@@ -89,7 +89,7 @@ func MarkedIs(path, name, content string) (bool, error) {
 
 // RenderClaims evaluates cs on records and writes claims.md and claims.tex into outDir through w
 // (nil: [atomicfile.Disk]); when the paper's README (readme, may be empty) has a "claims" block,
-// it is replaced by the Markdown.
+// it is replaced by the README's narrower table ([judge.ClaimsReport.ReadmeMarkdown]).
 func RenderClaims(w atomicfile.Writer, cs *judge.ClaimSet, records []sweep.Record, opt judge.ClaimOptions, outDir, readme string) (*judge.ClaimsReport, []string, error) {
 	rep, err := cs.Report(records, opt)
 	if err != nil {
@@ -106,7 +106,7 @@ func RenderClaims(w atomicfile.Writer, cs *judge.ClaimSet, records []sweep.Recor
 	files := []string{md, tex}
 	if readme != "" {
 		if _, err := os.Stat(readme); err == nil {
-			changed, err := UpdateMarked(w, readme, "claims", rep.Markdown())
+			changed, err := UpdateMarked(w, readme, "claims", rep.ReadmeMarkdown())
 			if err != nil {
 				return nil, nil, err
 			}

@@ -113,7 +113,7 @@ func Findings(r *judge.ClaimsReport, n int) []string {
 		}
 	}
 	if len(method) > 0 {
-		reason := method[0].Reason
+		reason := r.Labels.Humanize(method[0].Reason)
 		if i := strings.Index(reason, "; the interval alone"); i >= 0 {
 			reason = reason[:i]
 		}

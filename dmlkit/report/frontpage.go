@@ -118,7 +118,7 @@ func FindingsMarkdown(reports []*judge.ClaimsReport, links map[string]PaperLinks
 				note = " [" + judge.MdEscape(cc.Note) + "]"
 			}
 			fmt.Fprintf(&b, "- **%s**: %s%s — %s (%s; %s)", verdict, judge.MdEscape(v.Claim.Paper), note, judge.MdEscape(v.EffectText()),
-				judge.MdEscape(v.Regime()), judge.MdEscape(shortReason(v)))
+				judge.MdEscape(v.Regime()), judge.MdEscape(r.Labels.Humanize(shortReason(v))))
 			if why := v.Why(); why != "" {
 				b.WriteString(". Why: " + judge.MdEscape(why))
 			}

@@ -36,7 +36,7 @@ func TestCentralEffects(t *testing.T) {
 	for _, want := range []string{
 		"![Central claims", "(fig.png)",
 		"**Paper P** — 3 claims: 2 held, 0 contradicted, 1 inconclusive (of which 1 unequal comparison). [notebook](nb/p.ipynb) · [README and every verdict](p/README.md)",
-		"- **inconclusive**: T lowers OPIS — ",
+		"- **inconclusive**: T lowers OPIS [noisy] — ", // the central claim's note beside its text
 		"(from scratch; the arms differ in tuning or budget: unequal comparison)",
 		"- **held**: T beats B — +5.00 [+1.00, +9.00] points (from scratch; interval on the claimed side)",
 	} {

@@ -101,8 +101,8 @@ func TestRegimePairs(t *testing.T) {
 	md := r.RegimeMarkdown()
 	for _, want := range []string{
 		"2 claims tested in two regimes; the verdict changes with the regime for 1 (1 not run yet in both).",
-		"| a / ap | T beats B; pretrained | from scratch | **contradicted** | — | pretrained, frozen | **held** | — | **yes**: contradicted → held |",
-		"| b / bp | U beats B; pretrained | from scratch | **inconclusive** | — | pretrained | **inconclusive** (no records) | — | not run yet |",
+		"| `a` / `ap`: T beats B; pretrained | from scratch: **contradicted**<br>— | pretrained, frozen: **held**<br>— | **yes**: contradicted → held |",
+		"| `b` / `bp`: U beats B; pretrained | from scratch: **inconclusive**<br>— | pretrained: **inconclusive** (no records)<br>— | not run yet |",
 	} {
 		if !strings.Contains(md, want) {
 			t.Errorf("RegimeMarkdown lacks %q:\n%s", want, md)

@@ -54,12 +54,25 @@ func (m LabelMap) Check() error {
 // Name is the text of a config key, metric or series name ([LabelMap.Key]).
 func (m LabelMap) Name(key string) string { return m.Key(key) }
 
+// Lookup is the text of the value v of config key key that the spec's map gives ("key=value",
+// then the value alone), else the shared vocabulary ([CommonWord], in the same order); false when
+// neither names it.
 func (m LabelMap) Lookup(key string, v any) (string, bool) {
 	fv := FormatValue(v)
-	if t, ok := m.Text[key+"="+fv]; ok {
-		return t, true
+	for _, words := range []func(string) (string, bool){m.text, CommonWord} {
+		if t, ok := words(key + "=" + fv); ok {
+			return t, true
+		}
+		if t, ok := words(fv); ok {
+			return t, true
+		}
 	}
-	t, ok := m.Text[fv]
+	return "", false
+}
+
+// text is the spec's map's entry for name.
+func (m LabelMap) text(name string) (string, bool) {
+	t, ok := m.Text[name]
 	return t, ok
 }
 
@@ -123,10 +136,13 @@ func (m LabelMap) SortGroups(gs []*Group) []*Group {
 // expression — is found by [RawTexts], which the layout and table tests apply to every generated
 // text: add the missing entry to the spec's labels map.
 
-// Key is the text of a config key, metric or series name: the map's entry, else the name in words
-// ([humanKey]).
+// Key is the text of a config key, metric or series name: the map's entry, else the shared
+// vocabulary's ([CommonWord]: data.name is "dataset"), else the name in words ([humanKey]).
 func (m LabelMap) Key(key string) string {
 	if t, ok := m.Text[key]; ok {
+		return t
+	}
+	if t, ok := CommonWord(key); ok {
 		return t
 	}
 	return humanKey(key)
@@ -290,6 +306,12 @@ var rawPatterns = []struct {
 	{"a series name", regexp.MustCompile(`\b(?:val|train|curve|steplog|emb2d|dist|opis|fig1)/[A-Za-z]`)},
 	{"a unit with two denominators", regexp.MustCompile(`\bper \w+ per \w+`)},
 	{"a run group's name", regexp.MustCompile(`\b(?:fig|table)\d+[a-z]?\b`)},
+	// A tuning difference's remainder counted, not named ("…, this arm yes and 25 more"): the
+	// differences that matter are named, the others counted as "other settings".
+	{"a count of unnamed differences", regexp.MustCompile(`\bthis arm [^;()]*? and \d+ more\b`)},
+	// A tuning difference named by the last part of a dotted key ("name: tuned at omniglot", of
+	// data.name): the key's words are missing from the labels map and the shared vocabulary.
+	{"a config key's last part", regexp.MustCompile(`(?:^|[(;,] ?)(?:name|m|set|options): tuned at\b`)},
 }
 
 // RawTexts returns, for text s shown to a reader (a table cell or header, a caption, a legend or
@@ -315,10 +337,68 @@ func RawTexts(s string) []string {
 	return out
 }
 
+// tuningSides are the two values of a tuning difference in a sentence: "tuned at v, this arm w".
+var tuningSides = regexp.MustCompile(`tuned at ([^,;()]*), this arm ([^,;()]*?)(?: and \d+ [a-z ]+)?(?:[;),]|$| \()`)
+
+// rawID is a configuration value written as the configuration spells it: lower case, digits,
+// "-", "_", "+" ("fashion-mnist", "proxyanchor", "smoothap+tcm", "m_per_class").
+var rawID = regexp.MustCompile(`^[a-z][a-z0-9_+-]*$`)
+
+// RawValue reports whether v is a configuration value as the configuration spells it that the map
+// (an entry "v" or "key=v") or the shared vocabulary ([CommonWord]) writes in other words, and
+// those words: "omniglot" → "Omniglot", "idml" → "+ IDML". Numbers and words the map does not
+// name are not raw.
+func (m LabelMap) RawValue(v string) (string, bool) {
+	v = strings.TrimSpace(v)
+	if !rawID.MatchString(v) {
+		return "", false
+	}
+	words := func(t string) (string, bool) {
+		t = SymbolPrefix.ReplaceAllString(t, "")
+		return t, t != v
+	}
+	if t, ok := m.Text[v]; ok {
+		return words(t)
+	}
+	for _, k := range m.Keys {
+		if strings.HasSuffix(k, "="+v) && !strings.Contains(k, ", ") {
+			return words(m.Text[k])
+		}
+	}
+	if t, ok := CommonWord(v); ok {
+		return words(t)
+	}
+	for k, t := range commonWords {
+		if strings.HasSuffix(k, "="+v) {
+			return words(t)
+		}
+	}
+	return "", false
+}
+
+// UnwordedTexts returns the values of the tuning differences in s ("tuned at v, this arm w") that
+// are written as the configuration spells them although the map or the shared vocabulary has
+// words for them ([LabelMap.RawValue]): "name: tuned at omniglot, this arm fashion-mnist" gives
+// both values. [RawTexts] finds what is raw whatever the map; this finds what the map would have
+// written.
+func (m LabelMap) UnwordedTexts(s string) []string {
+	var out []string
+	for _, g := range tuningSides.FindAllStringSubmatch(s, -1) {
+		for _, v := range g[1:] {
+			if t, ok := m.RawValue(v); ok {
+				out = append(out, fmt.Sprintf("a value the labels write as %q: %q in %q", t, strings.TrimSpace(v), g[0]))
+			}
+		}
+	}
+	return out
+}
+
 var fileExt = regexp.MustCompile(`\.(md|png|svg|pdf|tex|yaml|jsonl|ipynb|html|go)$`)
 
-// tunedAt is one difference of a comparability note: "key: tuned at v, this arm w".
-var tunedAt = regexp.MustCompile(`\b([a-z_]+(?:\.[a-z0-9_]+)+): tuned at (\[[^\]]*\]|[^,;()]+?), this arm (\[[^\]]*\]|[^,;()]+?)( and \d+ more)?([;)]|$)`)
+// tunedAt is one difference of a comparability note: "key: tuned at v, this arm w" (v empty: an
+// unset string), the last one of a list perhaps followed by the count of those not named ("and 3
+// other settings").
+var tunedAt = regexp.MustCompile(`\b([a-z_]+(?:\.[a-z0-9_]+)+): tuned at (\[[^\]]*\]|[^,;()]*?), this arm (\[[^\]]*\]|[^,;()]+?)( and \d+ (?:more|other settings?))?([;)]|$)`)
 
 // keyEquals is "key = value" inside a sentence (a selection at its grid's edge:
 // "optimizer.groups = [{"lr_mul":10,"match":"/loss/"}] (lr-softtriple)").
@@ -330,20 +410,24 @@ var dottedKey = regexp.MustCompile(`\b[a-z_]{2,}(?:\.[a-z0-9_]+)+\b`)
 // Humanize writes the configuration keys and values a generated sentence names (a comparability
 // note, a verdict's reason: "loss.set.margin: tuned at 0.3, this arm 0.05", "at grid edge:
 // optimizer.lr") in the words of the map: each "key: tuned at v, this arm w" and "key = v" with the
-// key's and the values' texts (an unset value, null, as "unset"; JSON as [LabelMap.Value] writes it),
-// then every other dotted key with its text ([LabelMap.Key]). File names
-// ("spec.yaml") are left alone.
+// key's and the values' texts (an unset value — "unset", null or "" — as the map's text of the
+// key's null, "all classes", else "unset"; JSON as [LabelMap.Value] writes it), then every other
+// dotted key with its text ([LabelMap.Key]). Keys and values the spec's map does not name are
+// written in the shared vocabulary ([CommonWord]). File names ("spec.yaml") are left alone.
 func (m LabelMap) Humanize(s string) string {
 	val := func(key, v string) string {
 		switch v {
-		case "unset":
-			return v
+		case "unset", "null", "":
+			// The key unset: what the map calls its default ("key=null": "γ = 1 (default)",
+			// "all classes"), else "unset".
+			if t, ok := m.Lookup(key, nil); ok {
+				return SymbolPrefix.ReplaceAllString(t, "")
+			}
+			return "unset"
 		case "true":
 			return SymbolPrefix.ReplaceAllString(m.Value(key, true), "")
 		case "false":
 			return SymbolPrefix.ReplaceAllString(m.Value(key, false), "")
-		case "null":
-			return "unset"
 		}
 		if t, ok := m.Lookup(key, v); ok {
 			return SymbolPrefix.ReplaceAllString(t, "") // the key is named before: "γ: tuned at 0.1 (…)"
