@@ -302,6 +302,11 @@ func (s *Series) UnmarshalJSON(b []byte) error {
 // simply not counted as done and runs again on resume.
 type Store struct {
 	Dir string
+	// SkipSeries makes [Store.Load] leave every record's Series nil (measurements' too): a sweep plans and runs from
+	// the records' configurations and metrics alone, and the series (per-step curves, sampled
+	// distances) are most of a store's bytes and of the time to read it. The series are still
+	// checked to be well-formed JSON.
+	SkipSeries bool
 }
 
 // NewStore returns the store in dir (created on the first Append).
@@ -392,7 +397,7 @@ func (s *Store) Load() ([]Record, *LoadReport, error) {
 	var out []Record
 	for _, path := range files {
 		rep.Files = append(rep.Files, path)
-		recs, err := readRecords(path, rep)
+		recs, err := readRecords(path, rep, s.SkipSeries)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -415,6 +420,11 @@ func (s *Store) Load() ([]Record, *LoadReport, error) {
 		return nil, nil, err
 	}
 	mergeMeasurements(out, ms, rep)
+	if s.SkipSeries {
+		for i := range out {
+			out[i].Series = nil // those the measurements added
+		}
+	}
 	rep.Records = len(out)
 	return out, rep, nil
 }
@@ -424,7 +434,19 @@ type lineRecord struct {
 	line int
 }
 
-func readRecords(path string, rep *LoadReport) ([]lineRecord, error) {
+// recordNoSeries decodes a record line without its series (Store.SkipSeries): its Series field
+// shadows the embedded record's, and skipJSON decodes nothing.
+type recordNoSeries struct {
+	Record
+	Series skipJSON `json:"series,omitempty"`
+}
+
+// skipJSON is a JSON value read and dropped.
+type skipJSON struct{}
+
+func (skipJSON) UnmarshalJSON([]byte) error { return nil }
+
+func readRecords(path string, rep *LoadReport, skipSeries bool) ([]lineRecord, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("experiments: %w", err)
@@ -436,7 +458,15 @@ func readRecords(path string, rep *LoadReport) ([]lineRecord, error) {
 		line, err := rd.ReadBytes('\n')
 		if len(bytes.TrimSpace(line)) > 0 {
 			var r Record
-			if jerr := json.Unmarshal(line, &r); jerr != nil {
+			var jerr error
+			if skipSeries {
+				var lite recordNoSeries
+				jerr = json.Unmarshal(line, &lite)
+				r = lite.Record
+			} else {
+				jerr = json.Unmarshal(line, &r)
+			}
+			if jerr != nil {
 				rep.Bad = append(rep.Bad, fmt.Sprintf("%s:%d: %v", path, n, jerr))
 			} else if r.Hash == "" {
 				rep.Bad = append(rep.Bad, fmt.Sprintf("%s:%d: record without a hash", path, n))

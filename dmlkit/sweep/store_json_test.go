@@ -84,3 +84,44 @@ func TestMetricsJSONForms(t *testing.T) {
 		t.Errorf("error %v, want the metric named", err)
 	}
 }
+
+// TestLoadSkipSeries: a store read with SkipSeries has the records' metrics and configurations
+// and no series; read without it, the series as stored. A line whose series is not JSON is
+// still a bad line either way.
+func TestLoadSkipSeries(t *testing.T) {
+	dir := t.TempDir()
+	st := NewStore(dir)
+	cfg := map[string]any{"seed": 0, "loss": map[string]any{"name": "rsk"}}
+	h, err := Hash(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := &Record{Hash: h, Paper: "p", Scale: "small", Config: cfg, Metrics: Metrics{"R@1": 0.5},
+		Series: Series{"curve/loss": {3, 2, 1}}}
+	if err := st.Append(rec); err != nil {
+		t.Fatal(err)
+	}
+	if err := appendLine(dir, st.File("small"), []byte(`{"hash":"`+h+`x","scale":"small","config":{},"series":{"a":[1,}}`)); err != nil {
+		t.Fatal(err)
+	}
+	for _, skip := range []bool{false, true} {
+		st.SkipSeries = skip
+		recs, rep, err := st.Load()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(recs) != 1 || len(rep.Bad) != 1 || !strings.Contains(rep.Bad[0], "small.jsonl:2") {
+			t.Fatalf("skip %v: %d records, bad lines %q; want 1 record and line 2 bad", skip, len(recs), rep.Bad)
+		}
+		r := recs[0]
+		if r.Hash != h || r.Metrics["R@1"] != 0.5 || r.Config["loss"].(map[string]any)["name"] != "rsk" {
+			t.Errorf("skip %v: record %+v, want the stored hash, R@1 0.5 and loss rsk", skip, r)
+		}
+		switch {
+		case skip && r.Series != nil:
+			t.Errorf("SkipSeries: series %v, want none", r.Series)
+		case !skip && (len(r.Series) != 1 || len(r.Series["curve/loss"]) != 3 || r.Series["curve/loss"][2] != 1):
+			t.Errorf("series %v, want curve/loss [3 2 1]", r.Series)
+		}
+	}
+}
