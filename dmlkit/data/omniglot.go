@@ -259,6 +259,10 @@ var omniglotFiles = struct {
 	m map[omniglotKey]*Images
 }{m: map[omniglotKey]*Images{}}
 
+// omniglotSharedMaxSide is the largest image side omniglotFiles keeps (the 19,280 background
+// drawings at 32×32 are 20 MB; at the native 105×105, 213 MB would stay in memory for good).
+const omniglotSharedMaxSide = 32
+
 type omniglotKey struct {
 	digest      [sha256.Size]byte // of the .npz file's bytes
 	size        int
@@ -268,7 +272,8 @@ type omniglotKey struct {
 // loadOmniglotFileShared is [LoadOmniglotFile] through omniglotFiles: the file's sidecar is
 // checked and its bytes digested on every call, and a file of the same content loaded before
 // with the same arguments gives a copy of the images loaded then (a copy: callers set names and
-// coarse labels on what they get). Errors are not kept.
+// coarse labels on what they get). Errors are not kept, nor images of a side above
+// omniglotSharedMaxSide.
 func loadOmniglotFileShared(path string, size int, labelOffset int32) (*Images, error) {
 	if err := VerifySidecar("omniglot", path); err != nil {
 		return nil, err
@@ -276,6 +281,9 @@ func loadOmniglotFileShared(path string, size int, labelOffset int32) (*Images, 
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return LoadOmniglotFile(path, size, labelOffset) // its error
+	}
+	if len(b) > 0 && size > omniglotSharedMaxSide {
+		return LoadOmniglotFile(path, size, labelOffset) // large images are not kept
 	}
 	k := omniglotKey{sha256.Sum256(b), size, labelOffset}
 	omniglotFiles.Lock()
