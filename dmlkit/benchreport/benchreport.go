@@ -52,6 +52,10 @@ type Row struct {
 	Spread string `json:"spread,omitempty"`
 }
 
+// Busy reports whether other work shared the machine when the benchmark started: a one-minute
+// load average above its threads.
+func (r *Report) Busy() bool { return r.Load > float64(r.Threads) }
+
 // Ratio is dmlkit's time over the reference's (below 1: dmlkit is faster).
 func (r Row) Ratio() float64 { return r.Dmlkit / r.Reference }
 
@@ -115,7 +119,8 @@ func Load(dir string) ([]*Report, error) {
 // Markdown renders the reports as the README's performance block: per report, a line naming the
 // benchmark, the CPU, its threads, the load and the date, a table of the rows (dmlkit's time, the
 // reference's, their ratio) and the report's notes; the command that reproduces it; the file it
-// came from (dir, relative to the README). No report: a line saying so.
+// came from (dir, relative to the README); a report of a busy machine ([Report.Busy]) says so
+// above its table. No report: a line saying so.
 func Markdown(reps []*Report, dir string) string {
 	var b strings.Builder
 	p := func(f string, a ...any) { fmt.Fprintf(&b, f, a...) }
@@ -129,6 +134,10 @@ func Markdown(reps []*Report, dir string) string {
 	for _, r := range reps {
 		p("\n**%s** — %s, %d threads, load average %s, %s (`%s/%s.json`).\n\n", r.Title, r.CPU, r.Threads,
 			strconv.FormatFloat(r.Load, 'f', 1, 64), r.Date, dir, r.Bench)
+		if r.Busy() {
+			p("The machine was busy (load average %s on %d threads: other work shared its cores), so these ratios are not the CPU's; rerun on a quiet machine.\n\n",
+				strconv.FormatFloat(r.Load, 'f', 1, 64), r.Threads)
+		}
 		p("| case | dmlkit | reference | ratio |\n|---|---:|---:|---:|\n")
 		for _, row := range r.Rows {
 			ratio := fmt.Sprintf("%.2f×", row.Ratio())
