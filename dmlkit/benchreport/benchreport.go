@@ -48,16 +48,24 @@ type Row struct {
 	Dmlkit    float64 `json:"dmlkit"`    // dmlkit's time
 	Reference float64 `json:"reference"` // the reference's time
 	RefName   string  `json:"ref_name"`  // the reference, with its version
-	// Spread, when set, is the range of the ratio over the benchmark's rounds ("1.10–1.66").
-	Spread string `json:"spread,omitempty"`
+	// MedianRatio, when set, is the benchmark's own ratio over alternating rounds (the median of
+	// the rounds' ratios, not the ratio of the median times), and Spread their range ("1.10–1.66").
+	MedianRatio float64 `json:"median_ratio,omitempty"`
+	Spread      string  `json:"spread,omitempty"`
 }
 
 // Busy reports whether other work shared the machine when the benchmark started: a one-minute
 // load average above its threads.
 func (r *Report) Busy() bool { return r.Load > float64(r.Threads) }
 
-// Ratio is dmlkit's time over the reference's (below 1: dmlkit is faster).
-func (r Row) Ratio() float64 { return r.Dmlkit / r.Reference }
+// Ratio is dmlkit's time over the reference's (below 1: dmlkit is faster): MedianRatio when the
+// benchmark gives one.
+func (r Row) Ratio() float64 {
+	if r.MedianRatio > 0 {
+		return r.MedianRatio
+	}
+	return r.Dmlkit / r.Reference
+}
 
 // New returns a report of bench stamped with today's date (UTC), the CPU model, GOMAXPROCS and
 // the current load average.

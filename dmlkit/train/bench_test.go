@@ -309,11 +309,11 @@ func TestBenchVsTorch(t *testing.T) {
 		what := map[string]string{"head2048x512": "2048 → 512 head + contrastive loss, batch 256", "smallcnn28": "small CNN, 28×28, batch 256"}[bc.name]
 		spread := func(rs []float64) string { return fmt.Sprintf("%.2f–%.2f", slices.Min(rs), slices.Max(rs)) }
 		rows = append(rows, benchreport.Row{Case: what + ", training step", Unit: "ms", Dmlkit: median(goAll), Reference: median(torchAll),
-			RefName: "PyTorch " + tv, Spread: spread(ratios)})
+			RefName: "PyTorch " + tv, MedianRatio: median(ratios), Spread: spread(ratios)})
 		if len(ratiosIm2col) > 0 {
 			t.Logf("%-14s median ratio to PyTorch without oneDNN %.2f×", bc.name, median(ratiosIm2col))
 			rows = append(rows, benchreport.Row{Case: what + ", training step", Unit: "ms", Dmlkit: median(goAll), Reference: median(im2colAll),
-				RefName: "PyTorch " + tv + " without oneDNN", Spread: spread(ratiosIm2col)})
+				RefName: "PyTorch " + tv + " without oneDNN", MedianRatio: median(ratiosIm2col), Spread: spread(ratiosIm2col)})
 		}
 	}
 	gms := goGEMMms(t, 5)
@@ -325,7 +325,7 @@ func TestBenchVsTorch(t *testing.T) {
 		r := benchreport.New("train-vs-torch", fmt.Sprintf("Training steps on %s beside PyTorch, median of %d alternating rounds", backend.Config(), rounds),
 			"DMLKIT_BENCH=1 DMLKIT_BENCH_REPORT=$PWD/reproductions/bench go test -run TestBenchVsTorch -v ./dmlkit/train")
 		r.Rows = rows
-		r.Notes = []string{"Times are medians over the rounds; the ratio in brackets is the range of the rounds' ratios."}
+		r.Notes = []string{"Times are medians over the rounds; a ratio is the median of the rounds' ratios, in brackets their range."}
 		if p, err := benchreport.Write(dir, r); err != nil {
 			t.Error(err)
 		} else {
