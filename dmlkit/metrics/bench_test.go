@@ -186,7 +186,7 @@ func TestSOPBench(t *testing.T) {
 	if dir := benchreport.FromEnv(); dir != "" {
 		refName := "faiss " + ref.Version + " IndexFlatIP"
 		r := benchreport.New("knn-sop", fmt.Sprintf("Exact top-%d self-retrieval, %s × %d (the SOP test size)", k, knnBenchThousands(n), d),
-			"DMLKIT_BENCH=1 DMLKIT_BENCH_REPORT=$PWD/reproductions/bench go test -run TestSOPBench -v -timeout 30m ./dmlkit/metrics")
+			"DMLKIT_BENCH=1 DMLKIT_BENCH_REPORT=$PWD/reproductions/bench GOTOOLCHAIN=auto GOEXPERIMENT=simd go test -run TestSOPBench -v -timeout 30m ./dmlkit/metrics")
 		r.Rows = []benchreport.Row{
 			{Case: fmt.Sprintf("kNN top-%d (KNNSelf), CPU time", k), Unit: "s", Dmlkit: goKNNCPU, Reference: refCPU, RefName: refName},
 			{Case: fmt.Sprintf("kNN top-%d (KNNSelf), wall time", k), Unit: "s", Dmlkit: goKNN.Seconds(), Reference: refWall, RefName: refName},

@@ -323,7 +323,7 @@ func TestBenchVsTorch(t *testing.T) {
 	// The stored report the README's performance block is generated from (DMLKIT_BENCH_REPORT).
 	if dir := benchreport.FromEnv(); dir != "" {
 		r := benchreport.New("train-vs-torch", fmt.Sprintf("Training steps on %s beside PyTorch, median of %d alternating rounds", backend.Config(), rounds),
-			"DMLKIT_BENCH=1 DMLKIT_BENCH_REPORT=$PWD/reproductions/bench go test -run TestBenchVsTorch -v ./dmlkit/train")
+			"DMLKIT_BENCH=1 DMLKIT_BENCH_REPORT=$PWD/reproductions/bench GOTOOLCHAIN=auto GOEXPERIMENT=simd go test -run TestBenchVsTorch -v ./dmlkit/train")
 		r.Rows = rows
 		r.Notes = []string{"Times are medians over the rounds; a ratio is the median of the rounds' ratios, in brackets their range."}
 		if p, err := benchreport.Write(dir, r); err != nil {
