@@ -157,7 +157,7 @@ func Markdown(reps []*Report, dir string) string {
 		for _, n := range r.Notes {
 			p("\n%s\n", n)
 		}
-		p("\nAgain: `%s`\n", r.Command)
+		p("\nTo run it again: `%s`\n", r.Command)
 	}
 	return b.String()
 }

@@ -39,7 +39,7 @@ func TestWriteLoadMarkdown(t *testing.T) {
 		"| top-100 | 19.5 s CPU | faiss 1.7.3: 27.7 s CPU | 0.70× |\n" +
 		"| CNN step | 3.60 ms/step | PyTorch: 4.70 ms/step | 0.74× (0.70–0.80×) |\n" +
 		"\nNeighbour sets identical.\n" +
-		"\nAgain: `DMLKIT_BENCH=1 go test -run X ./m`\n"
+		"\nTo run it again: `DMLKIT_BENCH=1 go test -run X ./m`\n"
 	if !strings.HasSuffix(got, want) {
 		t.Errorf("markdown:\n%s\nwant it to end with:\n%s", got, want)
 	}
