@@ -93,7 +93,19 @@ func fileExists(p string) bool {
 }
 
 func loadRecords(spec *sweep.Spec, scale, results string, skipTorn bool, stderr io.Writer) ([]sweep.Record, error) {
-	recs, rep, err := sweep.NewStore(resultsDir(spec, scale, results)).Load()
+	return loadRecordsFrom(sweep.NewStore(resultsDir(spec, scale, results)), spec, skipTorn, stderr)
+}
+
+// loadPlanRecords is [loadRecords] for a sweep's planning (`dmlkit run`, --dry-run): torn lines
+// skipped with a warning, and the records without their series, which planning never reads and
+// which are most of a store's bytes.
+func loadPlanRecords(spec *sweep.Spec, scale, results string, stderr io.Writer) ([]sweep.Record, error) {
+	return loadRecordsFrom(&sweep.Store{Dir: resultsDir(spec, scale, results), SkipSeries: true}, spec, true, stderr)
+}
+
+// loadRecordsFrom is [loadRecords] reading st.
+func loadRecordsFrom(st *sweep.Store, spec *sweep.Spec, skipTorn bool, stderr io.Writer) ([]sweep.Record, error) {
+	recs, rep, err := st.Load()
 	if err != nil {
 		return nil, err
 	}

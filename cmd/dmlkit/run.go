@@ -366,7 +366,7 @@ func runSweep(spec *sweep.Spec, o *sweepFlags, stdout, stderr io.Writer) (*sweep
 	}
 	// The warnings `tables` prints for unreadable (e.g. truncated) result lines: their runs are
 	// not stored, so the sweep runs them again — say so rather than rerun them silently.
-	if _, err := loadRecords(spec, scale, *o.results, true, stderr); err != nil {
+	if _, err := loadPlanRecords(spec, scale, *o.results, stderr); err != nil {
 		return nil, err
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -379,8 +379,9 @@ func runSweep(spec *sweep.Spec, o *sweepFlags, stdout, stderr io.Writer) (*sweep
 			fmt.Fprintf(stderr, "waiting for %d points pending on tuning runs of %d other running shards\n", pending, running)
 		}
 	}, ExecOptions: sweep.ExecOptions{
-		Runner:      runner,
-		Store:       sweep.NewStore(resultsDir(spec, scale, *o.results)),
+		Runner: runner,
+		// The sweep reads its store to plan each round and never reads the records' series.
+		Store:       &sweep.Store{Dir: resultsDir(spec, scale, *o.results), SkipSeries: true},
 		WorkDir:     workdir,
 		Workers:     *o.workers,
 		Env:         env,
@@ -477,7 +478,7 @@ func dryRun(spec *sweep.Spec, o *sweepFlags, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	recs, err := loadRecords(spec, scale, *o.results, true, stderr)
+	recs, err := loadPlanRecords(spec, scale, *o.results, stderr)
 	if err != nil {
 		return err
 	}

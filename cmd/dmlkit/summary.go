@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/dmlkit/dmlkit/dmlkit/atomicfile"
+	"github.com/dmlkit/dmlkit/dmlkit/benchreport"
 	"github.com/dmlkit/dmlkit/dmlkit/judge"
 	"github.com/dmlkit/dmlkit/dmlkit/report"
 	"github.com/dmlkit/dmlkit/dmlkit/sweep"
@@ -45,6 +46,9 @@ type frontPage struct {
 	// leaderboard is the "leaderboard" block: per spec with a leaderboard section (the benchmark),
 	// its title and report.LeaderboardSummary; "" when no spec has one.
 	leaderboard string
+	// performance is the "performance" block: the CPU benchmarks' stored reports
+	// (reproductions/bench/*.json, benchreport.Markdown).
+	performance string
 }
 
 // findings is the "findings" block for the page at dir (relative to the repository root: "" or
@@ -78,7 +82,8 @@ func writeFrontPage(w atomicfile.Writer, root string, f *frontPage, check bool) 
 		if _, err := os.Stat(page.path); err != nil {
 			continue
 		}
-		for _, blk := range []struct{ name, md string }{{"summary", f.summary}, {"findings", f.findings(page.dir)}, {"leaderboard", f.leaderboard}} {
+		for _, blk := range []struct{ name, md string }{{"summary", f.summary}, {"findings", f.findings(page.dir)}, {"leaderboard", f.leaderboard},
+			{"performance", f.performance}} {
 			if blk.name != "summary" { // optional: a page without the block keeps none
 				if has, err := report.HasMarked(page.path, blk.name); err != nil {
 					return nil, nil, err
@@ -239,8 +244,16 @@ func crossPaperSummary(dir string, known map[string]*judge.ClaimsReport, skipTor
 	if err != nil {
 		return nil, err
 	}
-	return &frontPage{reports: reps, summary: report.SummaryMarkdown(reps), leaderboard: board}, nil
+	bench, err := benchreport.Load(filepath.Join(dir, benchDir))
+	if err != nil {
+		return nil, err
+	}
+	return &frontPage{reports: reps, summary: report.SummaryMarkdown(reps), leaderboard: board,
+		performance: benchreport.Markdown(bench, "reproductions/"+benchDir)}, nil
 }
+
+// benchDir is the folder of reproductions/ that holds the CPU benchmarks' stored reports.
+const benchDir = "bench"
 
 // leaderboardBlock renders the front page's "leaderboard" block: for each paper under dir whose
 // spec has a leaderboard section, a line naming it with a link to its README, then

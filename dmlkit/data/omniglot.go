@@ -2,6 +2,7 @@ package data
 
 import (
 	"archive/zip"
+	"crypto/sha256"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -9,6 +10,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
+	"sync"
 )
 
 // Omniglot file names inside the root directory.
@@ -57,11 +60,11 @@ func Omniglot(opt OmniglotOptions) (*Split, error) {
 	if size == 0 {
 		size = 28
 	}
-	train, err := LoadOmniglotFile(filepath.Join(root, OmniglotBackgroundFile), size, 0)
+	train, err := loadOmniglotFileShared(filepath.Join(root, OmniglotBackgroundFile), size, 0)
 	if err != nil {
 		return nil, err
 	}
-	test, err := LoadOmniglotFile(filepath.Join(root, OmniglotEvaluationFile), size, OmniglotBackgroundClasses)
+	test, err := loadOmniglotFileShared(filepath.Join(root, OmniglotEvaluationFile), size, OmniglotBackgroundClasses)
 	if err != nil {
 		return nil, err
 	}
@@ -246,6 +249,63 @@ func LoadOmniglotFile(path string, size int, labelOffset int32) (*Images, error)
 		out.Labels[i] = int32(i/omniglotDrawings) + labelOffset
 	}
 	return out, nil
+}
+
+// omniglotFiles holds the images [LoadOmniglotFile] returned in this process, by the file's
+// content and the arguments: a sweep trains its runs in one process, and each run's data would
+// otherwise decompress, check and resize the same 32,460 drawings again (about 2 s of CPU).
+var omniglotFiles = struct {
+	sync.Mutex
+	m map[omniglotKey]*Images
+}{m: map[omniglotKey]*Images{}}
+
+// omniglotSharedMaxSide is the largest image side omniglotFiles keeps (the 19,280 background
+// drawings at 32×32 are 20 MB; at the native 105×105, 213 MB would stay in memory for good).
+const omniglotSharedMaxSide = 32
+
+type omniglotKey struct {
+	digest      [sha256.Size]byte // of the .npz file's bytes
+	size        int
+	labelOffset int32
+}
+
+// loadOmniglotFileShared is [LoadOmniglotFile] through omniglotFiles: the file's sidecar is
+// checked and its bytes digested on every call, and a file of the same content loaded before
+// with the same arguments gives a copy of the images loaded then (a copy: callers set names and
+// coarse labels on what they get). Errors are not kept, nor images of a side above
+// omniglotSharedMaxSide.
+func loadOmniglotFileShared(path string, size int, labelOffset int32) (*Images, error) {
+	if err := VerifySidecar("omniglot", path); err != nil {
+		return nil, err
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return LoadOmniglotFile(path, size, labelOffset) // its error
+	}
+	if len(b) > 0 && size > omniglotSharedMaxSide {
+		return LoadOmniglotFile(path, size, labelOffset) // large images are not kept
+	}
+	k := omniglotKey{sha256.Sum256(b), size, labelOffset}
+	omniglotFiles.Lock()
+	defer omniglotFiles.Unlock()
+	im, ok := omniglotFiles.m[k]
+	if !ok {
+		if im, err = LoadOmniglotFile(path, size, labelOffset); err != nil {
+			return nil, err
+		}
+		if len(omniglotFiles.m) >= 4 { // sizes of one process's runs: a few at most
+			clear(omniglotFiles.m)
+		}
+		omniglotFiles.m[k] = im
+	}
+	return im.clone(), nil
+}
+
+// clone is a deep copy of s.
+func (s *Images) clone() *Images {
+	c := *s
+	c.Pix, c.Labels, c.Coarse, c.ClassNames = slices.Clone(s.Pix), slices.Clone(s.Labels), slices.Clone(s.Coarse), slices.Clone(s.ClassNames)
+	return &c
 }
 
 func equalInts(a, b []int) bool {

@@ -446,3 +446,49 @@ func largestComponentExtent(pix []uint8, h, w int) int {
 	}
 	return bestExt
 }
+
+// TestOmniglotFileShared: a second load of the same file content with the same arguments is a
+// copy of the first (a change to one reaches no other), other arguments or another content load
+// afresh, and a sidecar that no longer matches is still an error.
+func TestOmniglotFileShared(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "good.npz")
+	datatest.WriteOmniglotNPZ(t, p, 2, 40, 0)
+	a, err := loadOmniglotFileShared(p, 28, 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.Pix[0], a.Labels[0], a.Name = 7, 99, "changed"
+	b, err := loadOmniglotFileShared(p, 28, 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// As in TestOmniglotErrors: 40 drawings, labels 5 and 6, one ink pixel at the top left, which
+	// at 28 px covers (1/3.75)² of the first pixel: 255/14.0625 = 18.1 → 18.
+	if b.N != 40 || b.Labels[0] != 5 || b.Labels[39] != 6 || b.Pix[0] != 18 || b.Pix[1] != 0 || b.Name != "omniglot" {
+		t.Errorf("second load: N=%d labels %d,%d pix %d,%d name %q, want the file's images untouched by the first caller's changes",
+			b.N, b.Labels[0], b.Labels[39], b.Pix[0], b.Pix[1], b.Name)
+	}
+	c, err := loadOmniglotFileShared(p, 28, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Labels[0] != 0 || c.Labels[39] != 1 {
+		t.Errorf("label offset 0: labels %d,%d, want 0,1", c.Labels[0], c.Labels[39])
+	}
+	// The same path with another content (3 characters now).
+	datatest.WriteOmniglotNPZ(t, p, 3, 60, 0)
+	d, err := loadOmniglotFileShared(p, 28, 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.N != 60 || d.Labels[59] != 7 {
+		t.Errorf("rewritten file: N=%d last label %d, want 60 and 7", d.N, d.Labels[59])
+	}
+	if err := os.WriteFile(p+".sha256", []byte("0000000000000000000000000000000000000000000000000000000000000000  good.npz\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := loadOmniglotFileShared(p, 28, 5); err == nil {
+		t.Error("a sidecar that does not match: no error")
+	}
+}

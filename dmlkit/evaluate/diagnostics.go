@@ -1,6 +1,7 @@
 package evaluate
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -126,9 +127,59 @@ func farThreshold(emb []float32, d int, labels []int64, items []int, far float64
 	if len(negs) == 0 {
 		return math.NaN()
 	}
-	slices.Sort(negs)
 	k := int(math.Ceil(far*float64(len(negs)))) - 1
-	return negs[max(k, 0)]
+	return kthSmallest(negs, max(k, 0))
+}
+
+// kthSmallest returns xs[k] of xs sorted as slices.Sort sorts it (NaNs first), reordering xs: a
+// quickselect (median-of-three pivots, expected linear time) instead of sorting the hundreds of
+// thousands of distances of an alphabet to read one of them; after more rounds than a balanced
+// selection needs it sorts what is left.
+func kthSmallest(xs []float64, k int) float64 {
+	lo, hi := 0, len(xs)-1 // xs[k] lies in xs[lo..hi]
+	for rounds := 0; hi > lo; rounds++ {
+		if rounds > 64 {
+			slices.Sort(xs[lo : hi+1])
+			break
+		}
+		// Median of three as the pivot value, then a three-way partition of xs[lo..hi]:
+		// [lo, lt) below the pivot, [lt, gt] equal to it, (gt, hi] above.
+		mid := lo + (hi-lo)/2
+		a, b, c := xs[lo], xs[mid], xs[hi]
+		if cmp.Less(b, a) {
+			a, b = b, a
+		}
+		if cmp.Less(c, b) {
+			b = c
+			if cmp.Less(b, a) {
+				b = a
+			}
+		}
+		p := b
+		lt, i, gt := lo, lo, hi
+		for i <= gt {
+			switch c := cmp.Compare(xs[i], p); {
+			case c < 0:
+				xs[lt], xs[i] = xs[i], xs[lt]
+				lt++
+				i++
+			case c > 0:
+				xs[i], xs[gt] = xs[gt], xs[i]
+				gt--
+			default:
+				i++
+			}
+		}
+		switch {
+		case k < lt:
+			hi = lt - 1
+		case k > gt:
+			lo = gt + 1
+		default:
+			return p
+		}
+	}
+	return xs[k]
 }
 
 // fig1FAR is the target false-acceptance rate of the thresholds d* of seed 000 Fig. 1.

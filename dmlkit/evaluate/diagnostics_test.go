@@ -2,7 +2,9 @@ package evaluate
 
 import (
 	"math"
+	"math/rand/v2"
 	"reflect"
+	"slices"
 	"testing"
 
 	"github.com/dmlkit/dmlkit/dmlkit/data"
@@ -116,5 +118,52 @@ func TestDiagnosticsRegistry(t *testing.T) {
 	pos, neg := pairDistances(emb, 5, 1, labels, distSamples, 7)
 	if !reflect.DeepEqual(r.Series["dist/pos"], pos) || !reflect.DeepEqual(r.Series["dist/neg"], neg) || len(pos) != distSamples {
 		t.Errorf("series %d/%d", len(r.Series["dist/pos"]), len(r.Series["dist/neg"]))
+	}
+}
+
+// TestKthSmallest: the selection reads the same value as sorting does (slices.Sort's order, NaNs
+// first), for every k, on random values with ties, ±Inf and NaN, and on sorted, reversed and
+// constant inputs (the quickselect's worst cases).
+func TestKthSmallest(t *testing.T) {
+	// By hand: 5, NaN, 1, 3, 1 in slices.Sort's order is NaN, 1, 1, 3, 5.
+	for k, want := range []float64{math.NaN(), 1, 1, 3, 5} {
+		got := kthSmallest([]float64{5, math.NaN(), 1, 3, 1}, k)
+		if got != want && !(math.IsNaN(got) && math.IsNaN(want)) {
+			t.Errorf("by hand, k=%d: got %v, want %v", k, got, want)
+		}
+	}
+	rng := rand.New(rand.NewPCG(3, 4))
+	var inputs [][]float64
+	for _, n := range []int{1, 2, 3, 5, 17, 100, 1000} {
+		x := make([]float64, n)
+		for i := range x {
+			switch r := rng.IntN(20); r {
+			case 0:
+				x[i] = math.NaN()
+			case 1:
+				x[i] = math.Inf(1)
+			case 2:
+				x[i] = math.Inf(-1)
+			default:
+				x[i] = float64(rng.IntN(n/2 + 1)) // ties
+			}
+		}
+		asc := make([]float64, n)
+		for i := range asc {
+			asc[i] = float64(i)
+		}
+		desc := slices.Clone(asc)
+		slices.Reverse(desc)
+		inputs = append(inputs, x, asc, desc, make([]float64, n))
+	}
+	for _, x := range inputs {
+		sorted := slices.Clone(x)
+		slices.Sort(sorted)
+		for k := range x {
+			got, want := kthSmallest(slices.Clone(x), k), sorted[k]
+			if got != want && !(math.IsNaN(got) && math.IsNaN(want)) {
+				t.Fatalf("n=%d k=%d: got %v, want %v (input %v)", len(x), k, got, want, x[:min(len(x), 20)])
+			}
+		}
 	}
 }

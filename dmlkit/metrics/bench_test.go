@@ -3,6 +3,7 @@ package metrics
 import (
 	"encoding/binary"
 	"encoding/json"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -15,6 +16,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/dmlkit/dmlkit/dmlkit/benchreport"
 )
 
 // TestSOPBench times exact top-100 self-retrieval at the Stanford Online Products test scale next to faiss.
@@ -83,6 +86,7 @@ func TestSOPBench(t *testing.T) {
 			break
 		}
 	}
+	symCPU := goKNNCPU / blkCPU
 	t.Logf("go   blocked (not symmetric) top-%d: %.2fs wall, %.2fs CPU; symmetric/blocked %.2f× wall, %.2f× CPU; identical neighbours and scores: %v (CPU: %s)",
 		k, blkWall.Seconds(), blkCPU, goKNN.Seconds()/blkWall.Seconds(), goKNNCPU/blkCPU, equal, knnBenchCPUModel())
 	if !equal {
@@ -157,9 +161,11 @@ func TestSOPBench(t *testing.T) {
 	}
 	t.Logf("faiss %s IndexFlatIP search top-%d: %.2fs wall, %.2fs CPU (+%.2fs load/add, +%.2fs self-drop)  VmHWM %.0f MiB",
 		ref.Version, k+1, ref.SearchS, ref.SearchCPUS, ref.LoadS, ref.DropSelfS, ref.VmHWMMiB)
+	refWall, refCPU := ref.SearchS, ref.SearchCPUS
 	t.Logf("ratio go/faiss (wall): KNNSelf %.2f×, full Retrieval %.2f×", goKNN.Seconds()/ref.SearchS, goEval.Seconds()/ref.SearchS)
 	t.Logf("ratio go/faiss (CPU):  KNNSelf %.2f×, full Retrieval %.2f×", goKNNCPU/ref.SearchCPUS, goEvalCPU/ref.SearchCPUS)
 	// Agreement of the neighbour sets (float32 rounding may reorder near-ties).
+	agree := math.NaN()
 	if ids, err := knnBenchReadNpyInt64(path+".faiss_ids.npy", n*k); err == nil {
 		same := 0
 		for i := 0; i < n; i++ {
@@ -173,8 +179,40 @@ func TestSOPBench(t *testing.T) {
 				}
 			}
 		}
-		t.Logf("neighbour-set agreement with faiss: %.5f", float64(same)/float64(n*k))
+		agree = float64(same) / float64(n*k)
+		t.Logf("neighbour-set agreement with faiss: %.5f", agree)
 	}
+	// The stored report the README's performance block is generated from (DMLKIT_BENCH_REPORT).
+	if dir := benchreport.FromEnv(); dir != "" {
+		refName := "faiss " + ref.Version + " IndexFlatIP"
+		r := benchreport.New("knn-sop", fmt.Sprintf("Exact top-%d self-retrieval, %s × %d (the SOP test size)", k, knnBenchThousands(n), d),
+			"DMLKIT_BENCH=1 DMLKIT_BENCH_REPORT=$PWD/reproductions/bench GOTOOLCHAIN=auto GOEXPERIMENT=simd go test -run TestSOPBench -v -timeout 30m ./dmlkit/metrics")
+		r.Rows = []benchreport.Row{
+			{Case: fmt.Sprintf("kNN top-%d (KNNSelf), CPU time", k), Unit: "s", Dmlkit: goKNNCPU, Reference: refCPU, RefName: refName},
+			{Case: fmt.Sprintf("kNN top-%d (KNNSelf), wall time", k), Unit: "s", Dmlkit: goKNN.Seconds(), Reference: refWall, RefName: refName},
+			{Case: "full evaluation (R@{1,10,100}, MAP@R, HR@k), CPU time", Unit: "s", Dmlkit: goEvalCPU, Reference: refCPU, RefName: refName + " search"},
+		}
+		same := "returns the blocked search's neighbours and scores bit for bit"
+		if !equal {
+			same = "does NOT return the blocked search's neighbours and scores"
+		}
+		r.Notes = append(r.Notes, fmt.Sprintf("Neighbour sets: %.5f of dmlkit's top-%d are faiss's. The symmetric search (each block pair of the "+
+			"similarity matrix computed once) %s, at %.2f× the blocked search's CPU time.", agree, k, same, symCPU))
+		if p, err := benchreport.Write(dir, r); err != nil {
+			t.Error(err)
+		} else {
+			t.Logf("wrote %s", p)
+		}
+	}
+}
+
+// knnBenchThousands writes n with thousands separators (60,502).
+func knnBenchThousands(n int) string {
+	s := strconv.Itoa(n)
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
 }
 
 // knnBenchSOPData makes n L2-normalised rows in `classes` classes of 2–12 rows, plus 12 coarse labels.

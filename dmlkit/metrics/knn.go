@@ -374,6 +374,10 @@ func (e *knnEngine) run(out *Neighbors) (*Neighbors, error) {
 			abuf := make([]float32, e.mb*e.dA)
 			cbuf := make([]float32, e.mb*e.nb)
 			st := make([]knnTopState, e.mb)
+			var tabs []knnPosTable
+			if e.posr != nil {
+				tabs = make([]knnPosTable, e.mb)
+			}
 			for {
 				b := int(next.Add(1) - 1)
 				if b >= nBlocks {
@@ -381,7 +385,7 @@ func (e *knnEngine) run(out *Neighbors) (*Neighbors, error) {
 				}
 				q0 := b * e.mb
 				q1 := min(q0+e.mb, e.nq)
-				e.block(q0, q1, abuf, cbuf, st, out)
+				e.block(q0, q1, abuf, cbuf, st, tabs, out)
 				if e.progress != nil {
 					mu.Lock()
 					done += q1 - q0
@@ -411,8 +415,9 @@ func (e *knnEngine) run(out *Neighbors) (*Neighbors, error) {
 	return out, nil
 }
 
-// block scores queries [q0, q1) against every reference block and updates their heaps.
-func (e *knnEngine) block(q0, q1 int, abuf, cbuf []float32, st []knnTopState, out *Neighbors) {
+// block scores queries [q0, q1) against every reference block and updates their heaps; with positive
+// ranks tracked, tabs holds (at least q1 − q0) tables for the queries' positives.
+func (e *knnEngine) block(q0, q1 int, abuf, cbuf []float32, st []knnTopState, tabs []knnPosTable, out *Neighbors) {
 	mr, nrK, dA, nb := e.kern.mr, e.kern.nr, e.dA, e.nb
 	rows := q1 - q0
 	nPanels := (rows + mr - 1) / mr
@@ -422,6 +427,14 @@ func (e *knnEngine) block(q0, q1 int, abuf, cbuf []float32, st []knnTopState, ou
 	negInf := float32(math.Inf(-1))
 	for i := 0; i < rows; i++ {
 		st[i] = knnTopState{thr: negInf}
+	}
+	if e.posr != nil {
+		for i := 0; i < rows; i++ {
+			if tabs[i].first == nil {
+				tabs[i].first = make([]int32, knnPosBuckets)
+			}
+			e.posr.table(q0+i, &tabs[i])
+		}
 	}
 	fn := e.kern.fn
 	for r0 := 0; r0 < e.nr; r0 += nb {
@@ -446,7 +459,7 @@ func (e *knnEngine) block(q0, q1 int, abuf, cbuf []float32, st []knnTopState, ou
 			sc := out.Score[qi*e.k : (qi+1)*e.k]
 			s := &st[i]
 			if e.posr != nil {
-				e.posr.scan(qi, r0, row, s, idx, sc)
+				e.posr.scan(qi, r0, row, s, idx, sc, &tabs[i])
 				continue
 			}
 			thr := s.thr

@@ -86,8 +86,63 @@ func (e *knnEngine) knnBuildPosRanks(qLab, rLab []int64, junkNeg1 bool, isPos fu
 	return pr
 }
 
-// scan is the block-row consumer used instead of the plain top-K loop when positive ranks are tracked.
-func (pr *knnPosRanks) scan(qi, r0 int, row []float32, s *knnTopState, idx []int32, sc []float32) {
+// A query with at least knnPosTableMin positives (coarse labels: hundreds) finds the first positive a
+// negative precedes through a table of knnPosBuckets score buckets (knnPosTable) instead of a binary search
+// over all its positives.
+const (
+	knnPosTableMin = 32
+	knnPosBuckets  = 1024
+)
+
+// knnPosTable narrows, for one query, where a score falls among its positives. The bucket of a score v is
+// B(v) = ⌊(v − lo)·scale⌋ clamped to [0, knnPosBuckets): monotone in v, so a positive in a higher bucket
+// than v scores above v and one in a lower bucket below it. first[b] is the first positive (best-first)
+// whose bucket is ≤ b; a score in bucket b therefore precedes none before first[b] and every one from
+// first[b−1] (n for b = 0) on, and only the positives between are compared with it.
+type knnPosTable struct {
+	ok        bool // the query has a table (enough positives)
+	lo, scale float32
+	first     []int32
+}
+
+// bucket is B(v) of the table.
+func (t *knnPosTable) bucket(v float32) int {
+	f := (v - t.lo) * t.scale
+	switch {
+	case !(f > 0): // v at lo (or a zero scale)
+		return 0
+	case f >= knnPosBuckets-1:
+		return knnPosBuckets - 1
+	}
+	return int(f)
+}
+
+// table fills t for query qi (t.first must hold knnPosBuckets entries); queries with few positives get
+// none (t.ok false).
+func (pr *knnPosRanks) table(qi int, t *knnPosTable) {
+	a, b := pr.start[qi], pr.start[qi+1]
+	t.ok = b-a >= knnPosTableMin
+	if !t.ok {
+		return
+	}
+	ps := pr.score[a:b]
+	hi, lo := ps[0], ps[len(ps)-1]
+	t.lo, t.scale = lo, 0
+	if sc := float64(knnPosBuckets) / (float64(hi) - float64(lo)); hi > lo && sc < 1e30 {
+		t.scale = float32(sc)
+	}
+	m := 0
+	for bk := knnPosBuckets - 1; bk >= 0; bk-- {
+		for m < len(ps) && t.bucket(ps[m]) > bk {
+			m++
+		}
+		t.first[bk] = int32(m)
+	}
+}
+
+// scan is the block-row consumer used instead of the plain top-K loop when positive ranks are tracked;
+// t is the query's table (t.ok false: none).
+func (pr *knnPosRanks) scan(qi, r0 int, row []float32, s *knnTopState, idx []int32, sc []float32, t *knnPosTable) {
 	thr := s.thr
 	a, b := pr.start[qi], pr.start[qi+1]
 	if a == b {
@@ -114,6 +169,13 @@ func (pr *knnPosRanks) scan(qi, r0 int, row []float32, s *knnTopState, idx []int
 			}
 			// first positive that z precedes: score below v, or equal score and larger index.
 			lo, hi := 0, len(ps)
+			if t.ok {
+				bk := t.bucket(v)
+				lo = int(t.first[bk])
+				if bk > 0 {
+					hi = int(t.first[bk-1])
+				}
+			}
 			for lo < hi {
 				m := int(uint(lo+hi) >> 1)
 				if ps[m] < v || (ps[m] == v && pz[m] > z) {

@@ -236,3 +236,53 @@ func TestPositiveCounts(t *testing.T) {
 		t.Fatalf("query/gallery: %v, want [2 0]", got)
 	}
 }
+
+// TestRetrievalFullMAPTiesManyPositives: the exact mAP with many positives per query (12, past the
+// last few; 40 and 150, through the positives' bucket table) and scores that tie often (small integer
+// vectors under the inner product, exact in float32) or not at all (Gaussian rows, cosine), against the
+// brute-force ranking with ties broken by reference index.
+func TestRetrievalFullMAPTiesManyPositives(t *testing.T) {
+	rng := rand.New(rand.NewPCG(23, 24))
+	for _, c := range []struct {
+		classes, per, d int
+		ties            bool
+	}{{9, 12, 3, true}, {5, 40, 3, true}, {3, 150, 4, true}, {4, 40, 8, false}, {2, 150, 8, false}} {
+		n, d := c.classes*c.per, c.d
+		x := make([]float32, n*d)
+		l := make([]int64, n)
+		for i := range l {
+			l[i] = int64(i / c.per)
+			for k := 0; k < d; k++ {
+				if c.ties {
+					x[i*d+k] = float32(rng.IntN(3) - 1 + int(l[i])%2)
+				} else {
+					x[i*d+k] = float32(rng.NormFloat64() + 0.3*float64(l[i]%2))
+				}
+			}
+		}
+		sim := InnerProduct
+		if !c.ties {
+			sim = Cosine
+		}
+		got, err := Retrieval(x, n, d, l, Options{K: []int{1}, Similarity: sim, FullMAP: true, QueryBlock: 7, RefBlock: 13})
+		if err != nil {
+			t.Fatal(err)
+		}
+		idx, _ := knnBrute(x, n, x, n, d, n-1, sim, true)
+		var sum float64
+		for i := 0; i < n; i++ {
+			found := 0
+			var ap float64
+			for r := 0; r < n-1; r++ {
+				if l[idx[i*(n-1)+r]] == l[i] {
+					found++
+					ap += float64(found) / float64(r+1)
+				}
+			}
+			sum += ap / float64(found)
+		}
+		if want := sum / float64(n); math.Abs(got["mAP"]-want) > 1e-12 {
+			t.Errorf("%d classes of %d (ties %v): mAP = %v, brute force %v", c.classes, c.per, c.ties, got["mAP"], want)
+		}
+	}
+}

@@ -100,7 +100,17 @@ func encodeFloat(buf *bytes.Buffer, f float64) {
 	}
 }
 
+// decodeFloat decodes one JSON value of a [Metrics] or [Series]: a number, or one of the strings
+// encodeFloat writes for non-finite values. A number is parsed by strconv.ParseFloat, as
+// encoding/json parses it, without a decoder's set-up per value (a store of a few hundred records
+// holds millions of series values); anything else, and a number ParseFloat refuses (out of
+// range), takes encoding/json's path, which gives its value or its error.
 func decodeFloat(raw json.RawMessage) (float64, error) {
+	if len(raw) > 0 && (raw[0] == '-' || '0' <= raw[0] && raw[0] <= '9') {
+		if f, err := strconv.ParseFloat(string(raw), 64); err == nil {
+			return f, nil
+		}
+	}
 	if len(raw) > 0 && raw[0] == '"' {
 		var s string
 		if err := json.Unmarshal(raw, &s); err != nil {
@@ -119,6 +129,90 @@ func decodeFloat(raw json.RawMessage) (float64, error) {
 	var f float64
 	err := json.Unmarshal(raw, &f)
 	return f, err
+}
+
+// decodeFloats decodes raw, a JSON array that the caller's decoder has already checked to be
+// well-formed JSON, element by element with [decodeFloat]. It scans the array itself instead of
+// decoding it into one json.RawMessage per element; an element that is an array or an object
+// (which no [Series] holds) falls back to that decoding, which reports it as before.
+func decodeFloats(raw json.RawMessage) ([]float64, error) {
+	b := skipSpace(raw)
+	if len(b) == 0 || b[0] != '[' {
+		return decodeFloatsSlow(raw)
+	}
+	b = skipSpace(b[1:])
+	out := make([]float64, 0, bytes.Count(raw, []byte{','})+1)
+	if len(b) > 0 && b[0] == ']' {
+		return out, nil
+	}
+	for i := 0; len(b) > 0; i++ {
+		end := 0
+		switch b[0] {
+		case '[', '{':
+			return decodeFloatsSlow(raw)
+		case '"':
+			end = 1
+			for end < len(b) && b[end] != '"' {
+				if b[end] == '\\' {
+					end++
+				}
+				end++
+			}
+			end++ // the closing quote
+		default:
+			for end < len(b) && !endsValue(b[end]) {
+				end++
+			}
+		}
+		if end > len(b) {
+			return decodeFloatsSlow(raw)
+		}
+		f, err := decodeFloat(b[:end])
+		if err != nil {
+			return nil, fmt.Errorf("[%d]: %w", i, err)
+		}
+		out = append(out, f)
+		b = skipSpace(b[end:])
+		switch {
+		case len(b) > 0 && b[0] == ',':
+			b = skipSpace(b[1:])
+		case len(b) > 0 && b[0] == ']':
+			return out, nil
+		default:
+			return decodeFloatsSlow(raw)
+		}
+	}
+	return decodeFloatsSlow(raw)
+}
+
+// decodeFloatsSlow is [decodeFloats] through one json.RawMessage per element.
+func decodeFloatsSlow(raw json.RawMessage) ([]float64, error) {
+	var vs []json.RawMessage
+	if err := json.Unmarshal(raw, &vs); err != nil {
+		return nil, fmt.Errorf(": %w", err)
+	}
+	fs := make([]float64, len(vs))
+	for i, v := range vs {
+		f, err := decodeFloat(v)
+		if err != nil {
+			return nil, fmt.Errorf("[%d]: %w", i, err)
+		}
+		fs[i] = f
+	}
+	return fs, nil
+}
+
+// endsValue reports whether c ends a number or a literal inside a JSON array.
+func endsValue(c byte) bool {
+	return c == ',' || c == ']' || c == ' ' || c == '\t' || c == '\r' || c == '\n'
+}
+
+// skipSpace drops JSON's white space from the front of b.
+func skipSpace(b []byte) []byte {
+	for len(b) > 0 && (b[0] == ' ' || b[0] == '\t' || b[0] == '\r' || b[0] == '\n') {
+		b = b[1:]
+	}
+	return b
 }
 
 // MarshalJSON implements json.Marshaler.
@@ -181,19 +275,15 @@ func (s Series) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON implements json.Unmarshaler.
 func (s *Series) UnmarshalJSON(b []byte) error {
-	var raw map[string][]json.RawMessage
+	var raw map[string]json.RawMessage
 	if err := json.Unmarshal(b, &raw); err != nil {
 		return err
 	}
 	out := make(Series, len(raw))
-	for k, vs := range raw {
-		fs := make([]float64, len(vs))
-		for i, v := range vs {
-			f, err := decodeFloat(v)
-			if err != nil {
-				return fmt.Errorf("series %q[%d]: %w", k, i, err)
-			}
-			fs[i] = f
+	for k, v := range raw {
+		fs, err := decodeFloats(v)
+		if err != nil {
+			return fmt.Errorf("series %q%w", k, err)
 		}
 		out[k] = fs
 	}
@@ -212,6 +302,11 @@ func (s *Series) UnmarshalJSON(b []byte) error {
 // simply not counted as done and runs again on resume.
 type Store struct {
 	Dir string
+	// SkipSeries makes [Store.Load] leave every record's Series nil (measurements' too): a sweep plans and runs from
+	// the records' configurations and metrics alone, and the series (per-step curves, sampled
+	// distances) are most of a store's bytes and of the time to read it. The series are still
+	// checked to be well-formed JSON.
+	SkipSeries bool
 }
 
 // NewStore returns the store in dir (created on the first Append).
@@ -302,7 +397,7 @@ func (s *Store) Load() ([]Record, *LoadReport, error) {
 	var out []Record
 	for _, path := range files {
 		rep.Files = append(rep.Files, path)
-		recs, err := readRecords(path, rep)
+		recs, err := readRecords(path, rep, s.SkipSeries)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -325,6 +420,11 @@ func (s *Store) Load() ([]Record, *LoadReport, error) {
 		return nil, nil, err
 	}
 	mergeMeasurements(out, ms, rep)
+	if s.SkipSeries {
+		for i := range out {
+			out[i].Series = nil // those the measurements added
+		}
+	}
 	rep.Records = len(out)
 	return out, rep, nil
 }
@@ -334,7 +434,19 @@ type lineRecord struct {
 	line int
 }
 
-func readRecords(path string, rep *LoadReport) ([]lineRecord, error) {
+// recordNoSeries decodes a record line without its series (Store.SkipSeries): its Series field
+// shadows the embedded record's, and skipJSON decodes nothing.
+type recordNoSeries struct {
+	Record
+	Series skipJSON `json:"series,omitempty"`
+}
+
+// skipJSON is a JSON value read and dropped.
+type skipJSON struct{}
+
+func (skipJSON) UnmarshalJSON([]byte) error { return nil }
+
+func readRecords(path string, rep *LoadReport, skipSeries bool) ([]lineRecord, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("experiments: %w", err)
@@ -346,7 +458,15 @@ func readRecords(path string, rep *LoadReport) ([]lineRecord, error) {
 		line, err := rd.ReadBytes('\n')
 		if len(bytes.TrimSpace(line)) > 0 {
 			var r Record
-			if jerr := json.Unmarshal(line, &r); jerr != nil {
+			var jerr error
+			if skipSeries {
+				var lite recordNoSeries
+				jerr = json.Unmarshal(line, &lite)
+				r = lite.Record
+			} else {
+				jerr = json.Unmarshal(line, &r)
+			}
+			if jerr != nil {
 				rep.Bad = append(rep.Bad, fmt.Sprintf("%s:%d: %v", path, n, jerr))
 			} else if r.Hash == "" {
 				rep.Bad = append(rep.Bad, fmt.Sprintf("%s:%d: record without a hash", path, n))

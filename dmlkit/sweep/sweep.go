@@ -71,6 +71,22 @@ func Execute(ctx context.Context, plan *Plan, runs []Run, opt ExecOptions) (*Sum
 	if opt.Store == nil {
 		return nil, errors.New("experiments: Execute needs a Store")
 	}
+	stored, _, err := opt.Store.Load()
+	if err != nil {
+		return nil, err
+	}
+	return execute(ctx, plan, runs, opt, stored)
+}
+
+// execute is [Execute] with the store's records already read (stored): [RunSweep] has just read
+// them to plan the round, under the sweep's lock, and a large store takes seconds to read again.
+func execute(ctx context.Context, plan *Plan, runs []Run, opt ExecOptions, stored []Record) (*Summary, error) {
+	if opt.Runner == nil {
+		return nil, ErrNoRunner
+	}
+	if opt.Store == nil {
+		return nil, errors.New("experiments: Execute needs a Store")
+	}
 	workers := opt.Workers
 	if workers < 1 {
 		workers = 1
@@ -86,10 +102,6 @@ func Execute(ctx context.Context, plan *Plan, runs []Run, opt ExecOptions) (*Sum
 			return nil, fmt.Errorf("experiments: %w", err)
 		}
 		workDir = d
-	}
-	stored, _, err := opt.Store.Load()
-	if err != nil {
-		return nil, err
 	}
 	done := Done(stored, plan.Scale)
 	failedBefore := FailedRuns(stored, plan.Scale)
@@ -413,7 +425,7 @@ func RunSweep(ctx context.Context, s *Spec, opt SweepOptions) (*Plan, *Summary, 
 		}
 		lock.setWaiting(false)
 		quiet = 0
-		sum, err := Execute(ctx, plan, todo, opt.ExecOptions)
+		sum, err := execute(ctx, plan, todo, opt.ExecOptions, recs)
 		if sum != nil {
 			total.Total += sum.Total
 			total.Skipped += sum.Skipped
@@ -472,7 +484,7 @@ func runPhase(ctx context.Context, s *Spec, opt SweepOptions) (*Plan, *Summary, 
 			return plan, nil, err
 		}
 	}
-	sum, err := Execute(ctx, plan, runs, opt.ExecOptions)
+	sum, err := execute(ctx, plan, runs, opt.ExecOptions, recs)
 	if sum == nil || ctx.Err() != nil {
 		return plan, sum, err
 	}

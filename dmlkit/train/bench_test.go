@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/dmlkit/dmlkit/dmlkit/backend"
+	"github.com/dmlkit/dmlkit/dmlkit/benchreport"
 	"github.com/dmlkit/dmlkit/dmlkit/models"
 	"github.com/gomlx/gomlx/core/graph"
 	"github.com/gomlx/gomlx/core/tensors"
@@ -277,6 +278,8 @@ func TestBenchVsTorch(t *testing.T) {
 	if err := os.WriteFile(py, []byte(torchBench), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	var rows []benchreport.Row
+	tv := torchVersion(t)
 	for _, bc := range benchCases() {
 		steps, reps := 20, 5
 		if bc.name == "smallcnn28" {
@@ -285,15 +288,17 @@ func TestBenchVsTorch(t *testing.T) {
 		eng, pix, labels := newBenchEngine(t, bc)
 		step := 0
 		stepMS(t, eng, pix, labels, 2, 1, &step) // compile and warm up
-		var ratios, ratiosIm2col []float64
+		var ratios, ratiosIm2col, goAll, torchAll, im2colAll []float64
 		for r := 0; r < rounds; r++ {
 			goms := stepMS(t, eng, pix, labels, steps, reps, &step)
 			tms := runTorch(t, py, bc.name, fmt.Sprint(steps), fmt.Sprint(reps))
 			ratios = append(ratios, goms/tms[0])
+			goAll, torchAll = append(goAll, goms), append(torchAll, tms[0])
 			line := fmt.Sprintf("%-14s round %d: Go (%s) %7.1f ms/step   PyTorch %7.1f ms/step   ratio %.2f×",
 				bc.name, r+1, backend.Config(), goms, tms[0], goms/tms[0])
 			if len(tms) > 1 {
 				ratiosIm2col = append(ratiosIm2col, goms/tms[1])
+				im2colAll = append(im2colAll, tms[1])
 				line += fmt.Sprintf("   (PyTorch without oneDNN %7.1f ms/step, ratio %.2f×)", tms[1], goms/tms[1])
 			}
 			t.Log(line)
@@ -301,11 +306,40 @@ func TestBenchVsTorch(t *testing.T) {
 		target := map[string]float64{"head2048x512": 1.0, "smallcnn28": 1.5}[bc.name]
 		t.Logf("%-14s median ratio %.2f× over %d rounds (range %.2f–%.2f×; target ≤ %.1f×)",
 			bc.name, median(ratios), rounds, slices.Min(ratios), slices.Max(ratios), target)
+		what := map[string]string{"head2048x512": "2048 → 512 head + contrastive loss, batch 256", "smallcnn28": "small CNN, 28×28, batch 256"}[bc.name]
+		spread := func(rs []float64) string { return fmt.Sprintf("%.2f–%.2f", slices.Min(rs), slices.Max(rs)) }
+		rows = append(rows, benchreport.Row{Case: what + ", training step", Unit: "ms", Dmlkit: median(goAll), Reference: median(torchAll),
+			RefName: "PyTorch " + tv, MedianRatio: median(ratios), Spread: spread(ratios)})
 		if len(ratiosIm2col) > 0 {
 			t.Logf("%-14s median ratio to PyTorch without oneDNN %.2f×", bc.name, median(ratiosIm2col))
+			rows = append(rows, benchreport.Row{Case: what + ", training step", Unit: "ms", Dmlkit: median(goAll), Reference: median(im2colAll),
+				RefName: "PyTorch " + tv + " without oneDNN", MedianRatio: median(ratiosIm2col), Spread: spread(ratiosIm2col)})
 		}
 	}
 	gms := goGEMMms(t, 5)
 	tms := runTorch(t, py, "gemm", "1", "5")
 	t.Logf("small-CNN GEMMs (8 products of one step): Go %.1f ms   PyTorch (OpenBLAS) %.1f ms   ratio %.2f×", gms, tms[0], gms/tms[0])
+	rows = append(rows, benchreport.Row{Case: "the small CNN step's 8 GEMMs", Unit: "ms", Dmlkit: gms, Reference: tms[0], RefName: "PyTorch (OpenBLAS)"})
+	// The stored report the README's performance block is generated from (DMLKIT_BENCH_REPORT).
+	if dir := benchreport.FromEnv(); dir != "" {
+		r := benchreport.New("train-vs-torch", fmt.Sprintf("Training steps on %s beside PyTorch, median of %d alternating rounds", backend.Config(), rounds),
+			"DMLKIT_BENCH=1 DMLKIT_BENCH_REPORT=$PWD/reproductions/bench GOTOOLCHAIN=auto GOEXPERIMENT=simd go test -run TestBenchVsTorch -v ./dmlkit/train")
+		r.Rows = rows
+		r.Notes = []string{"Times are medians over the rounds; a ratio is the median of the rounds' ratios, in brackets their range."}
+		if p, err := benchreport.Write(dir, r); err != nil {
+			t.Error(err)
+		} else {
+			t.Logf("wrote %s", p)
+		}
+	}
+}
+
+// torchVersion is the version of /usr/bin/python3's PyTorch ("?" when it does not say).
+func torchVersion(t *testing.T) string {
+	out, err := exec.Command("/usr/bin/python3", "-c", "import torch; print(torch.__version__)").Output()
+	if err != nil {
+		t.Logf("PyTorch version: %v", err)
+		return "?"
+	}
+	return strings.TrimSpace(string(out))
 }
