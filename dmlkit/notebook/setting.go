@@ -2,6 +2,7 @@ package notebook
 
 import (
 	"fmt"
+	"html"
 	"slices"
 	"sort"
 	"strconv"
@@ -102,8 +103,8 @@ const SettingColumns = 6
 // [SettingColumns]), with the number of runs of each group; a row without a value in any group of
 // a table is left out of it.
 //
-// The tables are folded under one summary line (a <details> element; the blank lines around them
-// let JupyterLab, nbconvert and GitHub render the Markdown inside): a paper notebook's setting took
+// The tables are folded under one summary line (a <details> element, the tables inside it in HTML,
+// which JupyterLab, nbconvert's export and GitHub all render): a paper notebook's setting took
 // 1,000-2,400 px of its results, for reference that a reader opens when they want it.
 //
 // Each group is headed by its words in labels ([sweep.LabelMap.Value]: the map's "name=fig8" entry,
@@ -182,24 +183,31 @@ func SettingMarkdown(recs []sweep.Record, scale, group string, rows []SettingRow
 	if len(names) > 0 {
 		fmt.Fprintf(&b, "<details><summary>What differs between the %s: one column each, with its runs</summary>\n\n", counted(len(names), "group", "groups"))
 	}
+	// Inside the fold the tables are HTML: nbconvert's HTML export does not render Markdown inside
+	// an HTML block of an output (a Markdown table there showed as raw "| … |---|" text).
+	td := func(tag, v string) string { return "<" + tag + ">" + html.EscapeString(v) + "</" + tag + ">" }
 	for lo := 0; lo < len(names); lo += perTable {
 		hi := min(lo+perTable, len(names))
-		fmt.Fprintf(&b, "| | %s |\n|---|%s\n| runs |", strings.Join(heads[lo:hi], " | "), strings.Repeat("---|", hi-lo))
-		for _, n := range names[lo:hi] {
-			fmt.Fprintf(&b, " %d |", len(by[n]))
+		b.WriteString("<table>\n<thead><tr><th></th>")
+		for _, h := range heads[lo:hi] {
+			b.WriteString(td("th", h))
 		}
-		b.WriteString("\n")
+		b.WriteString("</tr></thead>\n<tbody>\n<tr>" + td("td", "runs"))
+		for _, n := range names[lo:hi] {
+			b.WriteString(td("td", strconv.Itoa(len(by[n]))))
+		}
+		b.WriteString("</tr>\n")
 		for _, row := range differ {
 			if !slices.ContainsFunc(cells[row.Label][lo:hi], func(v string) bool { return v != "—" }) {
 				continue // unset in every group of this table
 			}
-			fmt.Fprintf(&b, "| %s |", row.Label)
+			b.WriteString("<tr>" + td("td", row.Label))
 			for _, v := range cells[row.Label][lo:hi] {
-				b.WriteString(" " + strings.ReplaceAll(v, "|", `\|`) + " |")
+				b.WriteString(td("td", v))
 			}
-			b.WriteString("\n")
+			b.WriteString("</tr>\n")
 		}
-		b.WriteString("\n")
+		b.WriteString("</tbody>\n</table>\n\n")
 	}
 	if len(names) > 0 {
 		b.WriteString("</details>\n")

@@ -32,8 +32,10 @@ func TestSettingMarkdown(t *testing.T) {
 	want := "**5 stored small-scale runs** in 3 groups (by `name`).\n\n" +
 		"The same in every group: optimiser Adam; widths [16, 32]; queries 10.\n\n" +
 		"<details><summary>What differs between the 3 groups: one column each, with its runs</summary>\n\n" +
-		"| | a | b |\n|---|---|---|\n| runs | 2 | 1 |\n| seeds | 0, 1 | 0 |\n| batch | 48 | 48 |\n\n" +
-		"| | c |\n|---|---|\n| runs | 2 |\n| seeds | 0, 1 |\n| batch | 48, 196 |\n| τ | 5 |\n\n" +
+		"<table>\n<thead><tr><th></th><th>a</th><th>b</th></tr></thead>\n<tbody>\n<tr><td>runs</td><td>2</td><td>1</td></tr>\n" +
+		"<tr><td>seeds</td><td>0, 1</td><td>0</td></tr>\n<tr><td>batch</td><td>48</td><td>48</td></tr>\n</tbody>\n</table>\n\n" +
+		"<table>\n<thead><tr><th></th><th>c</th></tr></thead>\n<tbody>\n<tr><td>runs</td><td>2</td></tr>\n" +
+		"<tr><td>seeds</td><td>0, 1</td></tr>\n<tr><td>batch</td><td>48, 196</td></tr>\n<tr><td>τ</td><td>5</td></tr>\n</tbody>\n</table>\n\n" +
 		"</details>\n"
 	if got != want {
 		t.Errorf("SettingMarkdown:\n got %q\nwant %q", got, want)
@@ -67,7 +69,8 @@ func TestSettingMarkdownLabels(t *testing.T) {
 	got := SettingMarkdown(recs, "small", "name", rows, 0, sweep.LabelMap{})
 	want := "**5 stored small-scale runs** in 3 groups (by `name`).\n\n" +
 		"<details><summary>What differs between the 3 groups: one column each, with its runs</summary>\n\n" +
-		"| | other runs | fine | pre |\n|---|---|---|---|\n| runs | 1 | 2 | 2 |\n| start | — | the pre run | — |\n\n" +
+		"<table>\n<thead><tr><th></th><th>other runs</th><th>fine</th><th>pre</th></tr></thead>\n<tbody>\n" +
+		"<tr><td>runs</td><td>1</td><td>2</td><td>2</td></tr>\n<tr><td>start</td><td>—</td><td>the pre run</td><td>—</td></tr>\n</tbody>\n</table>\n\n" +
 		"</details>\n"
 	if got != want {
 		t.Errorf("SettingMarkdown:\n got %q\nwant %q", got, want)
@@ -91,8 +94,9 @@ func TestSettingMarkdownGroupWords(t *testing.T) {
 	got := SettingMarkdown(recs, "small", "name", rows, 0, labels)
 	want := "**3 stored small-scale runs** in 3 groups (by `name`).\n\n" +
 		"<details><summary>What differs between the 3 groups: one column each, with its runs</summary>\n\n" +
-		"| | Fig. 8 | half the tuned rate | Table 4 (qir) |\n|---|---|---|---|\n| runs | 1 | 1 | 1 |\n" +
-		"| batch | 48 | 96 | 196 |\n| start | — | the Fig. 8 run | — |\n\n" +
+		"<table>\n<thead><tr><th></th><th>Fig. 8</th><th>half the tuned rate</th><th>Table 4 (qir)</th></tr></thead>\n<tbody>\n" +
+		"<tr><td>runs</td><td>1</td><td>1</td><td>1</td></tr>\n<tr><td>batch</td><td>48</td><td>96</td><td>196</td></tr>\n" +
+		"<tr><td>start</td><td>—</td><td>the Fig. 8 run</td><td>—</td></tr>\n</tbody>\n</table>\n\n" +
 		"</details>\n"
 	if got != want {
 		t.Errorf("SettingMarkdown:\n got %q\nwant %q", got, want)
@@ -132,10 +136,10 @@ func TestSettingMarkdownValueWords(t *testing.T) {
 	want := "**4 stored small-scale runs** in 2 groups (by `name`).\n\n" +
 		"The same in every group: backbone CNN; optimiser Adam.\n\n" +
 		"<details><summary>What differs between the 2 groups: one column each, with its runs</summary>\n\n" +
-		"| | tuning runs | Fig. 6 setting |\n|---|---|---|\n| runs | 2 | 2 |\n" +
-		"| loss | Contextual, baseline + regulariser | Contextual, Multi-similarity |\n" +
-		"| dataset | Omniglot | Fashion-MNIST, Omniglot |\n" +
-		"| λ | 0 (contrastive term alone) | 0.8, 1 (contextual term alone) |\n\n" +
+		"<table>\n<thead><tr><th></th><th>tuning runs</th><th>Fig. 6 setting</th></tr></thead>\n<tbody>\n<tr><td>runs</td><td>2</td><td>2</td></tr>\n" +
+		"<tr><td>loss</td><td>Contextual, baseline + regulariser</td><td>Contextual, Multi-similarity</td></tr>\n" +
+		"<tr><td>dataset</td><td>Omniglot</td><td>Fashion-MNIST, Omniglot</td></tr>\n" +
+		"<tr><td>λ</td><td>0 (contrastive term alone)</td><td>0.8, 1 (contextual term alone)</td></tr>\n</tbody>\n</table>\n\n" +
 		"</details>\n"
 	if got != want {
 		t.Errorf("SettingMarkdown:\n got %q\nwant %q", got, want)

@@ -27,6 +27,9 @@ import (
 //     the paper notebooks show it at half (notebook.Figure.Metadata, the setup cell's showFigure);
 //   - "sources": a table's "Paper numbers:" sources listed under it instead of folded
 //     (report.Table.FoldedMarkdown): two dozen lines under each of TCM's tables.
+//   - "details-markdown": a Markdown table inside a <details> element of an output: nbconvert's
+//     HTML export shows it as raw "| … |---|" text (Markdown inside an HTML block is not rendered
+//     there); folded tables are written as HTML (notebook.SettingMarkdown).
 
 // lintReadable runs the checks above on a notebook's cells.
 func lintReadable(cells []proseCell) []Problem {
@@ -59,6 +62,9 @@ func lintReadable(cells []proseCell) []Problem {
 					continue
 				}
 				t, _ := multiline(raw)
+				if markdownTableInDetails(t) {
+					out = append(out, Problem{i, "details-markdown", "a Markdown table inside <details>: the HTML export shows it as raw text; write the folded table as HTML"})
+				}
 				if strings.Contains(t, "Paper numbers:\n[1]") {
 					out = append(out, Problem{i, "sources", "a table's sources listed under it: fold them (report.Table.FoldedMarkdown)"})
 				}
@@ -70,6 +76,29 @@ func lintReadable(cells []proseCell) []Problem {
 		}
 	}
 	return out
+}
+
+// markdownTableInDetails reports whether t holds a Markdown table's delimiter row ("|---|")
+// between a "<details" and its "</details>".
+func markdownTableInDetails(t string) bool {
+	for {
+		i := strings.Index(t, "<details")
+		if i < 0 {
+			return false
+		}
+		t = t[i:]
+		j := strings.Index(t, "</details>")
+		if j < 0 {
+			j = len(t)
+		}
+		if strings.Contains(t[:j], "|---") {
+			return true
+		}
+		if j == len(t) {
+			return false
+		}
+		t = t[j:]
+	}
 }
 
 // emptyCaption reports whether output k of c (an image) is followed by a caption line that names

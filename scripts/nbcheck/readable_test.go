@@ -32,6 +32,7 @@ func TestLintReadable(t *testing.T) {
 	}
 	bad := cells(
 		md("| | fig8 | lr-check | null |\n|---|---|---|---|\n| runs | 18 | 5 | 72 |"),
+		md("<details><summary>What differs</summary>\n\n| | a |\n|---|---|\n| runs | 1 |\n\n</details>\n"),
 		md("- **inconclusive** — τ1 = 1 gives the best results (`c10-best`, Fig. 8; unequal comparison (sampler.batch_size: tuned at 196, this arm 392))"),
 		png("QUJD")+`, `+md("*`figures/rsk/regimes.png`* — **From scratch and pretrained.** …"),
 		png("QUJD")+`, `+md("*`figures/rsk/regimes.png`* — "),
@@ -40,15 +41,16 @@ func TestLintReadable(t *testing.T) {
 	for _, p := range lintReadable(bad) {
 		got[p.Kind]++
 	}
-	if got["raw"] != 3 || got["figure-twice"] != 1 || got["caption"] != 1 {
+	if got["raw"] != 3 || got["figure-twice"] != 1 || got["caption"] != 1 || got["details-markdown"] != 1 {
 		var all []string
 		for _, p := range lintReadable(bad) {
 			all = append(all, p.String())
 		}
-		t.Errorf("lintReadable: %v, want 3 raw (fig8, null, sampler.batch_size), 1 figure-twice, 1 caption:\n%s", got, strings.Join(all, "\n"))
+		t.Errorf("lintReadable: %v, want 3 raw (fig8, null, sampler.batch_size), 1 figure-twice, 1 caption, 1 details-markdown:\n%s", got, strings.Join(all, "\n"))
 	}
 	good := cells(
 		md("| | Fig. 8 | half the tuned rate | (no name) |\n|---|---|---|---|\n| runs | 18 | 5 | 72 |"),
+		md("<details><summary>What differs</summary>\n\n<table>\n<tr><td>runs</td><td>1</td></tr>\n</table>\n\n</details>\n\n| | after |\n|---|---|\n| a | 1 |"),
 		md("- **inconclusive** — τ1 = 1 gives the best results (`c10-best`, Fig. 8; unequal comparison (batch size: tuned at 196, this arm 392))"),
 		png("QUJD")+`, `+md("*`figures/rsk/regimes.png`* — **From scratch and pretrained.** …"),
 		png("REVG")+`, `+md("*`figures/rsk/fig8_tau1.png`* — **Fig. 8.** τ1."),
