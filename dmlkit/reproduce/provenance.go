@@ -4,7 +4,6 @@
 package reproduce
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"fmt"
@@ -15,6 +14,7 @@ import (
 	"strings"
 
 	"github.com/dmlkit/dmlkit/dmlkit/backend"
+	"github.com/dmlkit/dmlkit/dmlkit/benchreport"
 )
 
 // Tree is the state of the git work tree a sweep runs from.
@@ -130,18 +130,6 @@ func Environment(tree Tree) map[string]any {
 	return env
 }
 
-// CPUModel is the processor's model name (Linux: /proc/cpuinfo "model name"), else GOARCH.
-// Speed ratios move 2× between CPU types, so every timing is stored beside it.
-func CPUModel() string {
-	if f, err := os.Open("/proc/cpuinfo"); err == nil {
-		defer f.Close()
-		sc := bufio.NewScanner(f)
-		for sc.Scan() {
-			k, v, ok := strings.Cut(sc.Text(), ":")
-			if ok && strings.TrimSpace(k) == "model name" {
-				return strings.TrimSpace(v)
-			}
-		}
-	}
-	return runtime.GOARCH
-}
+// CPUModel is the processor's model name (Linux: /proc/cpuinfo "model name"), else GOARCH:
+// [benchreport.CPUModel]. Speed ratios move 2× between CPU types, so every timing is stored beside it.
+func CPUModel() string { return benchreport.CPUModel() }

@@ -101,17 +101,27 @@ func markdownTableInDetails(t string) bool {
 	}
 }
 
-// emptyCaption reports whether output k of c (an image) is followed by a caption line that names
-// the figure's file and says nothing about it ("*`figures/idml/regimes.png`* — ").
-func emptyCaption(c *proseCell, k int) bool {
+// captionText is the Markdown output after output k of c (an image): the figure's caption line
+// ("*`figures/…`* — caption"); ok is false when none follows.
+func captionText(c *proseCell, k int) (t string, ok bool) {
 	if k+1 >= len(c.Outputs) {
-		return false
+		return "", false
 	}
 	raw, ok := c.Outputs[k+1].Data["text/markdown"]
 	if !ok {
+		return "", false
+	}
+	t, _ = multiline(raw)
+	return t, true
+}
+
+// emptyCaption reports whether output k of c (an image) is followed by a caption line that names
+// the figure's file and says nothing about it ("*`figures/idml/regimes.png`* — ").
+func emptyCaption(c *proseCell, k int) bool {
+	t, ok := captionText(c, k)
+	if !ok {
 		return false
 	}
-	t, _ := multiline(raw)
 	head, rest, ok := strings.Cut(t, " — ")
 	return ok && strings.Contains(head, "figures/") && strings.TrimSpace(rest) == ""
 }
@@ -123,16 +133,9 @@ const ColumnPixels = 1100
 // committedFigure reports whether output k of c (an image) is a committed figure: the output
 // after it is its caption line, naming a file under figures/.
 func committedFigure(c *proseCell, k int) bool {
-	if k+1 >= len(c.Outputs) {
-		return false
-	}
-	raw, ok := c.Outputs[k+1].Data["text/markdown"]
-	if !ok {
-		return false
-	}
-	t, _ := multiline(raw)
+	t, ok := captionText(c, k)
 	head, _, _ := strings.Cut(t, " — ")
-	return strings.Contains(head, "figures/")
+	return ok && strings.Contains(head, "figures/")
 }
 
 // pngWidth is the width in pixels of a base64 image/png output (0 when it is not a PNG).
